@@ -1,0 +1,26 @@
+"""The library API: what the CLI and users call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from migrator.cuda.frontend import analyze, analyze_file
+from migrator.cuda.ir import TranslationUnit
+from migrator.cuda.parse import parse_text
+
+
+def inspect(
+    source: str | Path,
+    *,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+    text: str | None = None,
+) -> TranslationUnit:
+    """Kernel IR for a CUDA file (or for `text`, reported under the name `source`).
+
+    Raises `migrator.cuda.source.SourceError` (with diagnostics) for input that cannot be read,
+    preprocessed or parsed.
+    """
+    if text is not None:
+        return analyze(parse_text(text, str(source), include_dirs, defines))
+    return analyze_file(source, include_dirs, defines)

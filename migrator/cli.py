@@ -1,0 +1,195 @@
+"""The `migrate` command line: argument parsing and exit codes only; work is in the library.
+
+    migrate KERNEL.cu [options]          the main job (migration to NKI)
+    migrate inspect KERNEL.cu [--json]   the kernel IR
+    migrate diagnostics [--markdown]     every C2N diagnostic with its help line
+
+Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
+2 bad input or usage, 3 migration failed, 70 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from migrator import __version__
+from migrator import diagnostics as diag
+from migrator.api import inspect
+from migrator.cuda.parse import render_with_caret
+from migrator.cuda.source import SourceError
+from migrator.cuda.summary import render
+
+EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILED, EXIT_INTERNAL = 0, 1, 2, 3, 70
+
+
+class UsageError(Exception):
+    """Bad arguments: printed as `migrate: error: ...`, exit code 2."""
+
+
+def _add_frontend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-I",
+        dest="include_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add a directory to the #include search path",
+    )
+    p.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="define a preprocessor macro",
+    )
+
+
+def _defines(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.isidentifier():
+            raise UsageError(f"-D {item}: {name!r} is not a macro name")
+        out[name] = value or "1"
+    return out
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    tu = inspect(args.file, include_dirs=args.include_dirs, defines=_defines(args.defines))
+    if args.kernel:
+        try:
+            kernels = [tu.kernel(args.kernel)]
+        except KeyError as e:
+            raise UsageError(str(e.args[0])) from e
+        tu = tu.model_copy(update={"kernels": kernels})
+    if args.json:
+        sys.stdout.write(tu.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(render(tu))
+    return EXIT_OK
+
+
+def _register_inspect(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "inspect",
+        help="print the kernel IR of a CUDA file",
+        description="Parse a CUDA file and print its kernel IR.",
+    )
+    p.add_argument("file", help="CUDA source (.cu/.cuh)")
+    p.add_argument("--kernel", help="only this kernel")
+    p.add_argument("--json", action="store_true", help="machine-readable IR (JSON)")
+    _add_frontend_options(p)
+    p.set_defaults(func=_cmd_inspect)
+
+
+def _cmd_diagnostics(args: argparse.Namespace) -> int:
+    if args.markdown:
+        sys.stdout.write(diag.markdown_table())
+    else:
+        for row in diag.REGISTRY.values():
+            state = " (retired)" if row.retired else ""
+            sys.stdout.write(
+                f"{row.id} {row.name}{state} [{row.severity}, effort {row.effort}]\n"
+                f"    {row.message}\n    help: {row.help}\n"
+            )
+    return EXIT_OK
+
+
+def _register_diagnostics(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("diagnostics", help="list every C2N diagnostic ID")
+    p.add_argument("--markdown", action="store_true", help="as the docs/diagnostics.md table")
+    p.set_defaults(func=_cmd_diagnostics)
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    tu = inspect(args.file, include_dirs=args.include_dirs, defines=_defines(args.defines))
+    if args.json:
+        sys.stdout.write(tu.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(render(tu))
+        sys.stdout.write(
+            "\nnote: NKI emission (pattern matching and templates) is not implemented yet; "
+            "this is the front end's analysis of the kernels it would migrate.\n"
+        )
+    return EXIT_OK
+
+
+# Subcommands: name -> registration function. Later stages add theirs here.
+COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {  # type: ignore[type-arg]
+    "inspect": _register_inspect,
+    "diagnostics": _register_diagnostics,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="migrate",
+        description="cuda2nki: migrate CUDA kernels to NKI (AWS Trainium/Inferentia) and score "
+        "NKI migrations.\n\nThe main job is `migrate KERNEL.cu`; other commands below.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"cuda2nki {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for register in COMMANDS.values():
+        register(sub)
+    return parser
+
+
+def build_migrate_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="migrate", description="Migrate a CUDA kernel to NKI.")
+    p.add_argument("file", help="CUDA source (.cu/.cuh)")
+    p.add_argument("--kernel", help="kernel to migrate (default: every __global__ kernel)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_frontend_options(p)
+    p.set_defaults(func=_cmd_migrate)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    is_file = first is not None and first not in COMMANDS
+    parser = build_migrate_parser() if is_file else build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse already printed usage or help
+        return int(e.code or 0) and EXIT_USAGE
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return EXIT_USAGE if argv else EXIT_OK
+    try:
+        return int(args.func(args))
+    except SourceError as e:
+        for d in e.diagnostics:
+            sys.stderr.write(render_with_caret(d) + "\n")
+        n = sum(d.severity == "error" for d in e.diagnostics)
+        sys.stderr.write(f"{n} error(s); nothing was written.\n")
+        return EXIT_USAGE
+    except UsageError as e:
+        sys.stderr.write(f"migrate: error: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("migrate: interrupted\n")
+        return 130
+    except Exception as e:  # a bug in cuda2nki, not in the user's input
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        else:
+            where = Path(str(getattr(args, "file", ""))).name
+            sys.stderr.write(
+                f"migrate: internal error while processing {where or 'the request'}: "
+                f"{type(e).__name__}: {e}\n(run again with --debug for the traceback, and "
+                "please report it with the input file)\n"
+            )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,388 @@
+"""The task contract: a CUDA kernel, its spec sidecar, and how an NKI kernel is called.
+
+One definition shared by `migrate`, `migrate score` and the dataset API (see README, "Task
+contract"). A spec is a TOML file next to the `.cu` (``<stem>.toml``)::
+
+    [kernel]
+    name = "saxpy"                 # the __global__ function
+    family = "elementwise"
+    template_args = []             # optional, e.g. [256] or ["float", 128]
+
+    [sizes]                        # named problem sizes with defaults
+    N = 100_000
+
+    [[size_sets]]                  # extra published test sizes (hidden ones are added later)
+    N = 1000
+
+    [[tensors]]                    # spec order = calling order
+    name = "x"
+    role = "in"                    # in | out | inout
+    dtype = "float32"
+    shape = ["N"]                  # size names or expressions
+    param = "x"                    # CUDA pointer parameter (defaults to name)
+
+    [[scalars]]
+    name = "a"
+    dtype = "float32"
+    value = 2.5                    # or: size = "N" (derived from a size)
+
+    [launch]
+    grid = ["ceil_div(N, 256)"]
+    block = [256]
+    shared_bytes = "0"
+
+    [reference]                    # numpy reference in <stem>.py
+    function = "reference"
+
+Calling convention for an NKI kernel (and for the numpy reference): positional arguments are the
+``in`` and ``inout`` tensors in spec order; keyword arguments are the value scalars by name; sizes
+are read from shapes and never passed; the result is the ``out`` and ``inout`` tensors in spec
+order (one array, or a tuple).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+import operator
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+CONTRACT_VERSION = "1.0"
+
+Role = Literal["in", "out", "inout"]
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "float8_e4m3",
+    "float8_e5m2",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+)
+
+
+class SpecError(ValueError):
+    """A spec sidecar that cannot be used; the message names the file and the field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KernelRef(_Frozen):
+    name: str
+    family: str = "unknown"
+    template_args: list[int | float | str] = Field(default_factory=list)
+    source: str | None = None  # .cu file, relative to the spec; default: same stem
+
+
+class TensorSpec(_Frozen):
+    name: str
+    role: Role
+    dtype: str = "float32"
+    shape: list[str | int]
+    param: str | None = None
+    layout: Literal["row_major", "col_major"] = "row_major"
+    ld: str | None = None  # leading-dimension scalar parameter, if the kernel takes one
+
+    @property
+    def cuda_param(self) -> str:
+        return self.param or self.name
+
+    @model_validator(mode="after")
+    def _check_dtype(self) -> TensorSpec:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {', '.join(DTYPES)}")
+        return self
+
+
+class ScalarSpec(_Frozen):
+    name: str
+    dtype: str = "int32"
+    size: str | None = None  # expression of sizes
+    value: float | int | bool | None = None
+    param: str | None = None
+
+    @property
+    def cuda_param(self) -> str:
+        return self.param or self.name
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ScalarSpec:
+        if (self.size is None) == (self.value is None):
+            raise ValueError(f"scalar {self.name!r} needs exactly one of `size` or `value`")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}")
+        return self
+
+
+class LaunchSpec(_Frozen):
+    grid: list[str | int]
+    block: list[str | int]
+    shared_bytes: str | int = 0
+
+
+class InputDist(_Frozen):
+    dist: Literal["normal", "uniform", "positive", "int", "heavy_tailed"] = "normal"
+    low: float | None = None
+    high: float | None = None
+
+
+class Tolerance(_Frozen):
+    atol: float | None = None
+    rtol: float | None = None
+    ulp: int | None = None
+
+
+class ReferenceSpec(_Frozen):
+    function: str = "reference"
+    module: str | None = None  # .py file, relative to the spec; default: same stem
+
+
+class TaskSpec(_Frozen):
+    """A parsed spec sidecar."""
+
+    contract_version: str = CONTRACT_VERSION
+    kernel: KernelRef
+    sizes: dict[str, int]
+    size_sets: list[dict[str, int]] = Field(default_factory=list)
+    tensors: list[TensorSpec]
+    scalars: list[ScalarSpec] = Field(default_factory=list)
+    launch: LaunchSpec
+    inputs: dict[str, InputDist] = Field(default_factory=dict)
+    tolerance: Tolerance | None = None
+    reference: ReferenceSpec = Field(default_factory=ReferenceSpec)
+    path: str | None = None  # where it was read from (set by load_spec)
+
+    @model_validator(mode="after")
+    def _check_names(self) -> TaskSpec:
+        names = [t.name for t in self.tensors] + [s.name for s in self.scalars]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate tensor/scalar names: {sorted(dup)}")
+        for key in self.inputs:
+            if key not in {t.name for t in self.tensors}:
+                raise ValueError(f"[inputs.{key}] names no tensor")
+        for sset in self.size_sets:
+            unknown = set(sset) - set(self.sizes)
+            if unknown:
+                raise ValueError(f"size set {sset} names unknown sizes {sorted(unknown)}")
+        return self
+
+    # --- derived views -------------------------------------------------------------------
+    def resolve_sizes(self, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
+        sizes = dict(self.sizes)
+        for k, v in (overrides or {}).items():
+            if k not in sizes:
+                raise SpecError(f"unknown size {k!r}; this task has {', '.join(sizes)}")
+            sizes[k] = int(v)
+        return sizes
+
+    def all_size_sets(self) -> list[dict[str, int]]:
+        """The default sizes followed by each published extra set (merged over the defaults)."""
+        return [dict(self.sizes)] + [{**self.sizes, **s} for s in self.size_sets]
+
+    def shape_of(self, tensor: TensorSpec, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(int(eval_expr(d, sizes)) for d in tensor.shape)
+
+    def scalar_value(self, scalar: ScalarSpec, sizes: Mapping[str, int]) -> Any:
+        if scalar.size is not None:
+            return int(eval_expr(scalar.size, sizes))
+        return scalar.value
+
+    def launch_config(
+        self, sizes: Mapping[str, int]
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        def dim3(v: list[str | int]) -> tuple[int, int, int]:
+            vals = [int(eval_expr(x, sizes)) for x in v]
+            return tuple((vals + [1, 1, 1])[:3])  # type: ignore[return-value]
+
+        return (
+            dim3(self.launch.grid),
+            dim3(self.launch.block),
+            int(eval_expr(self.launch.shared_bytes, sizes)),
+        )
+
+    @property
+    def inputs_in_order(self) -> list[TensorSpec]:
+        return [t for t in self.tensors if t.role in ("in", "inout")]
+
+    @property
+    def outputs_in_order(self) -> list[TensorSpec]:
+        return [t for t in self.tensors if t.role in ("out", "inout")]
+
+    @property
+    def value_scalars(self) -> list[ScalarSpec]:
+        return [s for s in self.scalars if s.value is not None]
+
+    def cuda_source_path(self) -> Path:
+        base = Path(self.path).parent if self.path else Path(".")
+        stem = Path(self.path).stem if self.path else self.kernel.name
+        return base / (self.kernel.source or f"{stem}.cu")
+
+    def reference_function(self) -> Callable[..., Any]:
+        base = Path(self.path).parent if self.path else Path(".")
+        stem = Path(self.path).stem if self.path else self.kernel.name
+        mod_path = base / (self.reference.module or f"{stem}.py")
+        if not mod_path.is_file():
+            raise SpecError(f"{self.path}: reference module {mod_path} does not exist")
+        spec = importlib.util.spec_from_file_location(f"c2n_ref_{stem}", mod_path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = getattr(module, self.reference.function, None)
+        if not callable(fn):
+            raise SpecError(f"{mod_path}: no function {self.reference.function!r}")
+        return fn
+
+
+def load_spec(path: str | Path) -> TaskSpec:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise SpecError(f"{path}: spec file not found") from e
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: invalid TOML: {e}") from e
+    try:
+        spec = TaskSpec.model_validate({**data, "path": str(path)})
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SpecError(f"{path}: {where}: {first['msg']}") from e
+    for t in spec.tensors:
+        for d in t.shape:
+            _check_expr(d, spec, path)
+    for s in spec.scalars:
+        if s.size is not None:
+            _check_expr(s.size, spec, path)
+    for d in [*spec.launch.grid, *spec.launch.block, spec.launch.shared_bytes]:
+        _check_expr(d, spec, path)
+    return spec
+
+
+def spec_for_source(cu_path: str | Path) -> Path | None:
+    """The sidecar spec that belongs to a `.cu` file, if there is one."""
+    p = Path(cu_path).with_suffix(".toml")
+    return p if p.is_file() else None
+
+
+def _check_expr(expr: str | int, spec: TaskSpec, path: Path) -> None:
+    try:
+        eval_expr(expr, spec.sizes)
+    except SpecError as e:
+        raise SpecError(f"{path}: {e}") from e
+
+
+# --- size expressions ----------------------------------------------------------------------
+# Size formulas are a tiny, safe arithmetic language (no eval): + - * / // % ** ( ), names of
+# sizes, and ceil_div/min/max/round_up. `/` on integers is floor division, as in host C code.
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: lambda a, b: a // b if isinstance(a, int) and isinstance(b, int) else a / b,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_FUNCS: dict[str, Callable[..., Any]] = {
+    "ceil_div": lambda a, b: -(-a // b),
+    "round_up": lambda a, b: -(-a // b) * b,
+    "min": min,
+    "max": max,
+    "sqrt": math.isqrt,
+}
+
+
+def eval_expr(expr: str | int | float, sizes: Mapping[str, int]) -> int | float:
+    """Evaluate a size formula such as ``"ceil_div(N, 256)"`` against named sizes."""
+    if isinstance(expr, (int, float)):
+        return expr
+    try:
+        tree = ast.parse(str(expr), mode="eval")
+    except SyntaxError as e:
+        raise SpecError(f"bad size expression {expr!r}: {e.msg}") from e
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in sizes:
+                raise SpecError(f"size expression {expr!r} uses unknown name {node.id!r}")
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn = _FUNCS.get(node.func.id)
+            if fn is not None and not node.keywords:
+                return fn(*[ev(a) for a in node.args])
+        raise SpecError(f"size expression {expr!r}: unsupported syntax {ast.dump(node)[:60]}")
+
+    try:
+        return ev(tree)
+    except ZeroDivisionError as e:
+        raise SpecError(f"size expression {expr!r} divides by zero") from e
+
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def np_dtype(name: str) -> np.dtype:
+    """numpy dtype for a contract dtype name (bf16/fp8 through ml_dtypes)."""
+    import ml_dtypes
+
+    special = {
+        "bfloat16": ml_dtypes.bfloat16,
+        "float8_e4m3": ml_dtypes.float8_e4m3fn,
+        "float8_e5m2": ml_dtypes.float8_e5m2,
+    }
+    return np.dtype(special.get(name, name))
+
+
+def make_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic input arrays for every `in`/`inout` tensor, by name."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for t in spec.inputs_in_order:
+        shape = spec.shape_of(t, sizes)
+        dist = spec.inputs.get(t.name, InputDist())
+        dt = np_dtype(t.dtype)
+        if np.issubdtype(dt, np.integer) or dist.dist == "int":
+            lo = int(dist.low if dist.low is not None else 0)
+            hi = int(dist.high if dist.high is not None else 100)
+            arr = rng.integers(lo, hi, size=shape)
+        elif dist.dist == "uniform":
+            arr = rng.uniform(_or(dist.low, -1.0), _or(dist.high, 1.0), size=shape)
+        elif dist.dist == "positive":
+            arr = rng.uniform(_or(dist.low, 0.1), _or(dist.high, 2.0), size=shape)
+        elif dist.dist == "heavy_tailed":
+            arr = rng.standard_t(2.0, size=shape)
+        else:
+            arr = rng.standard_normal(size=shape)
+        out[t.name] = np.asarray(arr).astype(dt)
+    return out
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value

@@ -1,0 +1,1 @@
+"""The CUDA side: source reading and preprocessing, parsing, kernel IR, and analysis."""

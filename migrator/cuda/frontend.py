@@ -1,0 +1,544 @@
+"""The front end's entry point: a CUDA file in, a `TranslationUnit` of kernel IR out.
+
+Collects `__global__`/`__device__` functions (with their template parameters and explicit
+instantiations), file-scope `__constant__`/`__shared__` declarations and host launch sites, then
+analyses each function body (`analysis.BodyAnalyzer`). Device functions are analysed first, callees
+before callers, so pointer roles propagate through helper calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tree_sitter import Node
+
+from migrator import diagnostics as diag
+from migrator.cuda.analysis import BodyAnalyzer, vector_and_half_types
+from migrator.cuda.builtins import KNOWN_TYPES, TYPE_BYTES
+from migrator.cuda.decl import (
+    base_type_text,
+    callee_name,
+    function_declarator,
+    function_name,
+    qualifiers,
+    unwrap_declarator,
+)
+from migrator.cuda.indexing import Env, IndexEvaluator, Var
+from migrator.cuda.ir import ArrayDecl, Kernel, LaunchSite, Param, TemplateParam, TranslationUnit
+from migrator.cuda.parse import ParsedSource, parse_file, parse_text
+
+
+@dataclass
+class _Function:
+    node: Node  # function_definition
+    name: str
+    qualifier: str  # global | device | host_device | host
+    template: Node | None  # template_parameter_list
+    instantiations: list[list[str]] = field(default_factory=list)
+
+
+def analyze_file(
+    path: str | Path,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> TranslationUnit:
+    """Read, preprocess, parse and analyse a CUDA file (raises `SourceError` on bad input)."""
+    return analyze(parse_file(path, include_dirs, defines))
+
+
+def analyze_text(text: str, path: str = "<string>", **kw: object) -> TranslationUnit:
+    return analyze(parse_text(text, path, **kw))  # type: ignore[arg-type]
+
+
+def analyze(parsed: ParsedSource) -> TranslationUnit:
+    functions, constants, tu_shared, instantiations = _collect_top_level(parsed)
+    launches = _launch_sites(parsed, functions)
+    by_name = {f.name: f for f in functions}
+    for name, targs in instantiations:
+        if name in by_name:
+            by_name[name].instantiations.append(targs)
+    for site in launches:
+        f = by_name.get(site.kernel)
+        if f is not None and site.template_args and site.template_args not in f.instantiations:
+            f.instantiations.append(site.template_args)
+
+    tu_diags = list(parsed.diagnostics)
+    const_values = _constant_values(parsed, functions)
+    order = _callees_first(parsed, functions)
+    _propagate_instantiations(parsed, list(reversed(order)), by_name)
+    kernels: dict[str, Kernel] = {}
+    for f in order:
+        if f.qualifier == "host":
+            continue
+        kernels[f.name] = _analyze_function(parsed, f, const_values, tu_shared, constants, kernels)
+    ordered = [kernels[f.name] for f in functions if f.name in kernels]
+    for site in launches:
+        if site.kernel not in kernels:
+            tu_diags.append(diag.make("UNKNOWN_LAUNCH_TARGET", site.span, name=site.kernel))
+    if not ordered:
+        tu_diags.append(diag.make("NO_KERNELS", path=parsed.path))
+    return TranslationUnit(
+        file=parsed.path,
+        kernels=ordered,
+        constants=constants,
+        launch_sites=launches,
+        macros=parsed.pre.macros,
+        diagnostics=tu_diags,
+    )
+
+
+# --- top level ---------------------------------------------------------------------------
+
+
+def _collect_top_level(
+    parsed: ParsedSource,
+) -> tuple[list[_Function], list[ArrayDecl], dict[str, ArrayDecl], list[tuple[str, list[str]]]]:
+    functions: list[_Function] = []
+    constants: list[ArrayDecl] = []
+    shared: dict[str, ArrayDecl] = {}
+    instantiations: list[tuple[str, list[str]]] = []
+    evaluator = IndexEvaluator(parsed, Env(), {})
+
+    def visit(node: Node, template: Node | None) -> None:
+        t = node.type
+        if t == "template_declaration":
+            params = node.child_by_field_name("parameters")
+            for c in node.named_children:
+                if c is not params:
+                    visit(c, params)
+        elif t == "function_definition":
+            fdecl = function_declarator(node)
+            if fdecl is None:
+                return
+            quals = qualifiers(parsed, node)
+            if "__global__" in quals:
+                q = "global"
+            elif "__device__" in quals:
+                q = "host_device" if "__host__" in quals else "device"
+            else:
+                q = "host"
+            functions.append(_Function(node, function_name(parsed, fdecl), q, template))
+        elif t == "template_instantiation":
+            fdecl = function_declarator(node)
+            d = fdecl.child_by_field_name("declarator") if fdecl is not None else None
+            if d is not None and d.type == "template_function":
+                name = d.child_by_field_name("name")
+                args = d.child_by_field_name("arguments")
+                instantiations.append(
+                    (parsed.text(name) if name else "", _template_args(parsed, args))
+                )
+        elif t == "declaration":
+            quals = qualifiers(parsed, node)
+            space = (
+                "constant"
+                if "__constant__" in quals
+                else ("shared" if "__shared__" in quals else None)
+            )
+            if space is None and "__device__" not in quals:
+                return
+            elem = base_type_text(parsed, node)
+            for child in node.children_by_field_name("declarator"):
+                d = unwrap_declarator(parsed, child)
+                if d is None:
+                    continue
+                dims = [evaluator.const_int(s) if s is not None else None for s in d.array_dims]
+                nbytes = TYPE_BYTES.get(elem)
+                for x in dims:
+                    nbytes = nbytes * x if nbytes is not None and x is not None else None
+                decl = ArrayDecl(
+                    name=d.name,
+                    elem_type=elem,
+                    space=space or "global",  # type: ignore[arg-type]
+                    dims=dims,
+                    dims_text=[parsed.text(s) if s else "" for s in d.array_dims],
+                    dynamic="extern" in quals and space == "shared",
+                    bytes=nbytes,
+                    has_initializer=d.init is not None,
+                    span=parsed.span(node),
+                )
+                if space == "shared":
+                    shared[d.name] = decl
+                else:
+                    constants.append(decl)
+        elif (
+            t in ("linkage_specification", "namespace_definition", "declaration_list")
+            or t.startswith("preproc_if")
+            or t == "preproc_else"
+        ):
+            for c in node.named_children:
+                visit(c, template)
+
+    for child in parsed.root.named_children:
+        visit(child, None)
+    return functions, constants, shared, instantiations
+
+
+def _template_args(parsed: ParsedSource, args: Node | None) -> list[str]:
+    if args is None:
+        return []
+    return [" ".join(parsed.text(a).split()) for a in args.named_children]
+
+
+def _template_params(parsed: ParsedSource, plist: Node | None) -> list[TemplateParam]:
+    out: list[TemplateParam] = []
+    if plist is None:
+        return out
+    for p in plist.named_children:
+        span = parsed.span(p)
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name_node = next((c for c in p.named_children if c.type == "type_identifier"), None)
+            default = p.child_by_field_name("default_type")
+            out.append(
+                TemplateParam(
+                    name=parsed.text(name_node) if name_node else "",
+                    kind="type",
+                    default=parsed.text(default) if default else None,
+                    span=span,
+                )
+            )
+        elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
+            default = p.child_by_field_name("default_value")
+            out.append(
+                TemplateParam(
+                    name=d.name if d else "",
+                    kind="value",
+                    type=base_type_text(parsed, p),
+                    default=parsed.text(default) if default else None,
+                    span=span,
+                )
+            )
+    return out
+
+
+def _constant_values(parsed: ParsedSource, functions: list[_Function]) -> dict[str, int]:
+    """File-scope `constexpr`/`const` integers and enumerators usable in sizes."""
+    values: dict[str, int] = {}
+    evaluator = IndexEvaluator(parsed, Env(), values)
+    for node in parsed.root.named_children:
+        if node.type != "declaration":
+            continue
+        quals = qualifiers(parsed, node)
+        if not ({"const", "constexpr"} & quals):
+            continue
+        for child in node.children_by_field_name("declarator"):
+            d = unwrap_declarator(parsed, child)
+            if d is not None and d.init is not None and not d.pointer_depth:
+                v = evaluator.const_int(d.init)
+                if v is not None:
+                    values[d.name] = v
+    return values
+
+
+def _callees_first(parsed: ParsedSource, functions: list[_Function]) -> list[_Function]:
+    by_name = {f.name: f for f in functions}
+    done: list[_Function] = []
+    seen: set[str] = set()
+
+    def visit(f: _Function, stack: tuple[str, ...]) -> None:
+        if f.name in seen or f.name in stack:
+            return
+        for callee in _called_names(parsed, f.node):
+            g = by_name.get(callee)
+            if g is not None and g.qualifier != "host":
+                visit(g, (*stack, f.name))
+        seen.add(f.name)
+        done.append(f)
+
+    for f in functions:
+        visit(f, ())
+    return done
+
+
+def _propagate_instantiations(
+    parsed: ParsedSource, callers_first: list[_Function], by_name: dict[str, _Function]
+) -> None:
+    """`block_sum<BLOCK>(v)` inside `kernel<128>` instantiates `block_sum<128>`."""
+    for f in callers_first:
+        bindings = _bindings(_template_params(parsed, f.template), f.instantiations)
+        for n in _walk(f.node):
+            if n.type != "call_expression":
+                continue
+            name, targs = callee_name(parsed, n)
+            g = by_name.get(name)
+            if g is None or targs is None or g is f:
+                continue
+            args = [str(bindings.get(a, a)) for a in _template_args(parsed, targs)]
+            if args not in g.instantiations:
+                g.instantiations.append(args)
+
+
+def _called_names(parsed: ParsedSource, node: Node) -> set[str]:
+    return {callee_name(parsed, n)[0] for n in _walk(node) if n.type == "call_expression"}
+
+
+def _walk(node: Node):  # type: ignore[no-untyped-def]
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.named_children)
+
+
+# --- one function --------------------------------------------------------------------------
+
+
+def _analyze_function(
+    parsed: ParsedSource,
+    f: _Function,
+    constants: dict[str, int],
+    tu_shared: dict[str, ArrayDecl],
+    tu_constants: list[ArrayDecl],
+    callees: dict[str, Kernel],
+) -> Kernel:
+    node = f.node
+    fdecl = function_declarator(node)
+    assert fdecl is not None
+    tparams = _template_params(parsed, f.template)
+    type_params = {t.name for t in tparams if t.kind == "type"}
+    bindings = _bindings(tparams, f.instantiations)
+    env = Env()
+    for c in tu_constants:
+        env.define(
+            c.name, Var("array", base=c.name, space=c.space, elem_type=c.elem_type, offset={})
+        )
+    env.push()
+    for t in tparams:
+        if t.kind == "value":
+            env.define(t.name, Var("param"))
+    diags: list[diag.Diagnostic] = []
+    raw_params: list[tuple[Node, str, object]] = []
+    plist = fdecl.child_by_field_name("parameters")
+    for p in plist.named_children if plist is not None else []:
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
+        if d is None:
+            continue
+        elem = base_type_text(parsed, p)
+        if d.pointer_depth:
+            env.define(
+                d.name,
+                Var(
+                    "array", base=d.name, space="global", elem_type=elem, offset={}, is_pointer=True
+                ),
+            )
+        else:
+            env.define(d.name, Var("param"))
+        raw_params.append((p, elem, d))
+        if d.pointer_depth > 1:
+            diags.append(diag.make("POINTER_TO_POINTER", parsed.span(p), name=d.name))
+        elif not d.pointer_depth and _is_struct_type(p, elem, type_params):
+            diags.append(diag.make("STRUCT_PARAM", parsed.span(p), name=d.name, type=elem))
+    env.push()
+    analyzer = BodyAnalyzer(parsed, env, constants, bindings, tu_shared, callees, f.name)
+    body = node.child_by_field_name("body")
+    facts = analyzer.run(body) if body is not None else analyzer.facts
+    diags.extend(facts.diagnostics)
+
+    params: list[Param] = []
+    for p, elem, d in raw_params:
+        quals = qualifiers(parsed, p)
+        name = d.name  # type: ignore[attr-defined]
+        role = _role(name, d, facts)
+        params.append(
+            Param(
+                name=name,
+                type=_type_without_name(parsed, p, d.node),  # type: ignore[attr-defined]
+                base_type=elem,
+                pointer_depth=d.pointer_depth,  # type: ignore[attr-defined]
+                is_const="const" in quals or d.pointer_const,  # type: ignore[attr-defined]
+                is_restrict=d.restrict,  # type: ignore[attr-defined]
+                is_reference=d.is_reference,  # type: ignore[attr-defined]
+                role=role,
+                span=parsed.span(p),
+            )
+        )
+    if body is not None and f.qualifier != "global" and f.name in _called_names(parsed, body):
+        diags.append(diag.make("RECURSION", parsed.span(node), name=f.name))
+    if f.qualifier in ("device", "host_device") and body is not None:
+        for n in _walk(body):
+            if n.type == "call_expression" and any(
+                c.type == "kernel_call_syntax" for c in n.children
+            ):
+                diags.append(
+                    diag.make("DYNAMIC_PARALLELISM", parsed.span(n), name=callee_name(parsed, n)[0])
+                )
+    for t in tparams:
+        if t.name not in bindings and t.default is None and t.kind == "value":
+            diags.append(diag.make("UNRESOLVED_TEMPLATE", t.span, name=t.name, kernel=f.name))
+    vec, half = vector_and_half_types(facts.types_used | {e for _, e, _ in raw_params})  # type: ignore[misc]
+    rt = node.child_by_field_name("type")
+    return Kernel(
+        name=f.name,
+        qualifier=f.qualifier,  # type: ignore[arg-type]
+        return_type=parsed.text(rt) if rt is not None else "void",
+        template_params=tparams,
+        instantiations=f.instantiations,
+        params=params,
+        shared=facts.shared,
+        local_arrays=facts.local_arrays,
+        index_vars=facts.index_vars,
+        accesses=facts.accesses,
+        loops=facts.loops,
+        guards=facts.guards,
+        barriers=facts.barriers,
+        calls=facts.calls,
+        reductions=facts.reductions,
+        vector_types=vec,
+        half_types=half,
+        diagnostics=_dedupe(diags),
+        span=parsed.span(node),
+    )
+
+
+def _type_without_name(parsed: ParsedSource, p: Node, ident: Node | None) -> str:
+    """The parameter's text with its name cut out: `const float* __restrict__`."""
+    text = parsed.source_bytes[p.start_byte : p.end_byte]
+    if ident is not None:
+        a, b = ident.start_byte - p.start_byte, ident.end_byte - p.start_byte
+        text = text[:a] + text[b:]
+    return " ".join(text.decode("utf-8", "replace").split())
+
+
+def _bindings(tparams: list[TemplateParam], instantiations: list[list[str]]) -> dict[str, int]:
+    """Integer values of template value parameters, from the first instantiation or defaults."""
+    out: dict[str, int] = {}
+    first = instantiations[0] if instantiations else []
+    for i, t in enumerate(tparams):
+        if t.kind != "value":
+            continue
+        text = first[i] if i < len(first) else t.default
+        if text is None:
+            continue
+        try:
+            out[t.name] = int(text.rstrip("uUlL"), 0)
+        except ValueError:
+            continue
+    return out
+
+
+def _is_struct_type(p: Node, elem: str, type_params: set[str]) -> bool:
+    t = p.child_by_field_name("type")
+    if t is None or t.type not in ("type_identifier", "struct_specifier", "qualified_identifier"):
+        return False
+    return elem not in KNOWN_TYPES and elem not in type_params and elem not in TYPE_BYTES
+
+
+def _role(name: str, d: object, facts) -> str:  # type: ignore[no-untyped-def]
+    reads = writes = False
+    for a in facts.accesses:
+        if a.array != name or a.space != "global":
+            continue
+        reads |= a.kind in ("read", "update", "atomic", "address")
+        writes |= a.kind in ("write", "update", "atomic", "address")
+    ev = facts.role_evidence.get(name, set())
+    reads |= "read" in ev
+    writes |= "write" in ev
+    if not d.pointer_depth:  # type: ignore[attr-defined]
+        if d.is_reference and name in facts.written_names:  # type: ignore[attr-defined]
+            return "out"
+        return "scalar"
+    if reads and writes:
+        return "inout"
+    if writes:
+        return "out"
+    if reads:
+        return "in"
+    return "unused"
+
+
+def _dedupe(diags: list[diag.Diagnostic]) -> list[diag.Diagnostic]:
+    seen: set[tuple[str, str, int]] = set()
+    out = []
+    for d in diags:
+        key = (d.id, d.message, d.span.line if d.span else 0)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+# --- launch sites ---------------------------------------------------------------------------
+
+
+def _launch_sites(parsed: ParsedSource, functions: list[_Function]) -> list[LaunchSite]:
+    sites: list[LaunchSite] = []
+    for f in functions:
+        host_values = _host_definitions(parsed, f.node)
+        for n in _walk(f.node):
+            if n.type != "call_expression":
+                continue
+            cfg = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
+            if cfg is None:
+                continue
+            name, targs = callee_name(parsed, n)
+            parts = [parsed.text(c) for c in cfg.named_children]
+            args_node = n.child_by_field_name("arguments")
+            args = [parsed.text(a) for a in args_node.named_children] if args_node else []
+            used = _dependencies(parsed, cfg, host_values)
+            sites.append(
+                LaunchSite(
+                    kernel=name,
+                    template_args=_template_args(parsed, targs),
+                    grid=parts[0] if parts else "",
+                    block=parts[1] if len(parts) > 1 else "",
+                    shared_bytes=parts[2] if len(parts) > 2 else None,
+                    stream=parts[3] if len(parts) > 3 else None,
+                    args=args,
+                    host_function=f.name,
+                    host_values=used,
+                    span=parsed.span(n),
+                )
+            )
+    sites.sort(key=lambda s: (s.span.line, s.span.col))
+    return sites
+
+
+def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
+    """Local definitions and parameters of a host function: name -> expression text."""
+    defs: dict[str, str] = {}
+    fdecl = function_declarator(fn)
+    plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    fname = function_name(parsed, fdecl) if fdecl is not None else "?"
+    for p in plist.named_children if plist is not None else []:
+        d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
+        if d is not None:
+            defs[d.name] = f"<parameter of {fname}>"
+    for n in _walk(fn):
+        if n.type == "declaration":
+            tname = base_type_text(parsed, n)
+            for child in n.children_by_field_name("declarator"):
+                d = unwrap_declarator(parsed, child)
+                if d is None:
+                    continue
+                if d.ctor_args is not None:
+                    defs[d.name] = f"{tname}{' '.join(parsed.text(d.ctor_args).split())}"
+                elif d.init is not None:
+                    defs[d.name] = " ".join(parsed.text(d.init).split())
+        elif n.type == "assignment_expression":
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            if left is not None and right is not None and left.type == "identifier":
+                defs.setdefault(parsed.text(left), " ".join(parsed.text(right).split()))
+    return defs
+
+
+def _dependencies(parsed: ParsedSource, cfg: Node, defs: dict[str, str]) -> dict[str, str]:
+    """Host names the launch configuration depends on, transitively, with their definitions."""
+    out: dict[str, str] = {}
+    todo = [parsed.text(n) for n in _walk(cfg) if n.type == "identifier"]
+    while todo:
+        name = todo.pop()
+        if name in out or name not in defs:
+            continue
+        out[name] = defs[name]
+        sub = parse_text_identifiers(defs[name])
+        todo.extend(s for s in sub if s not in out)
+    return dict(sorted(out.items()))
+
+
+def parse_text_identifiers(expr: str) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_]\w*", expr)

@@ -1,0 +1,219 @@
+"""Reading CUDA source files and preprocessing them with pcpp.
+
+Kernels rely on the preprocessor (`#define BLOCK 256`, function-like macros, local headers,
+`#ifdef` switches), so analysis runs on the preprocessed text. pcpp emits ``#line`` markers; we
+strip them and keep a per-line map back to the original file and line so every later span points
+at what the user wrote. System headers (``<cuda_runtime.h>``) are skipped, not errors: CUDA
+built-ins are known to the front end.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pcpp
+
+from migrator.diagnostics import Diagnostic, Span, make
+
+MAX_BYTES = 5 * 1024 * 1024
+
+# Defined the way nvcc defines them for the device-and-host compilation of a .cu file.
+# __CUDA_ARCH__ is left undefined (host view) unless the user passes -D__CUDA_ARCH__=800.
+PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1"}
+# Constants kernels take from system headers we skip (<cfloat>, <climits>, <cmath>,
+# <math_constants.h>); values as those headers define them for nvcc on Linux x86-64.
+HEADER_CONSTANTS = {
+    "FLT_MAX": "3.402823466e+38F",
+    "FLT_MIN": "1.175494351e-38F",
+    "FLT_EPSILON": "1.192092896e-07F",
+    "DBL_MAX": "1.7976931348623158e+308",
+    "INFINITY": "__int_as_float(0x7f800000)",
+    "NAN": "__int_as_float(0x7fffffff)",
+    "INT_MAX": "2147483647",
+    "INT_MIN": "(-2147483647 - 1)",
+    "UINT_MAX": "4294967295U",
+    "M_PI": "3.14159265358979323846",
+    "M_PI_F": "3.14159265358979323846F",
+    "CUDART_INF_F": "__int_as_float(0x7f800000)",
+    "CUDART_NAN_F": "__int_as_float(0x7fffffff)",
+    "CUDART_PI_F": "3.141592654F",
+}
+
+
+class SourceError(Exception):
+    """A file that cannot be analysed at all; carries the diagnostics that say why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = diagnostics
+        super().__init__("\n".join(d.render() for d in diagnostics))
+
+
+@dataclass
+class SourceFile:
+    path: str
+    text: str
+
+
+@dataclass
+class Preprocessed:
+    """Preprocessed text plus, for each of its lines, the (file, line) it came from."""
+
+    path: str  # the main file, as given
+    text: str
+    line_map: list[tuple[str, int]]
+    originals: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines
+    macros: dict[str, str] = field(default_factory=dict)  # object-like macros: name -> value
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def origin(self, row: int) -> tuple[str, int]:
+        """Original (file, 1-based line) of a 0-based row of the preprocessed text."""
+        if 0 <= row < len(self.line_map):
+            return self.line_map[row]
+        return (self.path, row + 1)
+
+    def original_line(self, file: str, line: int) -> str:
+        lines = self.originals.get(file)
+        if lines is None:
+            try:
+                lines = Path(file).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                lines = []
+            self.originals[file] = lines
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def read_source(path: str | Path) -> SourceFile:
+    """Read a CUDA file, rejecting what is not usable source text with a clear diagnostic."""
+    p = Path(path)
+    shown = str(path)
+    if not p.is_file():
+        raise SourceError([make("FILE_NOT_FOUND", path=shown)])
+    data = p.read_bytes()
+    if len(data) > MAX_BYTES:
+        raise SourceError([make("FILE_TOO_LARGE", path=shown, size=len(data), limit=MAX_BYTES)])
+    if not data.strip():
+        raise SourceError([make("FILE_EMPTY", path=shown)])
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise SourceError([make("FILE_BINARY", path=shown, offset=nul)])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        span = Span(file=shown, line=line, col=col)
+        raise SourceError(
+            [make("FILE_NOT_UTF8", span, path=shown, byte=data[e.start], line=line, col=col)]
+        ) from e
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(path=shown, text=text)
+
+
+class _Preprocessor(pcpp.Preprocessor):
+    """pcpp with our policy: skip system headers, collect errors as diagnostics."""
+
+    def __init__(self, main_file: str) -> None:
+        super().__init__()
+        self.main_file = main_file
+        self.c2n_diagnostics: list[Diagnostic] = []
+        self.line_directive = "#line"
+        self.compress = 0
+
+    def on_include_not_found(
+        self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
+    ) -> None:
+        if is_system_include:
+            self.c2n_diagnostics.append(make("SYSTEM_INCLUDE_SKIPPED", header=includepath))
+            raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
+        super().on_include_not_found(is_malformed, is_system_include, curdir, includepath)
+
+    def on_error(self, file: str, line: int, msg: str) -> None:
+        # pcpp reports file names relative to how they were given; map back to the full path
+        f = self.main_file if Path(file).name == Path(self.main_file).name else file
+        span = Span(file=f, line=int(line), col=1)
+        detail = msg
+        if "not found" in msg and "nclude" in msg:
+            detail = f"{msg} (add its directory with -I)"
+        self.c2n_diagnostics.append(make("PREPROCESSOR_ERROR", span, detail=detail))
+        self.return_code += 1
+
+    def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):  # type: ignore[no-untyped-def]
+        # `#pragma unroll` and friends pass through untouched; unknown directives are kept too
+        return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+
+
+_LINE_RE = re.compile(r'^#line (\d+)(?: "(.*)")?\s*$')
+
+
+def preprocess(
+    source: SourceFile,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> Preprocessed:
+    """Run the C preprocessor over a CUDA file, mapping every output line to its origin."""
+    main = source.path
+    pp = _Preprocessor(main)
+    base_dir = str(Path(main).resolve().parent)
+    pp.add_path(base_dir)
+    for d in include_dirs or []:
+        pp.add_path(str(d))
+    for name, value in {**PREDEFINED, **HEADER_CONSTANTS, **(defines or {})}.items():
+        pp.define(f"{name} {value}")
+    try:
+        pp.parse(source.text, main)
+        buf = io.StringIO()
+        pp.write(buf)
+    except Exception as e:  # pcpp raises bare errors for some malformed input
+        raise SourceError(
+            [
+                make(
+                    "PREPROCESSOR_ERROR",
+                    Span(file=main, line=1, col=1),
+                    detail=f"{type(e).__name__}: {e}",
+                )
+            ]
+        ) from e
+    if any(d.severity == "error" for d in pp.c2n_diagnostics):
+        raise SourceError(pp.c2n_diagnostics)
+
+    out_lines: list[str] = []
+    line_map: list[tuple[str, int]] = []
+    cur_file, cur_line = main, 1
+    for raw in buf.getvalue().split("\n"):
+        m = _LINE_RE.match(raw)
+        if m:
+            cur_line = int(m.group(1))
+            if m.group(2) is not None:
+                cur_file = _resolve_include(m.group(2), main, base_dir, include_dirs or [])
+            continue
+        out_lines.append(raw)
+        line_map.append((cur_file, cur_line))
+        cur_line += 1
+
+    macros = {}
+    for name, macro in pp.macros.items():
+        if macro.arglist is None and not name.startswith("__") and name not in HEADER_CONSTANTS:
+            macros[name] = "".join(t.value for t in macro.value).strip()
+    return Preprocessed(
+        path=main,
+        text="\n".join(out_lines),
+        line_map=line_map,
+        originals={main: source.text.splitlines()},
+        macros=macros,
+        diagnostics=list(pp.c2n_diagnostics),
+    )
+
+
+def _resolve_include(name: str, main: str, base_dir: str, include_dirs: list[str | Path]) -> str:
+    """pcpp names files as it found them; give the main file its user-facing name back."""
+    if Path(name).name == Path(main).name and (Path(base_dir) / Path(name).name).exists():
+        return main
+    for d in [base_dir, *map(str, include_dirs)]:
+        cand = Path(d) / name
+        if cand.exists():
+            return str(cand)
+    return name

@@ -1,0 +1,319 @@
+"""The C2N diagnostics registry: every diagnostic the tool can emit, one row each.
+
+IDs are permanent: a published ID never changes meaning, and a retired row stays in the table
+marked ``retired=True``. Ranges: C2N0xxx input files, C2N1xxx CUDA front end, C2N2xxx migration
+(patterns/emission), C2N3xxx NKI emulator, C2N4xxx scorer. Messages are templates with named
+fields (``{name}``) written once; every rendering (terminal, JSON, inline ``# C2N1234:`` comments,
+reports) comes from the same `Diagnostic` value.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Severity = Literal["error", "warning", "note"]
+Effort = Literal["none", "low", "medium", "high"]
+
+
+@dataclass(frozen=True)
+class DiagnosticKind:
+    id: str
+    name: str
+    severity: Severity
+    effort: Effort
+    message: str  # template with named fields
+    help: str  # one line: what to do about it
+    retired: bool = False
+
+    @property
+    def fields(self) -> set[str]:
+        return {f for _, f, _, _ in string.Formatter().parse(self.message) if f}
+
+
+_ROWS: tuple[DiagnosticKind, ...] = (
+    # --- C2N0xxx: reading input ---------------------------------------------------------
+    DiagnosticKind(
+        "C2N0001",
+        "FILE_NOT_FOUND",
+        "error",
+        "none",
+        "file not found: {path}",
+        "Check the path; relative paths are resolved from the current directory.",
+    ),
+    DiagnosticKind(
+        "C2N0002",
+        "FILE_BINARY",
+        "error",
+        "none",
+        "{path} looks like a binary file (NUL byte at offset {offset})",
+        "Pass CUDA C++ source text (.cu/.cuh), not an object file or PTX binary.",
+    ),
+    DiagnosticKind(
+        "C2N0003",
+        "FILE_EMPTY",
+        "error",
+        "none",
+        "{path} is empty",
+        "Pass a file that contains at least one __global__ kernel.",
+    ),
+    DiagnosticKind(
+        "C2N0004",
+        "FILE_TOO_LARGE",
+        "error",
+        "none",
+        "{path} is {size} bytes; the limit is {limit} bytes",
+        "Split the file or extract the kernels you want to migrate.",
+    ),
+    DiagnosticKind(
+        "C2N0005",
+        "FILE_NOT_UTF8",
+        "error",
+        "none",
+        "{path} is not valid UTF-8 (byte 0x{byte:02x} at line {line}, column {col})",
+        "Re-save the file as UTF-8.",
+    ),
+    DiagnosticKind(
+        "C2N0006",
+        "PREPROCESSOR_ERROR",
+        "error",
+        "low",
+        "preprocessor: {detail}",
+        "Fix the directive, or pass the missing -I include directory or -D define.",
+    ),
+    DiagnosticKind(
+        "C2N0007",
+        "SYSTEM_INCLUDE_SKIPPED",
+        "note",
+        "none",
+        "system header <{header}> skipped",
+        "System headers are not needed for analysis; CUDA built-ins are known.",
+    ),
+    DiagnosticKind(
+        "C2N0008",
+        "NO_KERNELS",
+        "warning",
+        "none",
+        "no __global__ or __device__ function found in {path}",
+        "Check that the kernels are not hidden behind an #if that is false.",
+    ),
+    # --- C2N1xxx: CUDA front end ------------------------------------------------------------
+    DiagnosticKind(
+        "C2N1001",
+        "SYNTAX_ERROR",
+        "error",
+        "low",
+        "syntax error: {detail}",
+        "Fix the CUDA source so that it compiles with nvcc.",
+    ),
+    DiagnosticKind(
+        "C2N1002",
+        "NON_AFFINE_INDEX",
+        "note",
+        "medium",
+        "index {index} into {array} is not affine in thread/block/loop indices",
+        "Patterns that need an affine layout treat this access as irregular.",
+    ),
+    DiagnosticKind(
+        "C2N1003",
+        "INLINE_ASM",
+        "warning",
+        "high",
+        "inline PTX assembly has no NKI equivalent",
+        "Rewrite the asm block with CUDA intrinsics or plain C++ first.",
+    ),
+    DiagnosticKind(
+        "C2N1004",
+        "TEXTURE_SURFACE",
+        "warning",
+        "high",
+        "texture/surface access {name} is not supported",
+        "Replace texture fetches with plain global-memory loads.",
+    ),
+    DiagnosticKind(
+        "C2N1005",
+        "DYNAMIC_PARALLELISM",
+        "warning",
+        "high",
+        "kernel launch inside device code ({name})",
+        "Hoist the child launch to the host; NKI has no device-side launches.",
+    ),
+    DiagnosticKind(
+        "C2N1006",
+        "UNKNOWN_SHARED_SIZE",
+        "warning",
+        "medium",
+        "size of __shared__ array {name} could not be evaluated: {detail}",
+        "Use a #define or constexpr constant, or pass -D for the macro.",
+    ),
+    DiagnosticKind(
+        "C2N1007",
+        "DYNAMIC_SHARED",
+        "note",
+        "low",
+        "extern __shared__ array {name} is sized at launch time",
+        "The launch site's shared-memory argument gives its size.",
+    ),
+    DiagnosticKind(
+        "C2N1008",
+        "GOTO",
+        "warning",
+        "high",
+        "goto in a kernel is not supported",
+        "Restructure the control flow with loops and break/continue.",
+    ),
+    DiagnosticKind(
+        "C2N1009",
+        "POINTER_TO_POINTER",
+        "warning",
+        "medium",
+        "parameter {name} is a pointer to pointer",
+        "Pass a flat buffer with explicit offsets instead of an array of pointers.",
+    ),
+    DiagnosticKind(
+        "C2N1010",
+        "RECURSION",
+        "warning",
+        "high",
+        "device function {name} is recursive",
+        "Rewrite the recursion as a loop; neither NKI nor the interpreter recurse.",
+    ),
+    DiagnosticKind(
+        "C2N1011",
+        "DIVERGENT_BARRIER",
+        "warning",
+        "medium",
+        "{barrier} under a thread-dependent condition ({condition})",
+        "All threads of a block must reach a barrier; move it out of the branch.",
+    ),
+    DiagnosticKind(
+        "C2N1012",
+        "UNRESOLVED_TEMPLATE",
+        "note",
+        "low",
+        "template parameter {name} of {kernel} has no value at any launch site",
+        "Launch with explicit template arguments or add an explicit instantiation.",
+    ),
+    DiagnosticKind(
+        "C2N1013",
+        "GRID_SYNC",
+        "warning",
+        "high",
+        "grid-wide synchronisation ({name}) has no NKI equivalent",
+        "Split the kernel into two launches at the grid sync.",
+    ),
+    DiagnosticKind(
+        "C2N1014",
+        "DEVICE_PRINTF",
+        "note",
+        "low",
+        "{name} in device code is dropped by migration",
+        "Use nl.device_print in NKI if the output is still needed.",
+    ),
+    DiagnosticKind(
+        "C2N1015",
+        "STRUCT_PARAM",
+        "note",
+        "medium",
+        "parameter {name} has struct type {type}",
+        "Pass the struct fields as separate scalars or tensors.",
+    ),
+    DiagnosticKind(
+        "C2N1016",
+        "UNRESOLVED_ALIAS",
+        "note",
+        "medium",
+        "pointer {name} is not derived from a kernel parameter or shared array",
+        "Accesses through it are not attributed to a tensor.",
+    ),
+    DiagnosticKind(
+        "C2N1017",
+        "UNKNOWN_LAUNCH_TARGET",
+        "note",
+        "none",
+        "launch of {name}, which is not defined in this file",
+        "Analyse the file that defines the kernel.",
+    ),
+)
+
+REGISTRY: dict[str, DiagnosticKind] = {}
+for _row in _ROWS:
+    if _row.id in REGISTRY:  # the table is the single source of truth; IDs never repeat
+        raise RuntimeError(f"duplicate diagnostic id {_row.id}")
+    REGISTRY[_row.id] = _row
+BY_NAME: dict[str, DiagnosticKind] = {r.name: r for r in _ROWS}
+
+
+class Span(BaseModel):
+    """A source range; lines and columns are 1-based, in the original (unpreprocessed) file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class Diagnostic(BaseModel):
+    """One occurrence of a registry row, with its arguments and where it happened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    severity: Severity
+    effort: Effort
+    message: str
+    help: str
+    span: Span | None = None
+    args: dict[str, Any] = {}
+
+    def render(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        return f"{where}{self.severity}: {self.id}: {self.message}"
+
+
+def make(name_or_id: str, span: Span | None = None, **args: Any) -> Diagnostic:
+    """Build a diagnostic from its registry row; missing or unknown fields are a bug."""
+    kind = REGISTRY.get(name_or_id) or BY_NAME.get(name_or_id)
+    if kind is None:
+        raise KeyError(f"unknown diagnostic {name_or_id!r}")
+    if kind.retired:
+        raise ValueError(f"diagnostic {kind.id} is retired")
+    missing = kind.fields - set(args)
+    extra = set(args) - kind.fields
+    if missing or extra:
+        raise TypeError(f"{kind.id}: missing fields {sorted(missing)}, extra {sorted(extra)}")
+    return Diagnostic(
+        id=kind.id,
+        severity=kind.severity,
+        effort=kind.effort,
+        message=kind.message.format(**args),
+        help=kind.help,
+        span=span,
+        args=args,
+    )
+
+
+def markdown_table() -> str:
+    """The registry as a Markdown table (docs/diagnostics.md is generated from this)."""
+    lines = [
+        "# Diagnostics",
+        "",
+        "Generated from `migrator/diagnostics.py` by `migrate diagnostics --markdown`.",
+        "",
+        "| ID | Name | Severity | Effort | Message | What to do |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in _ROWS:
+        name = f"{r.name} (retired)" if r.retired else r.name
+        msg = r.message.replace("|", "\\|")
+        lines.append(f"| {r.id} | {name} | {r.severity} | {r.effort} | {msg} | {r.help} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,159 @@
+// A minimal CPU stand-in for the CUDA runtime, used only by tests/corpus/test_corpus_cpu_sim.py to
+// check that each corpus kernel (run through its own host launch function) computes what its numpy
+// reference says. One ucontext fiber per CUDA thread; blocks run one after another; every thread of
+// a block runs until it reaches __syncthreads() (or a warp shuffle), so a missing barrier shows up
+// as a wrong result. `kernel<<<g, b, smem, stream>>>(args)` and `extern __shared__ T x[];` are
+// rewritten by the test before compiling. Not a CUDA interpreter: no memory checks, fp32 on the host.
+#pragma once
+#include <ucontext.h>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+typedef void* cudaStream_t;
+typedef int cudaError_t;
+#define cudaSuccess 0
+inline cudaError_t cudaGetLastError() { return 0; }
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __constant__
+
+enum { RUN = 0, AT_BLOCK = 1, AT_WARP = 2, DONE = 3 };
+struct SimThread {
+  ucontext_t ctx;
+  dim3 tid;
+  int state;
+  char* stack;
+};
+struct SimState {
+  std::vector<SimThread> th;
+  int cur = 0;
+  dim3 bidx, bdim, gdim;
+  ucontext_t sched;
+  std::function<void()> body;
+  double shfl[1024];
+  std::vector<char> dyn;
+  void* dyn_smem = nullptr;
+  int* record = nullptr;
+  int launches = 0;
+  int error = 0;
+};
+inline SimState g_sim;
+
+#define threadIdx (g_sim.th[g_sim.cur].tid)
+#define blockIdx (g_sim.bidx)
+#define blockDim (g_sim.bdim)
+#define gridDim (g_sim.gdim)
+
+inline void sim_yield(int state) {
+  g_sim.th[g_sim.cur].state = state;
+  swapcontext(&g_sim.th[g_sim.cur].ctx, &g_sim.sched);
+}
+inline void __syncthreads() { sim_yield(AT_BLOCK); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+
+template <typename T>
+T __shfl_down_sync(unsigned, T v, int delta) {
+  const int t = g_sim.cur, lane = t % 32;
+  g_sim.shfl[t] = static_cast<double>(v);
+  sim_yield(AT_WARP);
+  T r = (lane + delta < 32) ? static_cast<T>(g_sim.shfl[t + delta]) : v;
+  sim_yield(AT_WARP);
+  return r;
+}
+
+inline void sim_entry() {
+  g_sim.body();
+  g_sim.th[g_sim.cur].state = DONE;
+}
+
+template <typename F>
+void sim_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t, F f) {
+  if (g_sim.record && g_sim.launches == 0) {
+    int* r = g_sim.record;
+    r[0] = grid.x; r[1] = grid.y; r[2] = grid.z;
+    r[3] = block.x; r[4] = block.y; r[5] = block.z;
+    r[6] = (int)smem;
+  }
+  g_sim.launches++;
+  g_sim.body = f;
+  g_sim.gdim = grid;
+  g_sim.bdim = block;
+  g_sim.dyn.assign(smem + 16, static_cast<char>(0xff));  // NaN-poisoned dynamic smem
+  g_sim.dyn_smem = g_sim.dyn.data();
+  const int nt = block.x * block.y * block.z;
+  const size_t STACK = 64 * 1024;
+  g_sim.th.resize(nt);
+  for (int t = 0; t < nt; ++t)
+    if (!g_sim.th[t].stack) g_sim.th[t].stack = (char*)malloc(STACK);
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        g_sim.bidx = dim3(bx, by, bz);
+        for (int t = 0; t < nt; ++t) {
+          SimThread& s = g_sim.th[t];
+          s.tid = dim3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+          s.state = RUN;
+          getcontext(&s.ctx);
+          s.ctx.uc_stack.ss_sp = s.stack;
+          s.ctx.uc_stack.ss_size = STACK;
+          s.ctx.uc_link = &g_sim.sched;
+          makecontext(&s.ctx, sim_entry, 0);
+        }
+        for (;;) {
+          for (int t = 0; t < nt; ++t)
+            if (g_sim.th[t].state == RUN) {
+              g_sim.cur = t;
+              swapcontext(&g_sim.sched, &g_sim.th[t].ctx);
+            }
+          bool released = false, all_done = true;
+          for (int w = 0; w * 32 < nt; ++w) {  // warp barriers
+            bool any = false, all = true;
+            for (int t = w * 32; t < nt && t < w * 32 + 32; ++t) {
+              int st = g_sim.th[t].state;
+              if (st == AT_WARP) any = true;
+              else if (st != DONE) all = false;
+            }
+            if (any && all) {
+              for (int t = w * 32; t < nt && t < w * 32 + 32; ++t)
+                if (g_sim.th[t].state == AT_WARP) g_sim.th[t].state = RUN;
+              released = true;
+            }
+          }
+          if (!released) {
+            bool any = false, all = true;
+            for (int t = 0; t < nt; ++t) {
+              int st = g_sim.th[t].state;
+              if (st == AT_BLOCK) any = true;
+              else if (st != DONE) all = false;
+            }
+            if (any && all) {
+              for (int t = 0; t < nt; ++t)
+                if (g_sim.th[t].state == AT_BLOCK) g_sim.th[t].state = RUN;
+              released = true;
+            }
+          }
+          for (int t = 0; t < nt; ++t)
+            if (g_sim.th[t].state != DONE) all_done = false;
+          if (all_done) break;
+          if (!released) {
+            fprintf(stderr, "deadlock/divergent barrier in block (%u,%u,%u)\n", bx, by, bz);
+            g_sim.error = 1;
+            return;
+          }
+        }
+      }
+}

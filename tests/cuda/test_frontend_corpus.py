@@ -1,0 +1,228 @@
+"""The front end on every corpus kernel: roles, shared arrays, barriers, index forms, loops.
+
+Each row states what a reader of the CUDA source can see; the IR must say the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migrator.contract import load_spec
+from migrator.cuda.frontend import analyze_file
+from migrator.cuda.ir import Kernel
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+
+GX = "blockIdx.x*blockDim.x + threadIdx.x"
+GY = "blockIdx.y*blockDim.y + threadIdx.y"
+
+EXPECT: dict[str, dict[str, Any]] = {
+    "vector_add": {
+        "kernel": "vector_add_kernel",
+        "roles": {"a": "in", "b": "in", "c": "out", "n": "scalar"},
+        "shared": {},
+        "barriers": 0,
+        "index_vars": {"i": ("global_x", GX)},
+        "accesses": {("c", "write"): [GX], ("a", "read"): [GX]},
+        "guards": ["bounds"],
+    },
+    "saxpy": {
+        "kernel": "saxpy_kernel",
+        "roles": {"n": "scalar", "a": "scalar", "x": "in", "y": "inout"},
+        "shared": {},
+        "barriers": 0,
+        "loops": ["grid_stride"],
+        "accesses": {("y", "write"): ["i"]},
+    },
+    "gelu": {
+        "kernel": "gelu_kernel",
+        "roles": {"x": "in", "y": "out", "n": "scalar"},
+        "template": ["T"],
+        "instantiations": [["float"]],
+        "loops": ["grid_stride"],
+        "calls": {"gelu_tanh": "device"},
+    },
+    "scale_2d_pitch": {
+        "kernel": "scale_2d_pitch_kernel",
+        "roles": {"in": "in", "out": "out", "ld_in": "scalar", "alpha": "scalar"},
+        "index_vars": {"row": ("global_y", GY), "col": ("global_x", GX)},
+        "accesses": {
+            ("out", "write"): [
+                "blockIdx.y*blockDim.y*ld_out + threadIdx.y*ld_out + "
+                "blockIdx.x*blockDim.x + threadIdx.x"
+            ]
+        },
+        "guards": ["bounds"],
+    },
+    "reduce_sum_shared": {
+        "kernel": "reduce_sum_shared_kernel",
+        "roles": {"in": "in", "partial": "out", "n": "scalar"},
+        "template": ["BLOCK"],
+        "instantiations": [["256"]],
+        "shared": {"sdata": [256]},
+        "barriers": 2,
+        "loops": ["halving"],
+        "reductions": {("sdata", "shared_tree")},
+        "accesses": {("partial", "write"): ["blockIdx.x"]},
+    },
+    "reduce_warp_shuffle": {
+        "kernel": "row_sum_warp_kernel",
+        "roles": {"in": "in", "out": "out", "rows": "scalar", "cols": "scalar"},
+        "shared": {},
+        "barriers": 0,
+        "index_vars": {"lane": (None, "mod(threadIdx.x, 32)")},
+        "reductions": {("sum", "loop_accumulate"), ("warp_reduce_sum:v", "warp_shuffle")},
+        "accesses": {("out", "write"): ["4*blockIdx.x + floordiv(threadIdx.x, 32)"]},
+    },
+    "softmax_row": {
+        "kernel": "softmax_row_kernel",
+        "roles": {"in": "in", "out": "out", "rows": "scalar", "cols": "scalar"},
+        "shared": {"sbuf": [None]},
+        "dynamic_shared": True,
+        "barriers": 5,
+        "loops": ["block_stride", "halving", "block_stride", "halving", "block_stride"],
+        "reductions": {
+            ("local_max", "loop_accumulate"),
+            ("sbuf", "shared_tree"),
+            ("local_sum", "loop_accumulate"),
+        },
+        "calls": {"expf": "math", "fmaxf": "math"},
+        "accesses": {("out", "write"): ["blockIdx.x*cols + c"]},
+    },
+    "layernorm": {
+        "kernel": "layernorm_kernel",
+        "roles": {"x": "in", "gamma": "in", "beta": "in", "y": "out", "eps": "scalar"},
+        "instantiations": [["128"]],
+        "shared": {"red": [4]},
+        "calls": {"rsqrtf": "math", "block_sum": "device"},
+        "loops": ["block_stride", "block_stride", "block_stride"],
+    },
+    "matmul_naive": {
+        "kernel": "matmul_naive_kernel",
+        "roles": {"A": "in", "B": "in", "C": "out", "M": "scalar", "N": "scalar", "K": "scalar"},
+        "index_vars": {"row": ("global_y", GY), "col": ("global_x", GX)},
+        "loops": ["counted"],
+        "reductions": {("acc", "loop_accumulate")},
+        "accesses": {
+            ("A", "read"): ["blockIdx.y*blockDim.y*K + threadIdx.y*K + k"],
+            ("B", "read"): ["N*k + blockIdx.x*blockDim.x + threadIdx.x"],
+        },
+    },
+    "matmul_tiled": {
+        "kernel": "sgemm_tiled_kernel",
+        "roles": {"A": "in", "B": "in", "C": "inout", "alpha": "scalar", "lda": "scalar"},
+        "shared": {"As": [16, 16], "Bs": [16, 16]},
+        "barriers": 2,
+        "index_vars": {"row": ("block_tiled_y", "16*blockIdx.y + threadIdx.y")},
+        "accesses": {("As", "read"): ["threadIdx.y", "k"], ("Bs", "read"): ["k", "threadIdx.x"]},
+    },
+    "transpose_tiled": {
+        "kernel": "transpose_tiled_kernel",
+        "roles": {"odata": "out", "idata": "in", "rows": "scalar", "cols": "scalar"},
+        "shared": {"tile": [32, 33]},
+        "barriers": 1,
+        "accesses": {
+            ("tile", "write"): ["threadIdx.y + j", "threadIdx.x"],
+            ("tile", "read"): ["threadIdx.x", "threadIdx.y + j"],
+            ("odata", "write"): [
+                "threadIdx.y*rows + j*rows + 32*blockIdx.x*rows + 32*blockIdx.y + threadIdx.x"
+            ],
+        },
+    },
+    "stencil_1d": {
+        "kernel": "stencil_1d_kernel",
+        "roles": {"in": "in", "out": "out", "n": "scalar"},
+        "shared": {"s": [262]},
+        "barriers": 1,
+        "index_vars": {"gidx": ("global_x", GX)},
+        "accesses": {("c_weights", "read"): ["k + 3"], ("s", "read"): ["k + threadIdx.x + 3"]},
+        "constants": ["c_weights"],
+    },
+}
+
+
+def _kernel(stem: str) -> tuple[Any, Kernel]:
+    tu = analyze_file(CORPUS / f"{stem}.cu")
+    return tu, tu.kernel(EXPECT[stem]["kernel"])
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECT))
+def test_kernel_facts(stem: str) -> None:
+    exp = EXPECT[stem]
+    tu, k = _kernel(stem)
+    assert k.qualifier == "global"
+    for name, role in exp["roles"].items():
+        assert k.param(name).role == role, name
+    if "shared" in exp:
+        assert {s.name: s.dims for s in k.shared} == exp["shared"]
+    if exp.get("dynamic_shared"):
+        assert all(s.dynamic for s in k.shared)
+    if "barriers" in exp:
+        assert len(k.barriers) == exp["barriers"]
+        assert not any(b.divergent for b in k.barriers)
+    if "template" in exp:
+        assert [t.name for t in k.template_params] == exp["template"]
+    if "instantiations" in exp:
+        assert k.instantiations == exp["instantiations"]
+    if "loops" in exp:
+        assert [lp.kind for lp in k.loops] == exp["loops"]
+    if "reductions" in exp:
+        assert {(r.target, r.style) for r in k.reductions} == exp["reductions"]
+    if "guards" in exp:
+        assert [g.kind for g in k.guards] == exp["guards"]
+    for name, (pattern, canonical) in exp.get("index_vars", {}).items():
+        v = next(v for v in k.index_vars if v.name == name)
+        assert v.expr.affine
+        assert v.expr.canonical == canonical
+        assert v.expr.pattern == pattern
+    for (array, kind), indices in exp.get("accesses", {}).items():
+        found = [a for a in k.accesses if a.array == array and a.kind == kind]
+        assert found, (array, kind)
+        assert any([i.canonical for i in a.indices] == indices for a in found), [
+            [i.canonical for i in a.indices] for a in found
+        ]
+    for name, kind in exp.get("calls", {}).items():
+        assert any(c.name == name and c.kind == kind for c in k.calls), name
+    for name in exp.get("constants", []):
+        assert any(c.name == name for c in tu.constants)
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECT))
+def test_launch_site_matches_spec(stem: str) -> None:
+    """The file's own launch site launches the spec's kernel, with its template arguments."""
+    tu, k = _kernel(stem)
+    spec = load_spec(CORPUS / f"{stem}.toml")
+    sites = [s for s in tu.launch_sites if s.kernel == spec.kernel.name]
+    assert sites, f"no launch of {spec.kernel.name}"
+    site = sites[0]
+    assert site.template_args == [str(a) for a in spec.kernel.template_args]
+    assert len(site.args) == len(k.params)
+    assert site.host_function and site.host_function.startswith("launch")
+
+
+@pytest.mark.parametrize("stem", sorted(EXPECT))
+def test_spec_roles_agree_with_ir(stem: str) -> None:
+    """The spec's tensor roles are what the front end infers from the body."""
+    _, k = _kernel(stem)
+    spec = load_spec(CORPUS / f"{stem}.toml")
+    for t in spec.tensors:
+        assert k.param(t.cuda_param).role == t.role, t.name
+    for s in spec.scalars:
+        assert k.param(s.cuda_param).role == "scalar"
+
+
+def test_every_corpus_kernel_is_covered() -> None:
+    stems = {p.stem for p in CORPUS.glob("*.cu")}
+    assert stems <= set(EXPECT), f"add IR expectations for {sorted(stems - set(EXPECT))}"
+
+
+def test_ir_round_trips_through_json() -> None:
+    from migrator.cuda.ir import TranslationUnit
+
+    for stem in EXPECT:
+        tu, _ = _kernel(stem)
+        again = TranslationUnit.model_validate_json(tu.model_dump_json())
+        assert again == tu
