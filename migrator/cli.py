@@ -66,7 +66,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             kernels = [tu.kernel(args.kernel)]
         except KeyError as e:
             raise UsageError(str(e.args[0])) from e
-        tu = tu.model_copy(update={"kernels": kernels})
+        sites = [s for s in tu.launch_sites if s.kernel == args.kernel]
+        tu = tu.model_copy(update={"kernels": kernels, "launch_sites": sites})
     if args.json:
         sys.stdout.write(tu.model_dump_json(indent=2) + "\n")
     else:

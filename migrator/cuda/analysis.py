@@ -252,8 +252,8 @@ class BodyAnalyzer:
             d = unwrap_declarator(self.p, child)
             if d is None:
                 continue
-            if d.init is not None:
-                self.expr(d.init, "read")
+            if d.init is not None and not (d.pointer_depth and self.resolve_pointer(d.init)):
+                self.expr(d.init, "read")  # an alias initialiser (`&x[off]`) accesses nothing
             if d.ctor_args is not None:
                 self.expr(d.ctor_args, "read")
             if "__shared__" in quals:
@@ -356,13 +356,14 @@ class BodyAnalyzer:
             return Var("opaque", reason=f"pointer {d.name} is not resolved", is_pointer=True)
         base = self.env.lookup(target.base or "")
         base_elem = (base.elem_type if base else None) or target.elem_type
-        width = _width(elem_type, base_elem) * 1
+        # a cast already gave the view's width; otherwise the declared type does
+        width = target.width if target.width > 1 else _width(elem_type, base_elem)
         return Var(
             "alias",
             base=target.base,
             space=target.space,
             offset=target.offset,
-            width=width * target.width if target.width > 1 else width,
+            width=width,
             elem_type=base_elem,
             is_pointer=True,
             deps=target.deps,

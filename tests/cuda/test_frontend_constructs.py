@@ -1,0 +1,273 @@
+"""Front-end facts on small kernels, one construct at a time."""
+
+from __future__ import annotations
+
+from migrator.cuda.frontend import analyze_text
+from migrator.cuda.ir import Kernel, TranslationUnit
+
+
+def tu_of(src: str) -> TranslationUnit:
+    return analyze_text(src, "t.cu")
+
+
+def one(src: str, name: str = "k") -> Kernel:
+    return tu_of(src).kernel(name)
+
+
+def diag_ids(k: Kernel) -> set[str]:
+    return {d.id for d in k.diagnostics}
+
+
+def test_float4_reinterpret_alias_scales_index() -> None:
+    k = one(
+        "__global__ void k(const float* __restrict__ x, float* y, int n4) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  const float4* x4 = reinterpret_cast<const float4*>(x);\n"
+        "  if (i < n4) { float4 v = x4[i]; y[i] = v.x + v.y + v.z + v.w; }\n"
+        "}\n"
+    )
+    read = next(a for a in k.accesses if a.array == "x")
+    assert read.vector_width == 4 and read.via == "x4"
+    assert read.indices[0].canonical == "4*blockIdx.x*blockDim.x + 4*threadIdx.x"
+    assert "float4" in k.vector_types
+    assert k.param("x").role == "in" and k.param("y").role == "out"
+
+
+def test_row_pointer_offset_alias() -> None:
+    k = one(
+        "__global__ void k(const float* in, float* out, int cols) {\n"
+        "  const float* row = in + blockIdx.x * cols;\n"
+        "  float* orow = &out[blockIdx.x * cols];\n"
+        "  for (int c = threadIdx.x; c < cols; c += blockDim.x) orow[c] = 2.0f * row[c];\n"
+        "}\n"
+    )
+    w = next(a for a in k.accesses if a.array == "out")
+    assert w.indices[0].canonical == "blockIdx.x*cols + c" and w.via == "orow"
+    assert k.loops[0].kind == "block_stride"
+
+
+def test_atomic_add_makes_inout_and_reduction() -> None:
+    k = one(
+        "__global__ void k(const float* x, float* total, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) atomicAdd(&total[0], x[i]);\n"
+        "}\n"
+    )
+    assert k.param("total").role == "inout"
+    assert any(a.kind == "atomic" and a.array == "total" for a in k.accesses)
+    assert [(r.target, r.op, r.style) for r in k.reductions] == [("total", "sum", "atomic")]
+    assert any(c.name == "atomicAdd" and c.kind == "atomic" for c in k.calls)
+
+
+def test_gather_index_is_non_affine_with_diagnostic() -> None:
+    k = one(
+        "__global__ void k(const float* x, const int* idx, float* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = x[idx[i]];\n"
+        "}\n"
+    )
+    read = next(a for a in k.accesses if a.array == "x")
+    assert not read.indices[0].affine and "idx" in read.indices[0].text
+    assert "C2N1002" in diag_ids(k)
+    assert k.param("idx").role == "in"
+
+
+def test_divergent_barrier_is_flagged() -> None:
+    k = one(
+        "__global__ void k(float* x) {\n"
+        "  __shared__ float s[64];\n"
+        "  if (threadIdx.x < 32) { s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); }\n"
+        "  x[threadIdx.x] = s[0];\n"
+        "}\n"
+    )
+    assert k.barriers[0].divergent
+    assert "C2N1011" in diag_ids(k)
+
+
+def test_uniform_condition_barrier_is_not_divergent() -> None:
+    k = one(
+        "__global__ void k(float* x, int n) {\n"
+        "  __shared__ float s[64];\n"
+        "  if (blockIdx.x < n) { s[threadIdx.x] = 1.0f; __syncthreads(); }\n"
+        "}\n"
+    )
+    assert not k.barriers[0].divergent
+
+
+def test_cooperative_groups_scopes() -> None:
+    src = (
+        "namespace cg = cooperative_groups;\n"
+        "__global__ void k(float* x) {\n"
+        "  cg::thread_block block = cg::this_thread_block();\n"
+        "  auto tile = cg::tiled_partition<32>(block);\n"
+        "  block.sync();\n  tile.sync();\n  cg::sync(block);\n"
+        "  auto grid = cg::this_grid();\n  grid.sync();\n"
+        "}\n"
+    )
+    k = one(src)
+    assert [(b.kind, b.scope) for b in k.barriers] == [
+        ("cg.sync", "block"),
+        ("cg.sync", "warp"),
+        ("cg::sync", "block"),
+        ("cg.sync", "grid"),
+    ]
+    assert "C2N1013" in diag_ids(k)
+
+
+def test_unsupported_constructs_become_diagnostics() -> None:
+    src = (
+        "__device__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }\n"
+        "struct P { int a; };\n"
+        "__global__ void child(float* x) { x[0] = 1.0f; }\n"
+        "__global__ void k(float** pp, P p, float* x) {\n"
+        '  asm volatile("membar.gl;");\n'
+        '  printf("hi %d\\n", threadIdx.x);\n'
+        "  if (threadIdx.x == 0) goto done;\n"
+        "  x[0] = tex1Dfetch<float>(0, 1);\n"
+        "done:\n  return;\n}\n"
+        "__device__ void parent(float* x) { child<<<1, 1>>>(x); }\n"
+    )
+    tu = tu_of(src)
+    k = tu.kernel("k")
+    assert {"C2N1003", "C2N1008", "C2N1009", "C2N1014", "C2N1015", "C2N1004"} <= diag_ids(k)
+    assert "C2N1010" in diag_ids(tu.kernel("fact"))
+    assert "C2N1005" in diag_ids(tu.kernel("parent"))
+    for d in k.diagnostics:
+        assert d.span is not None and d.span.file == "t.cu" and d.span.line >= 4
+
+
+def test_device_function_roles_propagate_and_reference_params() -> None:
+    src = (
+        "__device__ void load2(const float* src, float* dst, int i) { dst[i] = src[i]; }\n"
+        "__device__ void minmax(float v, float& lo, float& hi) { lo = fminf(lo, v); hi = v; }\n"
+        "__global__ void k(const float* a, float* b) {\n"
+        "  load2(a, b, threadIdx.x);\n"
+        "}\n"
+    )
+    tu = tu_of(src)
+    k = tu.kernel("k")
+    assert k.param("a").role == "in" and k.param("b").role == "out"
+    mm = tu.kernel("minmax")
+    assert mm.param("lo").role == "out" and mm.param("lo").is_reference
+    assert mm.param("v").role == "scalar"
+
+
+def test_templates_instantiations_and_shared_sizes() -> None:
+    src = (
+        "template <typename T, int TILE>\n"
+        "__global__ void k(const T* in, T* out) {\n"
+        "  __shared__ T tile[TILE][TILE + 1];\n"
+        "  tile[threadIdx.y][threadIdx.x] = in[threadIdx.y * TILE + threadIdx.x];\n"
+        "  __syncthreads();\n"
+        "  out[threadIdx.x * TILE + threadIdx.y] = tile[threadIdx.x][threadIdx.y];\n"
+        "}\n"
+        "template __global__ void k<float, 32>(const float*, float*);\n"
+        "void launch(const double* a, double* b) {\n"
+        "  dim3 block(16, 16);\n  k<double, 16><<<1, block>>>(a, b);\n}\n"
+    )
+    tu = tu_of(src)
+    k = tu.kernel("k")
+    assert [t.name for t in k.template_params] == ["T", "TILE"]
+    assert [t.kind for t in k.template_params] == ["type", "value"]
+    assert k.instantiations == [["float", "32"], ["double", "16"]]
+    assert k.shared[0].dims == [32, 33] and k.shared[0].bindings == {"TILE": 32}
+    site = tu.launch_sites[0]
+    assert site.template_args == ["double", "16"] and site.block == "block"
+    assert site.host_values["block"] == "dim3(16, 16)"
+    assert k.accesses[-1].indices[0].canonical == "threadIdx.x*TILE + threadIdx.y"
+
+
+def test_loop_kinds_and_pragma() -> None:
+    k = one(
+        "__global__ void k(float* x, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)"
+        " x[i] = 0;\n"
+        "  for (int c = threadIdx.x; c < n; c += blockDim.x) x[c] += 1;\n"
+        "  for (int s = blockDim.x / 2; s > 0; s >>= 1) x[threadIdx.x] += s;\n"
+        "  for (int s = 1; s < 32; s <<= 1) x[threadIdx.x] -= s;\n"
+        "  #pragma unroll\n"
+        "  for (int j = 0; j < 4; ++j) x[j] = j;\n"
+        "  for (int j = threadIdx.x; j < n; j++) x[j] = 2;\n"
+        "  int w = 0; while (w < n) { w += 3; }\n"
+        "}\n"
+    )
+    assert [lp.kind for lp in k.loops] == [
+        "grid_stride", "block_stride", "halving", "doubling", "counted", "thread_dependent",
+        "while",
+    ]  # fmt: skip
+    assert [lp.unroll for lp in k.loops] == [False, False, False, False, True, False, False]
+    assert k.loops[4].bound is not None and k.loops[4].bound.canonical == "4"
+
+
+def test_guards_bounds_early_exit_and_thread_select() -> None:
+    k = one(
+        "__global__ void k(float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  x[i] = 1.0f;\n"
+        "  if (threadIdx.x == 0) x[blockIdx.x] = 2.0f;\n"
+        "}\n"
+    )
+    g0, g1 = k.guards
+    assert (g0.kind, g0.early_exit, g0.thread_dependent) == ("bounds", True, True)
+    assert g0.checks[0].index.pattern == "global_x" and g0.checks[0].op == ">="
+    assert g1.kind == "thread_select"
+    first, second = (a for a in k.accesses if a.kind == "write")
+    assert first.guards == [0] and second.guards == [0, 1]  # early exit guards what follows
+
+
+def test_reassigned_variable_is_tracked_flow_sensitively() -> None:
+    k = one(
+        "__global__ void k(float* x, int n) {\n"
+        "  int i = threadIdx.x;\n  x[i] = 0;\n"
+        "  i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] = 1;\n"
+        "  if (n > 3) i = 5;\n  x[i] = 2;\n"
+        "}\n"
+    )
+    idx = [a.indices[0] for a in k.accesses]
+    assert idx[0].canonical == "threadIdx.x"
+    assert idx[1].pattern == "global_x"
+    assert not idx[2].affine and "conditionally" in (idx[2].reason or "")
+
+
+def test_half_and_bf16_types_and_conversions() -> None:
+    k = one(
+        "__global__ void k(const __half* a, __nv_bfloat16* b) {\n"
+        "  float v = __half2float(a[threadIdx.x]);\n"
+        "  b[threadIdx.x] = __float2bfloat16(v * 2.0f);\n"
+        "}\n"
+    )
+    assert set(k.half_types) == {"__half", "__nv_bfloat16"}
+    assert {c.name for c in k.calls if c.kind == "conversion"} == {
+        "__half2float", "__float2bfloat16"}  # fmt: skip
+
+
+def test_warp_intrinsics_and_warp_reduction() -> None:
+    k = one(
+        "__global__ void k(const float* x, float* out) {\n"
+        "  float v = x[threadIdx.x];\n"
+        "  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);\n"
+        "  unsigned m = __ballot_sync(0xffffffff, v > 0.0f);\n"
+        "  if ((threadIdx.x & 31) == 0) out[threadIdx.x / 32] = v + m;\n"
+        "}\n"
+    )
+    assert {c.name for c in k.calls if c.kind == "warp"} == {"__shfl_xor_sync", "__ballot_sync"}
+    assert [(r.target, r.style, r.op) for r in k.reductions] == [("v", "warp_shuffle", "sum")]
+    w = next(a for a in k.accesses if a.array == "out")
+    assert w.indices[0].canonical == "floordiv(threadIdx.x, 32)" and w.indices[0].affine
+    assert k.guards[-1].kind == "thread_select"
+
+
+def test_no_kernels_is_a_warning_not_an_error() -> None:
+    tu = tu_of("int host_only(int a) { return a + 1; }\n")
+    assert tu.kernels == [] and [d.id for d in tu.diagnostics] == ["C2N0008"]
+
+
+def test_every_node_carries_a_span() -> None:
+    k = one(
+        "__global__ void k(float* x, int n) {\n"
+        "  for (int i = threadIdx.x; i < n; i += 32) { if (i % 2) x[i] = 0; }\n"
+        "  __syncthreads();\n}\n"
+    )
+    for node in [*k.params, *k.accesses, *k.loops, *k.guards, *k.barriers, *k.calls]:
+        assert node.span.file == "t.cu" and node.span.line >= 1 and node.span.col >= 1

@@ -1,0 +1,115 @@
+"""End-to-end tests of the `migrate` console script (run as a subprocess, like a user would)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "corpus"
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrator.cli", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=120,
+    )  # fmt: skip
+
+
+def test_version_and_help() -> None:
+    from migrator import __version__
+
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"cuda2nki {__version__}"
+    r = run("--help")
+    assert r.returncode == 0 and "inspect" in r.stdout and "migrate KERNEL.cu" in r.stdout
+
+
+def test_inspect_human_summary() -> None:
+    r = run("inspect", str(CORPUS / "reduce_sum_shared.cu"))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "__global__ void reduce_sum_shared_kernel" in out
+    assert "partial" in out and "out" in out
+    assert "float sdata[256]  (1024 B)" in out
+    assert "__syncthreads x2" in out
+    assert "reduce_sum_shared_kernel<256><<<blocks, 256, 0, stream>>>" in out
+
+
+def test_inspect_json_is_the_ir() -> None:
+    r = run("inspect", "--json", str(CORPUS / "matmul_naive.cu"))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["ir_version"] == "1.0"
+    (k,) = data["kernels"]
+    assert [p["role"] for p in k["params"]] == ["in", "in", "out", "scalar", "scalar", "scalar"]
+
+
+def test_inspect_one_kernel_and_unknown_kernel() -> None:
+    r = run("inspect", "--kernel", "relu_kernel", str(CORPUS / "gelu.cu"))
+    assert r.returncode == 0 and "relu_kernel" in r.stdout and "gelu_kernel" not in r.stdout
+    r = run("inspect", "--kernel", "nope", str(CORPUS / "gelu.cu"))
+    assert (
+        r.returncode == 2 and "no kernel named 'nope'" in r.stderr and "Traceback" not in r.stderr
+    )
+
+
+def test_main_job_runs_on_a_corpus_kernel() -> None:
+    r = run(str(CORPUS / "vector_add.cu"))
+    assert r.returncode == 0, r.stderr
+    assert "vector_add_kernel" in r.stdout and "not implemented yet" in r.stdout
+
+
+def test_syntax_error_reports_position_with_caret(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void k(float* x) {\n  x[0] = ;\n}\n")
+    r = run("inspect", str(bad))
+    assert r.returncode == 2
+    assert f"{bad}:2:8: error: C2N1001" in r.stderr
+    assert "  x[0] = ;" in r.stderr and "^" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [(b"", "C2N0003"), (b"\x00\x01\x02binary", "C2N0002"), (b"// \xff\xfe\n", "C2N0005")],
+)
+def test_bad_files_get_clear_errors(tmp_path: Path, content: bytes, code: str) -> None:
+    f = tmp_path / "k.cu"
+    f.write_bytes(content)
+    r = run("inspect", str(f))
+    assert r.returncode == 2 and code in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_file_and_bad_usage(tmp_path: Path) -> None:
+    r = run("inspect", str(tmp_path / "missing.cu"))
+    assert r.returncode == 2 and "C2N0001" in r.stderr
+    r = run("inspect")
+    assert r.returncode == 2 and "required" in r.stderr
+    r = run("inspect", "-D", "1BAD", str(CORPUS / "saxpy.cu"))
+    assert r.returncode == 2 and "not a macro name" in r.stderr
+
+
+def test_include_dirs_and_defines(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "cfg.h").write_text("#define BS 64\n")
+    src = tmp_path / "k.cu"
+    src.write_text(
+        '#include "cfg.h"\n#ifdef WIDE\n#define N2 (BS*2)\n#else\n#define N2 BS\n#endif\n'
+        "__global__ void k(float* x) { __shared__ float s[N2]; s[threadIdx.x] = x[0]; }\n"
+    )
+    r = run("inspect", "-I", str(tmp_path / "inc"), "-D", "WIDE", str(src))
+    assert r.returncode == 0, r.stderr
+    assert "float s[128]" in r.stdout
+
+
+def test_diagnostics_docs_are_current() -> None:
+    r = run("diagnostics", "--markdown")
+    assert r.returncode == 0
+    assert (ROOT / "docs" / "diagnostics.md").read_text() == r.stdout, (
+        "docs/diagnostics.md is stale: run `migrate diagnostics --markdown > docs/diagnostics.md`"
+    )

@@ -1,0 +1,106 @@
+"""The task contract: spec parsing, size formulas, launch configs and input generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from migrator.contract import SpecError, eval_expr, load_spec, make_inputs
+
+SPEC = """
+[kernel]
+name = "k"
+family = "elementwise"
+
+[sizes]
+N = 1000
+
+[[size_sets]]
+N = 17
+
+[[tensors]]
+name = "x"
+role = "in"
+shape = ["N"]
+
+[[tensors]]
+name = "y"
+role = "out"
+shape = ["N"]
+
+[[scalars]]
+name = "n"
+size = "N"
+
+[[scalars]]
+name = "alpha"
+dtype = "float32"
+value = 0.5
+
+[launch]
+grid = ["ceil_div(N, 256)"]
+block = [256]
+
+[inputs.x]
+dist = "uniform"
+low = 0.0
+high = 1.0
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "k.toml"
+    p.write_text(text)
+    return p
+
+
+def test_load_and_derive(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, SPEC))
+    assert [t.name for t in spec.inputs_in_order] == ["x"]
+    assert [t.name for t in spec.outputs_in_order] == ["y"]
+    assert [s.name for s in spec.value_scalars] == ["alpha"]
+    assert spec.all_size_sets() == [{"N": 1000}, {"N": 17}]
+    assert spec.launch_config({"N": 1000}) == ((4, 1, 1), (256, 1, 1), 0)
+    assert spec.cuda_source_path() == tmp_path / "k.cu"
+    x = make_inputs(spec, {"N": 1000}, seed=1)["x"]
+    assert x.dtype == np.float32 and x.shape == (1000,)
+    assert x.min() >= 0.0 and x.max() <= 1.0  # low = 0.0 is honoured, not treated as unset
+    assert np.array_equal(x, make_inputs(spec, {"N": 1000}, seed=1)["x"])
+
+
+@pytest.mark.parametrize(
+    ("expr", "value"),
+    [("ceil_div(N, 256)", 4), ("(N + 15) / 16", 63), ("N * 2 - 1", 1999), ("max(N, 2048)", 2048),
+     ("round_up(N, 128)", 1024), (7, 7)],
+)  # fmt: skip
+def test_size_expressions(expr: str | int, value: int) -> None:
+    assert eval_expr(expr, {"N": 1000}) == value
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "N.real", "M + 1", "N / 0", "lambda: 1"])
+def test_size_expressions_reject_unsafe_or_unknown(expr: str) -> None:
+    with pytest.raises(SpecError):
+        eval_expr(expr, {"N": 1000})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('role = "in"', 'role = "input"', "tensors.0.role"),
+        ("N = 1000", "N = 'big'", "sizes.N"),
+        ('grid = ["ceil_div(N, 256)"]', 'grid = ["ceil_div(Q, 256)"]', "unknown name 'Q'"),
+        ("value = 0.5", 'value = 0.5\nsize = "N"', "exactly one of"),
+        ("[inputs.x]", "[inputs.zz]", "names no tensor"),
+    ],
+)
+def test_bad_specs_name_the_field(tmp_path: Path, old: str, new: str, message: str) -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec(write(tmp_path, SPEC.replace(old, new, 1)))
+    assert str(tmp_path / "k.toml") in str(e.value) and message in str(e.value)
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="invalid TOML"):
+        load_spec(write(tmp_path, "[kernel\nname="))
