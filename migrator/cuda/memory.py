@@ -1,0 +1,253 @@
+"""Memory accesses of a kernel body: what is read and written, where, through which pointer.
+
+A mixin of `analysis.BodyAnalyzer`. Pointers resolve to (base array, element offset, vector width)
+through aliases, pointer arithmetic, `&x[i]` and `reinterpret_cast`, so every access is attributed
+to a kernel parameter or an on-chip array with an index in base elements.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from migrator import diagnostics as diag
+from migrator.cuda import poly
+from migrator.cuda.bodystate import BodyState
+from migrator.cuda.builtins import TYPE_BYTES
+from migrator.cuda.decl import callee_name
+from migrator.cuda.indexing import Var
+from migrator.cuda.ir import Access
+from migrator.cuda.parse import ParsedSource
+
+
+class MemoryMixin(BodyState):
+    def expr(self, node: Node, kind: str) -> None:
+        handler = self._expr.get(node.type)
+        if handler is not None:
+            handler(node, kind)
+            return
+        for c in node.named_children:
+            self.expr(c, "read")
+
+    def _assignment(self, node: Node, kind: str) -> None:
+        op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if right is not None:
+            self.expr(right, "read")
+        if left is not None:
+            self.expr(left, "write" if op == "=" else "update")
+            self._maybe_reduction(node, left, op, right)
+            if left.type == "identifier":
+                self.facts.written_names.add(self.p.text(left))
+                self._assign_scalar(self.p.text(left), op, right, node)
+
+    def _update(self, node: Node, kind: str) -> None:
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            self.expr(arg, "update")
+            if arg.type == "identifier":
+                self.facts.written_names.add(self.p.text(arg))
+                self._assign_scalar(self.p.text(arg), "++", None, node)
+
+    def _field(self, node: Node, kind: str) -> None:
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            self.expr(arg, kind)
+
+    def _subscript(self, node: Node, kind: str) -> None:
+        indices: list[Node] = []
+        base = node
+        while base.type == "subscript_expression":
+            idx = base.child_by_field_name("indices")
+            if idx is not None and idx.named_children:
+                indices.append(idx.named_children[0])
+            base = base.child_by_field_name("argument")  # type: ignore[assignment]
+        indices.reverse()
+        for idx in indices:
+            self.expr(idx, "read")
+        self._record(node, base, indices, kind)
+
+    def _pointer(self, node: Node, kind: str) -> None:
+        op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
+        arg = node.child_by_field_name("argument")
+        if arg is None:
+            return
+        if op == "*":
+            self.expr(arg, "read") if arg.type != "identifier" else None
+            self._record(node, arg, [], kind)
+        else:  # &x: the address escapes (atomics handle their own first argument)
+            self.expr(arg, "address" if kind == "read" else kind)
+
+    def _record(self, node: Node, base: Node, indices: list[Node], kind: str) -> None:
+        target = self.resolve_pointer(base)
+        if target is None or target.base is None:
+            return
+        if target.space in ("global", None) and self.env.lookup(target.base) is None:
+            return
+        offset = target.offset or {}
+        if target.space in ("shared", "local", "constant") and len(indices) > 1:
+            exprs = [self.ev.index(i) for i in indices]
+        elif indices:
+            exprs = [self.ev.index(indices[0], offset=offset, scale=target.width)]
+        else:  # *p or *(p + k)
+            exprs = [self.ev.make_index(self.p.text(base), offset, None, target.deps)]
+        for e in exprs:
+            if not e.affine:
+                self.facts.diagnostics.append(
+                    diag.make(
+                        "NON_AFFINE_INDEX", self.p.span(node), index=e.text, array=target.base
+                    )
+                )
+        self.facts.accesses.append(
+            Access(
+                array=target.base,
+                space=target.space or "global",
+                kind=kind,  # type: ignore[arg-type]
+                indices=exprs,
+                via=target.via,
+                vector_width=target.width,
+                guards=list(self.guard_stack),
+                loops=list(self.loop_stack),
+                span=self.p.span(node),
+            )
+        )
+
+    def resolve_pointer(self, node: Node) -> Var | None:
+        """What a pointer-valued expression points into: base array, element offset, width."""
+        t = node.type
+        if t == "identifier":
+            name = self.p.text(node)
+            var = self.env.lookup(name)
+            if var is None and name in self.tu_shared:
+                decl = self.tu_shared[name]
+                if all(s.name != name for s in self.facts.shared):
+                    self.facts.shared.append(decl)
+                return Var("array", base=name, space="shared", elem_type=decl.elem_type, offset={})
+            if var is None or var.kind not in ("array", "alias"):
+                return None
+            via = name if var.kind == "alias" else None
+            return Var(
+                var.kind,
+                base=var.base,
+                space=var.space,
+                offset=var.offset or {},
+                width=var.width,
+                elem_type=var.elem_type,
+                deps=var.deps,
+                via=via,
+            )
+        if t == "parenthesized_expression" and node.named_children:
+            return self.resolve_pointer(node.named_children[0])
+        if t == "binary_expression":
+            op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if op not in ("+", "-") or left is None or right is None:
+                return None
+            base = self.resolve_pointer(left)
+            off_node = right
+            if base is None and op == "+":
+                base, off_node = self.resolve_pointer(right), left
+            if base is None:
+                return None
+            v = self.ev.value(off_node)
+            if v.poly is None or base.offset is None:
+                return Var(
+                    base.kind,
+                    base=base.base,
+                    space=base.space,
+                    offset=None,
+                    width=base.width,
+                    elem_type=base.elem_type,
+                    deps=base.deps | v.deps,
+                )
+            delta = poly.scale(v.poly, base.width * (1 if op == "+" else -1))
+            return Var(
+                base.kind,
+                base=base.base,
+                space=base.space,
+                offset=poly.add(base.offset, delta),
+                width=base.width,
+                elem_type=base.elem_type,
+                deps=base.deps | v.deps,
+                via=base.via,
+            )
+        if t == "pointer_expression":
+            op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
+            arg = node.child_by_field_name("argument")
+            if op == "&" and arg is not None and arg.type == "subscript_expression":
+                base = self.resolve_pointer(arg.child_by_field_name("argument"))  # type: ignore[arg-type]
+                idx = arg.child_by_field_name("indices")
+                if base is None or idx is None or not idx.named_children:
+                    return base
+                v = self.ev.value(idx.named_children[0])
+                off = (
+                    poly.add(base.offset, poly.scale(v.poly, base.width))
+                    if v.poly is not None and base.offset is not None
+                    else None
+                )
+                return Var(
+                    base.kind,
+                    base=base.base,
+                    space=base.space,
+                    offset=off,
+                    width=base.width,
+                    elem_type=base.elem_type,
+                    deps=base.deps | v.deps,
+                )
+            return None
+        if t in ("call_expression", "cast_expression"):
+            return self._resolve_cast(node)
+        return None
+
+    def _resolve_cast(self, node: Node) -> Var | None:
+        if node.type == "cast_expression":
+            type_node = node.child_by_field_name("type")
+            inner = node.child_by_field_name("value")
+        else:
+            name, targs = callee_name(self.p, node)
+            if name not in ("reinterpret_cast", "static_cast", "const_cast"):
+                return None
+            type_node = (
+                targs.named_children[0] if targs is not None and targs.named_children else None
+            )
+            args = node.child_by_field_name("arguments")
+            inner = args.named_children[0] if args is not None and args.named_children else None
+        if inner is None:
+            return None
+        base = self.resolve_pointer(inner)
+        if base is None:
+            return None
+        new_elem = _type_descriptor_base(self.p, type_node)
+        width = _width(new_elem, base.elem_type) if new_elem else 1
+        # offsets stay in base elements whatever the view
+        return Var(
+            base.kind,
+            base=base.base,
+            space=base.space,
+            offset=base.offset,
+            width=width,
+            elem_type=base.elem_type,
+            deps=base.deps,
+            via=base.via,
+        )
+
+
+def _width(elem: str | None, base_elem: str | None) -> int:
+    if not elem or not base_elem or elem == base_elem:
+        return 1
+    a, b = TYPE_BYTES.get(elem), TYPE_BYTES.get(base_elem)
+    if a and b and a > b and a % b == 0:
+        return a // b
+    return 1
+
+
+def _type_descriptor_base(p: ParsedSource, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    t = node.child_by_field_name("type")
+    return " ".join(p.text(t).split()) if t is not None else None
+
+
+def subscript_base(node: Node) -> Node:
+    while node.type == "subscript_expression":
+        node = node.child_by_field_name("argument")  # type: ignore[assignment]
+    return node
