@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from migrator.cuda.frontend import analyze_text
 from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.cuda.validate import validate
 
 
 def tu_of(src: str) -> TranslationUnit:
-    return analyze_text(src, "t.cu")
+    return validate(analyze_text(src, "t.cu"))
 
 
 def one(src: str, name: str = "k") -> Kernel:
@@ -271,3 +272,24 @@ def test_every_node_carries_a_span() -> None:
     )
     for node in [*k.params, *k.accesses, *k.loops, *k.guards, *k.barriers, *k.calls]:
         assert node.span.file == "t.cu" and node.span.line >= 1 and node.span.col >= 1
+
+
+def test_validate_catches_broken_ir() -> None:
+    import pytest
+
+    from migrator.cuda.validate import IRError
+
+    tu = tu_of("__global__ void k(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1; }\n")
+    k = tu.kernels[0]
+    bad_access = k.accesses[0].model_copy(update={"guards": [7]})
+    with pytest.raises(IRError, match="guard that does not exist"):
+        validate(
+            tu.model_copy(update={"kernels": [k.model_copy(update={"accesses": [bad_access]})]})
+        )
+    bad_role = k.params[1].model_copy(update={"role": "in"})
+    with pytest.raises(IRError, match="role in does not fit"):
+        validate(
+            tu.model_copy(
+                update={"kernels": [k.model_copy(update={"params": [k.params[0], bad_role]})]}
+            )
+        )

@@ -13,6 +13,7 @@ import pytest
 from migrator.contract import load_spec
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel
+from migrator.cuda.validate import validate
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -145,7 +146,7 @@ EXPECT: dict[str, dict[str, Any]] = {
 
 
 def _kernel(stem: str) -> tuple[Any, Kernel]:
-    tu = analyze_file(CORPUS / f"{stem}.cu")
+    tu = validate(analyze_file(CORPUS / f"{stem}.cu"))
     return tu, tu.kernel(EXPECT[stem]["kernel"])
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from migrator.cuda.frontend import analyze_text
 from migrator.cuda.ir import TranslationUnit
 from migrator.cuda.source import SourceError
+from migrator.cuda.validate import validate
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 SOURCES = [p.read_text() for p in sorted(CORPUS.glob("*.cu"))]
@@ -31,6 +32,7 @@ def check(text: str) -> None:
             assert d.id.startswith("C2N") and d.message
         return
     assert isinstance(tu, TranslationUnit)
+    validate(tu)
     TranslationUnit.model_validate_json(tu.model_dump_json())
 
 

@@ -1,0 +1,46 @@
+"""The import graph follows the pipeline: a stage imports only earlier stages (style rule 1)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "migrator"
+
+# stage -> migrator subpackages/modules it may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "diagnostics": set(),
+    "contract": set(),
+    "cuda": {"diagnostics", "contract"},
+    "nki": {"diagnostics", "contract"},  # the emulator is independent of the CUDA side
+}
+
+
+def _stage(path: Path) -> str:
+    rel = path.relative_to(PKG)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("migrator."):
+            out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("migrator."):
+                    out.add(alias.name.split(".")[1])
+    return out
+
+
+def test_stages_import_only_earlier_stages() -> None:
+    problems = []
+    for path in sorted(PKG.rglob("*.py")):
+        stage = _stage(path)
+        if stage not in ALLOWED:
+            continue
+        for dep in _imports(path) - {stage}:
+            if dep not in ALLOWED[stage]:
+                problems.append(f"{path.relative_to(PKG.parent)} ({stage}) imports migrator.{dep}")
+    assert not problems, "\n".join(problems)
