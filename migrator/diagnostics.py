@@ -237,6 +237,14 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "launch of {name}, which is not defined in this file",
         "Analyse the file that defines the kernel.",
     ),
+    DiagnosticKind(
+        "C2N1018",
+        "BAD_LAUNCH_CONFIG",
+        "error",
+        "low",
+        "launch of {name} has {count} configuration argument(s); grid and block are required",
+        "Write kernel<<<grid, block[, shared_bytes[, stream]]>>>(...) as nvcc requires.",
+    ),
 )
 
 REGISTRY: dict[str, DiagnosticKind] = {}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from migrator import diagnostics as diag
+from migrator.cuda import poly
 from migrator.cuda.bodystate import BodyFacts
 from migrator.cuda.builtins import HALF_TYPES, TYPE_BYTES, VECTOR_TYPES
 from migrator.cuda.calls import CG_SCOPES, CallMixin
@@ -25,7 +26,8 @@ from migrator.cuda.decl import (
     qualifiers,
     unwrap_declarator,
 )
-from migrator.cuda.indexing import Env, IndexEvaluator, Var
+from migrator.cuda.exprs import ExprMixin, opaque
+from migrator.cuda.indexing import Env, IndexEvaluator, Val, Var
 from migrator.cuda.ir import ArrayDecl, IndexVar, Kernel
 from migrator.cuda.memory import MemoryMixin, _width
 from migrator.cuda.parse import ParsedSource
@@ -33,7 +35,7 @@ from migrator.cuda.parse import ParsedSource
 __all__ = ["BodyAnalyzer", "BodyFacts", "vector_and_half_types"]
 
 
-class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
+class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
     """Walks a function body. `device_roles` gives callee parameter roles for propagation."""
 
     def __init__(
@@ -59,6 +61,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
         self.guard_stack: list[int] = []
         self.branch_depth = 0
         self.guard_of_if = {}
+        self.pending_acc = {}
         self._stmt: dict[str, Callable[[Node], None]] = {
             "compound_statement": self._compound,
             "declaration": self._declaration,
@@ -67,7 +70,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
             "for_statement": self._for,
             "while_statement": self._while,
             "do_statement": self._while,
-            "return_statement": self._expression_statement,
+            "return_statement": self._return,
             "goto_statement": self._goto,
             "labeled_statement": self._labeled,
             "gnu_asm_expression": self._asm,
@@ -103,23 +106,50 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
             stack.extend(n.named_children)
         return names
 
-    def _assign_scalar(self, name: str, op: str, right: Node | None, node: Node) -> None:
-        """Flow-sensitive: `x = e` at the declaration's control depth replaces x's value."""
+    def _assign_scalar(
+        self, name: str, op: str, right: Node | None, node: Node, accumulating: bool = False
+    ) -> None:
+        """Flow-sensitive: an update at the declaration's control depth replaces x's value.
+
+        Under a branch or loop the new value holds on some paths only, so x becomes opaque
+        (an accumulator keeps its pre-loop value until `finish_loop` makes it a reduce).
+        """
         var = self.env.lookup(name)
-        if var is None or var.kind not in ("value", "opaque"):
+        if var is None or var.kind not in ("value", "opaque", "param"):
             return
-        val = self.ev.value(right) if right is not None else None
-        deps = var.deps | (val.deps if val is not None else frozenset())
-        if op != "=" or val is None or self.branch_depth != var.ctx:
-            why = f"{name} is updated" if op != "=" else f"{name} is assigned conditionally"
+        new_expr = self.scalar_value(name, var, op, right)
+        val = self._updated_value(name, var, op, right)
+        if self.branch_depth != var.ctx:
+            why = f"{name} is assigned conditionally" if op == "=" else f"{name} is updated"
             if var.kind == "opaque" and var.reason and "loop" in var.reason:
                 why = var.reason
-            self.env.assign(name, Var("opaque", reason=why, deps=deps, ctx=var.ctx))
+            kept = var.expr if accumulating else opaque(name, why)
+            self.env.assign(
+                name, Var("opaque", reason=why, deps=var.deps | val.deps, ctx=var.ctx, expr=kept)
+            )
             return
-        self.env.assign(name, self._value_var(name, val, right, var.ctx))  # type: ignore[arg-type]
+        updated = self._value_var(name, val, right if right is not None else node, var.ctx)
+        updated.expr = new_expr
+        self.env.assign(name, updated)
         if val.poly is not None and val.reason is None and val.deps:
-            expr = self.ev.make_index(self.p.text(right), val.poly, None, val.deps)  # type: ignore[arg-type]
+            expr = self.ev.make_index(self.p.text(node), val.poly, None, val.deps)
             self.facts.index_vars.append(IndexVar(name=name, expr=expr, span=self.p.span(node)))
+
+    def _updated_value(self, name: str, var: Var, op: str, right: Node | None) -> Val:
+        """The index value after `name op right` (`=`, `+=`, `-=`, `*=`, `++`, `--`)."""
+        if op == "=":
+            return self.ev.value(right)
+        old = Val(var.poly, var.reason, var.deps) if var.kind == "value" else Val(
+            None, var.reason or f"{name} is not affine", var.deps)  # fmt: skip
+        step = Val(poly.const(1)) if op in ("++", "--") else self.ev.value(right)
+        deps = old.deps | step.deps
+        if old.poly is None or step.poly is None:
+            return Val(None, old.reason or step.reason, deps)
+        combine = {"+=": poly.add, "++": poly.add, "-=": poly.sub, "--": poly.sub,
+                   "*=": poly.mul}.get(op)  # fmt: skip
+        if combine is None:
+            return Val(None, f"{name} {op} ...", deps)
+        return Val(combine(old.poly, step.poly), old.reason or step.reason, deps)
 
     def _value_var(self, name: str, val, init: Node, ctx: int) -> Var:  # type: ignore[no-untyped-def]
         if val.poly is None or val.reason is not None:
@@ -170,6 +200,10 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
         for c in node.named_children:
             self.expr(c, "read")
 
+    def _return(self, node: Node) -> None:
+        self._expression_statement(node)
+        self.record_return(node)
+
     def _goto(self, node: Node) -> None:
         self.facts.diagnostics.append(diag.make("GOTO", self.p.span(node)))
 
@@ -213,11 +247,14 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin):
                 return
         if d.init is None:
             self.env.define(
-                d.name, Var("opaque", reason=f"{d.name} is uninitialised", ctx=self.branch_depth)
-            )
+                d.name,
+                Var("opaque", reason=f"{d.name} is uninitialised", ctx=self.branch_depth,
+                    expr=opaque(d.name, "declared without a value")),
+            )  # fmt: skip
             return
         val = self.ev.value(d.init)
         var = self._value_var(d.name, val, d.init, self.branch_depth)
+        var.expr = self.to_expr(d.init)
         self.env.define(d.name, var)
         if var.kind == "value" and val.deps:
             expr = self.ev.make_index(self.p.text(d.init), val.poly, None, val.deps)

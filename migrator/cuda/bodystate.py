@@ -11,11 +11,13 @@ from migrator.cuda.ir import (
     ArrayDecl,
     Barrier,
     Call,
+    Expr,
     Guard,
     IndexVar,
     Kernel,
     Loop,
     Reduction,
+    Store,
 )
 from migrator.cuda.parse import ParsedSource
 
@@ -38,6 +40,9 @@ class BodyFacts:
     # extra role evidence from calls into device functions: param -> {"read", "write"}
     role_evidence: dict[str, set[str]] = field(default_factory=dict)
     written_names: set[str] = field(default_factory=set)  # identifiers assigned (for refs)
+    stores: list[Store] = field(default_factory=list)
+    returns: Expr | None = None
+    returns_seen: int = 0
 
 
 class BodyState:

@@ -163,37 +163,40 @@ class CallMixin(BodyState):
             if role in ("out", "inout"):
                 ev.add("write")
 
-    def _maybe_reduction(self, node: Node, left: Node, op: str, right: Node | None) -> None:
+    def _maybe_reduction(
+        self, node: Node, left: Node, op: str, right: Node | None
+    ) -> tuple[str, str] | None:
+        """Recognise a reduction step; returns (op, style) or None."""
         if right is None:
-            return
+            return None
         has_shfl = _contains_call(self.p, right, WARP_INTRINSICS | {".shfl_down", ".shfl_xor"})
         red_op = _COMPOUND_OPS.get(op)
         target = self.p.text(left)
         if red_op is None and op == "=":
             red_op = self._combine_op(right, left)
         if red_op is None:
-            return
+            return None
         if left.type == "identifier":
             var = self.env.lookup(target)
             if var is None or var.kind not in ("opaque", "value", "param"):
-                return
+                return None
             if has_shfl:
                 style = "warp_shuffle"
             elif self.loop_stack:
                 style = "loop_accumulate"
             else:
-                return
+                return None
         elif left.type == "subscript_expression" and self.loop_stack:
             base = self.resolve_pointer(subscript_base(left))
             if base is None or base.space != "shared":
-                return
+                return None
             if not _contains_name(self.p, right, base.base or ""):
-                return
+                return None
             style, target = "shared_tree", base.base or target
         else:
-            return
+            return None
         if any(r.target == target and r.style == style for r in self.facts.reductions):
-            return
+            return red_op, style
         self.facts.reductions.append(
             Reduction(
                 target=target,
@@ -203,6 +206,7 @@ class CallMixin(BodyState):
                 span=self.p.span(node),
             )
         )
+        return red_op, style
 
     def _combine_op(self, right: Node, left: Node) -> str | None:
         lt = self.p.text(left)

@@ -17,17 +17,21 @@ from migrator.cuda.ir import BoundCheck, Guard, IndexExpr, Loop
 
 
 class ControlMixin(BodyState):
-    def _enter_loop(self, node: Node, skip: str | None = None) -> None:
-        """Locals assigned anywhere in a loop hold different values per iteration: opaque."""
-        for name in self._assigned_names(node) - {skip}:
+    def _enter_loop(self, node: Node, skip: str | None = None) -> set[str]:
+        """Locals assigned anywhere in a loop hold different values per iteration: opaque.
+
+        Their symbolic value stays the pre-loop one (an accumulator's init) until
+        `finish_loop` says what the loop made of it. Returns the names it changed.
+        """
+        names = self._assigned_names(node) - {skip}  # type: ignore[attr-defined]
+        for name in names:
             var = self.env.lookup(name)
-            if var is not None and var.kind in ("value", "opaque"):
+            if var is not None and var.kind in ("value", "opaque", "param"):
+                why = f"{name} changes inside a loop"
                 self.env.assign(
-                    name,
-                    Var(
-                        "opaque", reason=f"{name} changes inside a loop", deps=var.deps, ctx=var.ctx
-                    ),
+                    name, Var("opaque", reason=why, deps=var.deps, ctx=var.ctx, expr=var.expr)
                 )
+        return names
 
     def _for(self, node: Node) -> None:
         self.env.push()
@@ -49,7 +53,7 @@ class ControlMixin(BodyState):
         if var is not None:
             deps = self.ev.value(start_node).deps if start_node is not None else frozenset()
             self.env.define(var, Var("loopvar", deps=deps | {var}))
-        self._enter_loop(node, skip=var)
+        assigned = self._enter_loop(node, skip=var)
         cond = node.child_by_field_name("condition")
         update = node.child_by_field_name("update")
         cmp_op, bound = self._loop_bound(cond, var)
@@ -77,6 +81,7 @@ class ControlMixin(BodyState):
             self.stmt(body)
         self.branch_depth -= 1
         self.loop_stack.pop()
+        self.finish_loop(loop.id, assigned)  # type: ignore[attr-defined]
         self.env.pop()
 
     def _loop_bound(
@@ -157,7 +162,7 @@ class ControlMixin(BodyState):
             span=self.p.span(node),
         )
         self.facts.loops.append(loop)
-        self._enter_loop(node)
+        assigned = self._enter_loop(node)
         self.loop_stack.append(loop.id)
         self.branch_depth += 1
         cond = node.child_by_field_name("condition")
@@ -168,6 +173,7 @@ class ControlMixin(BodyState):
             self.stmt(body)
         self.branch_depth -= 1
         self.loop_stack.pop()
+        self.finish_loop(loop.id, assigned)  # type: ignore[attr-defined]
 
     def _if(self, node: Node) -> None:
         cond_clause = node.child_by_field_name("condition")

@@ -25,8 +25,17 @@ from migrator.cuda.decl import (
     unwrap_declarator,
 )
 from migrator.cuda.indexing import Env, IndexEvaluator, Var
-from migrator.cuda.ir import ArrayDecl, Kernel, LaunchSite, Param, TemplateParam, TranslationUnit
+from migrator.cuda.ir import (
+    ArrayDecl,
+    Expr,
+    Kernel,
+    LaunchSite,
+    Param,
+    TemplateParam,
+    TranslationUnit,
+)
 from migrator.cuda.parse import ParsedSource, parse_file, parse_text
+from migrator.cuda.source import SourceError
 
 
 @dataclass
@@ -53,7 +62,9 @@ def analyze_text(text: str, path: str = "<string>", **kw: object) -> Translation
 
 def analyze(parsed: ParsedSource) -> TranslationUnit:
     functions, constants, tu_shared, instantiations = _collect_top_level(parsed)
-    launches = _launch_sites(parsed, functions)
+    launches, launch_errors = _launch_sites(parsed, functions)
+    if launch_errors:  # invalid CUDA, like a syntax error: nothing sensible to analyse
+        raise SourceError(launch_errors)
     by_name = {f.name: f for f in functions}
     for name, targs in instantiations:
         if name in by_name:
@@ -325,7 +336,7 @@ def _analyze_function(
                 ),
             )
         else:
-            env.define(d.name, Var("param"))
+            env.define(d.name, Var("param", expr=Expr(kind="param", name=d.name, text=d.name)))
         raw_params.append((p, elem, d))
         if d.pointer_depth > 1:
             diags.append(diag.make("POINTER_TO_POINTER", parsed.span(p), name=d.name))
@@ -386,6 +397,8 @@ def _analyze_function(
         barriers=facts.barriers,
         calls=facts.calls,
         reductions=facts.reductions,
+        stores=facts.stores,
+        returns=facts.returns,
         vector_types=vec,
         half_types=half,
         diagnostics=_dedupe(diags),
@@ -463,8 +476,11 @@ def _dedupe(diags: list[diag.Diagnostic]) -> list[diag.Diagnostic]:
 # --- launch sites ---------------------------------------------------------------------------
 
 
-def _launch_sites(parsed: ParsedSource, functions: list[_Function]) -> list[LaunchSite]:
+def _launch_sites(
+    parsed: ParsedSource, functions: list[_Function]
+) -> tuple[list[LaunchSite], list[diag.Diagnostic]]:
     sites: list[LaunchSite] = []
+    errors: list[diag.Diagnostic] = []
     for f in functions:
         host_values = _host_definitions(parsed, f.node)
         for n in _walk(f.node):
@@ -475,6 +491,10 @@ def _launch_sites(parsed: ParsedSource, functions: list[_Function]) -> list[Laun
                 continue
             name, targs = callee_name(parsed, n)
             parts = [parsed.text(c) for c in cfg.named_children]
+            if len(parts) < 2:
+                errors.append(diag.make("BAD_LAUNCH_CONFIG", parsed.span(n), name=name,
+                                        count=len(parts)))  # fmt: skip
+                continue
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
             used = _dependencies(parsed, cfg, host_values)
@@ -493,7 +513,7 @@ def _launch_sites(parsed: ParsedSource, functions: list[_Function]) -> list[Laun
                 )
             )
     sites.sort(key=lambda s: (s.span.line, s.span.col))
-    return sites
+    return sites, errors
 
 
 def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:

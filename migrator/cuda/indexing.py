@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from tree_sitter import Node
 
@@ -40,6 +40,7 @@ class Var:
     cg_scope: str | None = None
     via: str | None = None  # the alias pointer an access went through
     ctx: int = 0  # control depth where it was declared (strong updates only at that depth)
+    expr: Any = None  # symbolic value (ir.Expr) of a local scalar, for the dataflow trees
 
 
 @dataclass

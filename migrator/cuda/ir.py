@@ -166,6 +166,53 @@ class Reduction(_Node):
     span: Span
 
 
+ExprKind = Literal[
+    "const", "param", "index", "load", "unary", "binary", "call", "select", "cast", "reduce",
+    "opaque",
+]  # fmt: skip
+
+
+class Expr(_Node):
+    """A value computed by the kernel, as a tree over loads, parameters and constants.
+
+    Locals are substituted and `__device__` helpers inlined, so the value a kernel stores reads as
+    one expression: ``c[i] = a[i] + b[i]`` is ``binary(+, load a[gx], load b[gx])``. A loop
+    accumulator becomes ``reduce(op, init, contribution)`` over its loop; a warp-shuffle tree
+    becomes ``reduce(op, value)`` with style ``warp_shuffle``.
+    """
+
+    kind: ExprKind
+    op: str | None = None  # operator, function name, reduction op, cast type
+    args: list[Expr] = Field(default_factory=list)
+    value: float | int | None = None  # const
+    dtype: str | None = None  # const: "float" (1.0f), "double" (1.0) or "int"
+    name: str | None = None  # param / index symbol / loaded array
+    index: list[IndexExpr] = Field(default_factory=list)  # load
+    space: Space | None = None  # load
+    style: str | None = None  # reduce: loop_accumulate | warp_shuffle
+    loop: int | None = None  # reduce: the loop it runs over
+    text: str = ""
+
+    def walk(self) -> list[Expr]:
+        out: list[Expr] = [self]
+        for a in self.args:
+            out.extend(a.walk())
+        return out
+
+
+class Store(_Node):
+    """A write to memory and the value written."""
+
+    array: str
+    space: Space
+    op: str  # "=" or a compound operator such as "+="
+    index: list[IndexExpr]
+    value: Expr
+    guards: list[int] = Field(default_factory=list)
+    loops: list[int] = Field(default_factory=list)
+    span: Span
+
+
 class Kernel(_Node):
     """A `__global__` or `__device__` function."""
 
@@ -184,6 +231,8 @@ class Kernel(_Node):
     barriers: list[Barrier] = Field(default_factory=list)
     calls: list[Call] = Field(default_factory=list)
     reductions: list[Reduction] = Field(default_factory=list)
+    stores: list[Store] = Field(default_factory=list)
+    returns: Expr | None = None  # a __device__ helper's returned value, in terms of its params
     vector_types: list[str] = Field(default_factory=list)
     half_types: list[str] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)

@@ -15,7 +15,7 @@ from migrator.cuda.bodystate import BodyState
 from migrator.cuda.builtins import TYPE_BYTES
 from migrator.cuda.decl import callee_name
 from migrator.cuda.indexing import Var
-from migrator.cuda.ir import Access
+from migrator.cuda.ir import Access, IndexExpr
 from migrator.cuda.parse import ParsedSource
 
 
@@ -33,12 +33,19 @@ class MemoryMixin(BodyState):
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if right is not None:
             self.expr(right, "read")
-        if left is not None:
-            self.expr(left, "write" if op == "=" else "update")
-            self._maybe_reduction(node, left, op, right)
-            if left.type == "identifier":
-                self.facts.written_names.add(self.p.text(left))
-                self._assign_scalar(self.p.text(left), op, right, node)
+        if left is None:
+            return
+        self.expr(left, "write" if op == "=" else "update")
+        style = self._maybe_reduction(node, left, op, right)  # type: ignore[attr-defined]
+        if left.type in ("subscript_expression", "pointer_expression"):
+            self.record_store(node, left, op, right)  # type: ignore[attr-defined]
+        elif left.type == "identifier":
+            name = self.p.text(left)
+            self.facts.written_names.add(name)
+            accumulating = style is not None and style[1] in ("loop_accumulate", "warp_shuffle")
+            if accumulating and right is not None:
+                self.note_accumulation(name, style[0], style[1], right, op)  # type: ignore[attr-defined,index]
+            self._assign_scalar(name, op, right, node, accumulating)  # type: ignore[attr-defined]
 
     def _update(self, node: Node, kind: str) -> None:
         arg = node.child_by_field_name("argument")
@@ -77,12 +84,13 @@ class MemoryMixin(BodyState):
         else:  # &x: the address escapes (atomics handle their own first argument)
             self.expr(arg, "address" if kind == "read" else kind)
 
-    def _record(self, node: Node, base: Node, indices: list[Node], kind: str) -> None:
+    def located(self, base: Node, indices: list[Node]) -> tuple[Var, list[IndexExpr]] | None:
+        """The array an lvalue/load refers to and its index per dimension (base elements)."""
         target = self.resolve_pointer(base)
         if target is None or target.base is None:
-            return
+            return None
         if target.space in ("global", None) and self.env.lookup(target.base) is None:
-            return
+            return None
         offset = target.offset or {}
         if target.space in ("shared", "local", "constant") and len(indices) > 1:
             exprs = [self.ev.index(i) for i in indices]
@@ -90,6 +98,13 @@ class MemoryMixin(BodyState):
             exprs = [self.ev.index(indices[0], offset=offset, scale=target.width)]
         else:  # *p or *(p + k)
             exprs = [self.ev.make_index(self.p.text(base), offset, None, target.deps)]
+        return target, exprs
+
+    def _record(self, node: Node, base: Node, indices: list[Node], kind: str) -> None:
+        found = self.located(base, indices)
+        if found is None:
+            return
+        target, exprs = found
         for e in exprs:
             if not e.affine:
                 self.facts.diagnostics.append(

@@ -70,6 +70,17 @@ def validate_kernel(k: Kernel) -> None:
     for r in k.reductions:
         if r.loop is not None and r.loop not in loop_ids:
             _fail(k, f"reduction {r.target}", r.span, f"loop #{r.loop} does not exist")
+    for st in k.stores:
+        what = f"store to {st.array}"
+        if st.array not in arrays:
+            _fail(k, what, st.span, "names no pointer parameter or declared array")
+        for e in st.index:
+            _check_index(k, what, e, st.span)
+        for node in st.value.walk():
+            if node.kind == "reduce" and node.loop is not None and node.loop not in loop_ids:
+                _fail(k, what, st.span, f"reduction over loop #{node.loop} that does not exist")
+            if node.kind == "load" and not node.index:
+                _fail(k, what, st.span, f"load of {node.name} without an index")
     names = [p.name for p in k.params]
     if len(names) != len(set(names)):
         _fail(k, "parameters", k.span, "duplicate parameter names")

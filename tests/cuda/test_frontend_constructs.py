@@ -293,3 +293,14 @@ def test_validate_catches_broken_ir() -> None:
                 update={"kernels": [k.model_copy(update={"params": [k.params[0], bad_role]})]}
             )
         )
+
+
+def test_launch_without_block_is_an_input_error() -> None:
+    import pytest
+
+    from migrator.cuda.source import SourceError
+
+    with pytest.raises(SourceError) as e:
+        tu_of("__global__ void k(float* x) {}\nvoid h(float* x) { k<<<4>>>(x); }\n")
+    (d,) = e.value.diagnostics
+    assert d.id == "C2N1018" and d.span is not None and d.span.line == 2
