@@ -3,6 +3,7 @@
     migrate KERNEL.cu [options]          the main job (migration to NKI)
     migrate inspect KERNEL.cu [--json]   the kernel IR
     migrate diagnostics [--markdown]     every C2N diagnostic with its help line
+    migrate profile KERNEL_nki.py ...    run an NKI kernel in the emulator, print its cost
 
 Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
 2 bad input or usage, 3 migration failed, 70 internal error.
@@ -22,6 +23,7 @@ from migrator.api import inspect
 from migrator.cuda.parse import render_with_caret
 from migrator.cuda.source import SourceError
 from migrator.cuda.summary import render
+from migrator.nki import profile_cli
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILED, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -121,9 +123,10 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 # Subcommands: name -> registration function. Later stages add theirs here.
-COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {  # type: ignore[type-arg]
+COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type: ignore[type-arg]
     "inspect": _register_inspect,
     "diagnostics": _register_diagnostics,
+    "profile": profile_cli.register,
 }
 
 

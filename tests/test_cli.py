@@ -113,3 +113,23 @@ def test_diagnostics_docs_are_current() -> None:
     assert (ROOT / "docs" / "diagnostics.md").read_text() == r.stdout, (
         "docs/diagnostics.md is stale: run `migrate diagnostics --markdown > docs/diagnostics.md`"
     )
+
+
+def test_profile_runs_an_nki_kernel_file(tmp_path: Path) -> None:
+    import numpy as np
+
+    kernel = tmp_path / "k_nki.py"
+    kernel.write_text(
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n"
+        "@nki.jit\ndef double(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    t = nl.load(a[0:128, 0:256])\n"
+        "    nl.store(out[0:128, 0:256], value=nl.multiply(t, 2.0))\n"
+        "    return out\n"
+    )
+    a = tmp_path / "a.npy"
+    np.save(a, np.ones((128, 256), np.float32))
+    r = run("profile", str(kernel), "--kernel", "double", "--inputs", str(a), "--json")
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(r.stdout)
+    assert prof["instructions"] >= 3 and prof["bottleneck"] in ("dma", "vector", "scalar")

@@ -1,0 +1,114 @@
+"""``affine_range`` independence check: is data carried between iterations of a parallel loop?
+
+Violations follow ``EmulatorOptions.affine_deps``: raised by default ("raise"), or appended to
+``Run.findings`` and the run continues ("report"), so one run can list every dependency.
+
+Model: each storage keeps, per element, the key (loop instance << 24 | iteration) of the
+innermost ``affine_range`` frame that last wrote it; ``Run.affine_parents`` links each loop
+instance to the frame enclosing it. On a read or overwrite inside affine loops entered after the
+storage was allocated, each distinct writer key is walked outwards to the deepest loop instance
+it shares with the current loop stack: if the two sit in different iterations of that loop,
+the access depends on another iteration (nki-facts §3.4: err_unexpected_output_dependencies,
+"unsafe" carried dependency). Accesses in the same iteration, or outside every loop entered
+after the allocation, are fine. In-place accumulation (``+=``, ``-=``, ``*=``, ``/=`` and matmul
+accumulation into PSUM) is exempt: NKI allows associative accumulation across iterations.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .run import AffineFrame, Run, maybe_current_run
+
+if TYPE_CHECKING:
+    from .storage import Storage
+    from .tensor import Tensor
+
+_ITER_MASK = (1 << 24) - 1
+
+
+def _relevant(storage: Storage) -> tuple[Run | None, list[AffineFrame]]:
+    """Affine frames entered after the storage was allocated (they govern its accesses)."""
+    run = maybe_current_run()
+    if run is None or len(run.affine_stack) <= storage.alloc_depth:
+        return run, []
+    return run, run.affine_stack[storage.alloc_depth :]
+
+
+def _conflict(run: Run, frames: list[AffineFrame], stamps: np.ndarray) -> tuple[int, int] | None:
+    """(current iteration, writer iteration) of the loop whose iterations conflict, or None."""
+    low = frames[0].instance << 24
+    # Loop instances only grow, so one max() usually proves "nothing written in these loops".
+    if stamps.size == 0 or stamps.max() < low:
+        return None
+    current = {f.instance: f.iteration for f in frames}
+    here = frames[-1].key
+    for writer in np.unique(stamps[stamps >= low]):
+        key = int(writer)
+        if key == here:
+            continue
+        while key != -1:
+            instance, iteration = key >> 24, key & _ITER_MASK
+            if instance in current:
+                if iteration != current[instance]:
+                    return current[instance], iteration
+                break
+            key = run.affine_parents.get(instance, -1)
+    return None
+
+
+def _selected(stamps: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    return stamps[mask] if mask is not None and stamps.shape == mask.shape else stamps
+
+
+def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None:
+    """Report a read of data that another iteration of an enclosing affine loop wrote."""
+    storage = tensor.storage
+    storage.mm_open = False
+    if storage.stamps is None:
+        return
+    run, frames = _relevant(storage)
+    if run is None or not frames:
+        return
+    hit = _conflict(run, frames, _selected(storage.stamps[idx], mask))
+    if hit is not None:
+        run.violation(
+            "err_affine_loop_carried_dependency",
+            f"iteration {hit[0]} of an nl.affine_range loop reads {_describe(storage)} written "
+            f"by iteration {hit[1]}; affine_range iterations must be independent — use "
+            "nl.sequential_range for a loop-carried dependency",
+            run.options.affine_deps,
+        )
+
+
+def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None:
+    """Report overwriting data another affine iteration wrote, then stamp this write."""
+    storage = tensor.storage
+    run, frames = _relevant(storage)
+    if run is None or not frames:
+        return
+    if storage.stamps is None:
+        storage.stamps = np.full(storage.data.shape, -1, dtype=np.int64)
+    hit = _conflict(run, frames, _selected(storage.stamps[idx], mask))
+    if hit is not None:
+        run.violation(
+            "err_unexpected_output_dependencies",
+            f"iteration {hit[0]} of an nl.affine_range loop overwrites {_describe(storage)} "
+            f"already written by iteration {hit[1]}; give each iteration its own output region, "
+            "allocate the tile inside the loop, or use nl.sequential_range",
+            run.options.affine_deps,
+        )
+    key = frames[-1].key
+    if mask is None:
+        storage.stamps[idx] = key
+    elif tensor.advanced:
+        storage.stamps[tuple(a[mask] for a in idx)] = key
+    else:
+        np.copyto(storage.stamps[idx], key, where=mask)
+
+
+def _describe(storage: Storage) -> str:
+    name = f" '{storage.name}'" if storage.name else ""
+    return f"{storage.buffer.value} tensor{name} of shape {storage.data.shape}"

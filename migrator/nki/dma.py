@@ -1,0 +1,73 @@
+"""DMA accounting: bytes moved, descriptor count and contiguity of the HBM side.
+
+A descriptor is one contiguous run of HBM bytes (nki-facts §6.3: ≥ 2 KiB contiguous per
+partition is efficient). Counting runs from strides keeps this O(rank) for slice views; views
+built with ``nl.arange`` use their flat offsets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .run import maybe_current_run
+from .tensor import Tensor
+from .trace import Engine
+
+
+def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, int]:
+    """(elements moved, descriptors, bytes per descriptor) for an HBM view."""
+    item = view.itemsize
+    if view.advanced:
+        idx = view._resolved(mask)
+        flat = np.ravel_multi_index(
+            tuple(np.broadcast_to(a, view.shape) for a in idx), view.storage.data.shape
+        )
+        flat = flat[mask] if mask is not None else flat.ravel()
+        if flat.size == 0:
+            return 0, 0, 0
+        runs = 1 + int(np.count_nonzero(np.diff(flat) != 1))
+        return int(flat.size), runs, int(flat.size * item // runs)
+    data = view.storage.data[view.key]
+    run_elems = 1
+    for n, stride in zip(reversed(data.shape), reversed(data.strides), strict=True):
+        if n == 1:
+            continue
+        if stride != item * run_elems:
+            break
+        run_elems *= n
+    elems = int(data.size if mask is None else np.count_nonzero(mask))
+    if elems == 0:
+        return 0, 0, 0
+    runs = max(1, -(-elems // run_elems))
+    return elems, runs, min(run_elems, elems) * item
+
+
+def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | None) -> None:
+    """Trace one DMA between an HBM view and an on-chip tile ("load" or "store")."""
+    run = maybe_current_run()
+    if run is None or not run.options.trace:
+        return
+    elems, runs, contiguous = geometry(hbm_view, mask)
+    nbytes = elems * max(hbm_view.itemsize, 1)
+    run.record(
+        f"dma_{kind}",
+        Engine.DMA,
+        partitions=tile.partitions,
+        free=tile.free_size,
+        dtype=str(hbm_view.dtype),
+        bytes=nbytes,
+        descriptors=runs,
+        contiguous_bytes=contiguous,
+        hbm_read=nbytes if kind == "load" else 0,
+        hbm_write=nbytes if kind == "store" else 0,
+    )
+
+
+def record_copy(src: Tensor, dst: Tensor, mask: np.ndarray | None) -> None:
+    """Trace a generic DMA (nisa.dma_copy); HBM side decides descriptors."""
+    if src.buffer.is_hbm:
+        record_dma("load", src, dst, mask)
+    elif dst.buffer.is_hbm:
+        record_dma("store", dst, src, mask)
+    else:
+        record_dma("sbuf_to_sbuf", src, dst, mask)

@@ -1,0 +1,103 @@
+"""Errors and findings that point at the user's kernel source line.
+
+Every constraint violation names the kernel file and line of the offending call, found by
+walking the Python stack to the first frame outside this package (house rule 13).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """A kernel source position (file, line, function)."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+_UNKNOWN = SourceLocation("<unknown>", 0, "<unknown>")
+
+
+def kernel_location() -> SourceLocation:
+    """Return the innermost stack frame that is not emulator code (the kernel's call site)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR):
+            return SourceLocation(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return _UNKNOWN
+
+
+class NkiConstraintError(Exception):
+    """A kernel broke a Trainium/NKI rule; the message says which, where and how to fix it."""
+
+    def __init__(
+        self, code: str, message: str, location: SourceLocation | None = None, context: str = ""
+    ) -> None:
+        self.code = code
+        self.location = location if location is not None else kernel_location()
+        self.detail = message
+        if not context:
+            from .run import maybe_current_run  # errors.py is imported by run.py
+
+            run = maybe_current_run()
+            context = run.context() if run is not None else ""
+        self.context = context
+        where = f"{self.location}: " if self.location is not _UNKNOWN else ""
+        extra = f" ({context})" if context else ""
+        super().__init__(f"{where}[{code}] {message}{extra}")
+
+
+def location_from_traceback(tb: TracebackType | None) -> SourceLocation:
+    """The deepest traceback frame that is not emulator code (where a kernel failed)."""
+    found = _UNKNOWN
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_PACKAGE_DIR):
+            found = SourceLocation(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+class NkiKernelError(RuntimeError):
+    """A non-NKI exception raised while a kernel ran, re-raised with kernel coordinates.
+
+    The original exception is chained (``raise ... from``), so its traceback is kept.
+    """
+
+
+class NkiUnsupportedError(NotImplementedError):
+    """An NKI API exists on the real toolchain but not (yet) in the emulator."""
+
+
+class NkiUnsupportedAttribute(NkiUnsupportedError, AttributeError):
+    """A missing tensor method: still a NotImplementedError naming it, and ``hasattr`` is False."""
+
+
+def unsupported(qualified_name: str) -> NkiUnsupportedError:
+    """Build the standard error for an API the emulator does not implement."""
+    return NkiUnsupportedError(f"{qualified_name} is not supported by the cuda2nki emulator")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A non-fatal observation about a run (e.g. an affine-loop dependency in "report" mode)."""
+
+    code: str
+    message: str
+    location: SourceLocation
+
+    def __str__(self) -> str:
+        return f"{self.location}: [{self.code}] {self.message}"

@@ -1,0 +1,222 @@
+"""Kernel entry points: ``nki.jit``, grid launch ``kernel[g0, g1](...)``, ``simulate_kernel``.
+
+A launch wraps numpy arguments as HBM tensors, runs the kernel once per grid instance
+(serially, sharing ``shared_hbm`` — nki-facts §1.6), checks the outputs for uninitialised
+elements and converts returned tensors back to numpy arrays. Inputs the kernel wrote are copied
+back into the caller's arrays, as the simulators do (nki-facts §1.4).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import NkiConstraintError, NkiKernelError, location_from_traceback, unsupported
+from .options import EmulatorOptions
+from .run import Run, maybe_current_run
+from .tensor import Tensor
+
+Grid = tuple[int, ...]
+
+
+def _grid(spec: Any) -> Grid:
+    spec = spec if isinstance(spec, tuple) else (spec,)
+    if not all(isinstance(g, int | np.integer) for g in spec):
+        raise unsupported(f"launch grids with non-integer dimensions ({spec!r}) in nki.jit")
+    return tuple(int(g) for g in spec)
+
+
+def _instances(grid: Grid, options: EmulatorOptions) -> list[tuple[int, ...]]:
+    """Grid instance indices in launch order (row-major, or shuffled with the seed)."""
+    order = [tuple(int(i) for i in idx) for idx in np.ndindex(*grid)] if grid else [()]
+    if options.grid_order == "shuffled":
+        perm = np.random.default_rng(options.seed).permutation(len(order))
+        order = [order[i] for i in perm]
+    return order
+
+
+def _to_numpy(value: Any, run: Run) -> Any:
+    if isinstance(value, Tensor):
+        data, valid = value.read()
+        if valid is not None and not valid.all():
+            bad = np.argwhere(~valid)
+            name = f" '{value.storage.name}'" if value.storage.name else ""
+            run.violation(
+                "err_uninitialized_output",
+                f"returned tensor{name} of shape {value.shape} has {len(bad)} element(s) that "
+                f"were never written or were computed from uninitialised memory (first at index "
+                f"{tuple(int(i) for i in bad[0])}); check masks, loop bounds and reads of "
+                "nl.ndarray tiles before they are written (location: where it was allocated)",
+                run.options.uninit_outputs,
+                value.storage.origin,
+            )
+        return np.array(data, copy=True)
+    if isinstance(value, tuple | list):
+        return type(value)(_to_numpy(v, run) for v in value)
+    return value
+
+
+def launch(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    grid: Grid = (),
+    options: EmulatorOptions | None = None,
+) -> tuple[Any, Run]:
+    """Run ``fn`` on numpy inputs under a fresh ``Run``; return (numpy outputs, run)."""
+    run = Run(options=options or EmulatorOptions(), grid=grid)
+    wrapped = [
+        Tensor.wrap_input(a, name=f"arg{i}") if isinstance(a, np.ndarray) else a
+        for i, a in enumerate(args)
+    ]
+    kw = {
+        k: Tensor.wrap_input(v, name=k) if isinstance(v, np.ndarray) else v
+        for k, v in kwargs.items()
+    }
+    result = None
+    with run.activate():
+        for index in _instances(grid, run.options):
+            run.start_instance(tuple(int(i) for i in index))
+            try:
+                result = fn(*wrapped, **kw)
+            except (NkiConstraintError, NotImplementedError):
+                raise
+            except Exception as exc:
+                where = location_from_traceback(exc.__traceback__)
+                context = f" in {run.context()}" if run.grid else ""
+                name = getattr(fn, "__name__", "kernel")
+                raise NkiKernelError(f"{where}: kernel {name!r} failed{context}: {exc!r}") from exc
+        outputs = _to_numpy(result, run)
+    for original, handle in zip(
+        list(args) + list(kwargs.values()), wrapped + list(kw.values()), strict=True
+    ):
+        written = isinstance(handle, Tensor) and handle.storage.dirty
+        if written and isinstance(original, np.ndarray) and original.flags.writeable:
+            np.copyto(original, handle.storage.data)
+    return outputs, run
+
+
+class GridLaunch:
+    """``kernel[grid]``: a kernel bound to an SPMD launch grid."""
+
+    def __init__(self, kernel: Kernel, grid: Grid) -> None:
+        self.kernel, self.grid = kernel, grid
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if maybe_current_run() is not None:
+            raise NkiConstraintError(
+                "err_nested_kernel_with_spmd_grid",
+                "a kernel launched with a grid cannot be called from inside another kernel",
+            )
+        return launch(self.kernel.fn, args, kwargs, grid=self.grid, options=self.kernel.options)[0]
+
+    def run(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], options: EmulatorOptions | None = None
+    ) -> tuple[Any, Run]:
+        """Launch and also return the ``Run`` (trace, findings)."""
+        return launch(
+            self.kernel.fn, args, kwargs, grid=self.grid, options=options or self.kernel.options
+        )
+
+
+class Kernel:
+    """What ``@nki.jit`` returns: callable on numpy arrays, indexable with a grid."""
+
+    def __init__(
+        self, fn: Callable[..., Any], options: EmulatorOptions | None = None, **jit_kwargs: Any
+    ) -> None:
+        self.fn = fn
+        self.options = options
+        self.jit_kwargs = jit_kwargs
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if maybe_current_run() is not None:
+            return self.fn(*args, **kwargs)  # a sub-kernel called from a kernel
+        return launch(self.fn, args, kwargs, options=self.options)[0]
+
+    def __getitem__(self, grid: Any) -> GridLaunch:
+        return GridLaunch(self, _grid(grid))
+
+    def run(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], options: EmulatorOptions | None = None
+    ) -> tuple[Any, Run]:
+        """Launch and also return the ``Run`` (trace, findings)."""
+        return launch(self.fn, args, kwargs, options=options or self.options)
+
+
+def as_launchable(kernel: Any) -> Kernel | GridLaunch:
+    """Accept a Kernel, a grid launch, or a plain Python kernel function."""
+    if isinstance(kernel, Kernel | GridLaunch):
+        return kernel
+    if callable(kernel):
+        return Kernel(kernel)
+    raise TypeError(f"not a kernel: {kernel!r}")
+
+
+def make_jit(options: EmulatorOptions | None) -> Callable[..., Any]:
+    """Build ``nki.jit`` bound to the emulator options of one shim installation."""
+
+    def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
+        """Decorator (bare or with arguments) turning a kernel function into a ``Kernel``.
+
+        ``platform_target='trn1'|'trn2'`` selects the emulated target unless the shim was
+        given explicit options; other toolchain arguments are accepted and ignored.
+        """
+        chosen = options
+        target = kwargs.get("platform_target")
+        if chosen is None and target in ("trn1", "trn2"):
+            chosen = EmulatorOptions(target=target)
+        if func is None:
+            return lambda f: Kernel(f, chosen, mode=mode, **kwargs)
+        return Kernel(func, chosen, mode=mode, **kwargs)
+
+    return jit
+
+
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """Legacy ``nki.simulate_kernel(kernel, *np_arrays)``: run and return numpy outputs."""
+    launchable = as_launchable(kernel)
+    return launchable.run(args, kwargs)[0]
+
+
+def simulate(kernel: Any) -> Callable[..., Any]:
+    """New ``nki.simulate(kernel)``: a callable taking and returning numpy arrays."""
+    launchable = as_launchable(kernel)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return launchable.run(args, kwargs)[0]
+
+    return call
+
+
+def trace(func: Callable[..., Any] | None = None, **_: Any) -> Any:
+    """Legacy ``nki.trace``: marks a sub-kernel; it runs inline in the emulator."""
+    return func if func is not None else (lambda f: f)
+
+
+def run_kernel(
+    kernel: Any, *args: Any, grid: Any = (), options: EmulatorOptions | None = None, **kwargs: Any
+) -> tuple[Any, Run]:
+    """Library entry point: run a kernel on numpy arrays; return (outputs, run)."""
+    launchable = as_launchable(kernel)
+    if grid:
+        base = launchable.kernel if isinstance(launchable, GridLaunch) else launchable
+        launchable = base[grid]
+    return launchable.run(args, kwargs, options)
+
+
+def _not_supported(name: str) -> Callable[..., Any]:
+    def fail(*_: Any, **__: Any) -> Any:
+        raise unsupported(name)
+
+    fail.__name__ = name.rsplit(".", 1)[-1]
+    return fail
+
+
+benchmark = _not_supported("nki.benchmark")
+profile_decorator = _not_supported("nki.profile")

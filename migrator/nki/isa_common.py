@@ -1,0 +1,93 @@
+"""Shared argument handling for ``nki.isa`` instructions (engine choice, operands, output)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from .checks import require_on_chip
+from .errors import NkiConstraintError
+from .language import _fit, _mask
+from .tensor import Buffer, Tensor
+from .trace import Engine
+
+
+class engine_kind(Enum):  # noqa: N801 - NKI spelling (nisa.engine)
+    """Engine selector accepted by ``engine=`` (values as in nki-facts §4)."""
+
+    unknown = 0
+    tensor = 1
+    scalar = 2
+    gpsimd = 3
+    dma = 4
+    vector = 5
+    sync = 6
+
+
+_ENGINES = {
+    engine_kind.tensor: Engine.TENSOR,
+    engine_kind.scalar: Engine.SCALAR,
+    engine_kind.gpsimd: Engine.GPSIMD,
+    engine_kind.vector: Engine.VECTOR,
+    engine_kind.dma: Engine.DMA,
+}
+
+
+def pick_engine(choice: Any, default: Engine) -> Engine:
+    return _ENGINES.get(choice, default)
+
+
+Values = tuple[np.ndarray, np.ndarray | None]
+
+
+def f32(t: Tensor, mask: np.ndarray | None = None) -> Values:
+    data, valid = t.read()
+    return _dt.to_f32(data), valid
+
+
+def per_partition(value: Any, p: int, op: str, role: str) -> Values:
+    """A scalar or (P, 1) operand broadcast along the free axes."""
+    if isinstance(value, Tensor):
+        require_on_chip(value, op, role)
+        if value.free_size != 1 or value.partitions not in (1, p):
+            raise NkiConstraintError(
+                "err_activation_bias_invalid_type",
+                f"{op}: {role} must be a scalar or a ({p}, 1) tile, got shape {value.shape}",
+            )
+        vals, valid = f32(value)
+        return vals.reshape(-1, 1), None if valid is None else valid.reshape(-1, 1)
+    return np.asarray(value, dtype=np.float32), None
+
+
+def flat(vals: np.ndarray) -> np.ndarray:
+    return vals.reshape(vals.shape[0], -1)
+
+
+def all_valid(*valids: np.ndarray | None) -> np.ndarray | None:
+    present = [v for v in valids if v is not None]
+    if not present:
+        return None
+    out = present[0]
+    for v in present[1:]:
+        out = out & v
+    return out
+
+
+def emit(
+    values: np.ndarray,
+    valid: np.ndarray | None,
+    dtype: Any,
+    buffer: Buffer,
+    mask: Any,
+    dst: Tensor | None,
+) -> Tensor:
+    """Legacy: a new tile holding the result; new dialect: write the result into ``dst``."""
+    if dst is None:
+        dt = _dt.normalize(dtype)
+        return Tensor.from_values(values, valid, dt, buffer, _mask(mask, values.shape))
+    vals, ok = _fit(values, valid, dst.shape)
+    dst.write(vals, ok, _mask(mask, dst.shape))
+    return dst

@@ -1,0 +1,159 @@
+"""Statistics and scan instructions of ``IsaEngine`` (bn_stats/bn_aggr, scans, partition reduce).
+
+Kept apart from isa.py so each module stays small; ``IsaEngine`` inherits these methods.
+Semantics: nki-facts §4 table and "NumPy equivalents".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import ops as _ops
+from .checks import require_on_chip
+from .errors import NkiConstraintError
+from .isa_common import all_valid, emit, f32, flat, per_partition
+from .run import record_tile as _record
+from .tensor import Buffer, Tensor
+from .trace import Engine
+
+
+class StatsScanInstructions:
+    """Mixin: one method per instruction, same conventions as ``IsaEngine``."""
+
+    def bn_stats(
+        self, data: Any, *, dtype: Any = None, mask: Any = None, dst: Tensor | None = None
+    ) -> Tensor:
+        """Per partition (count, mean, var·count) of even- and odd-indexed elements (F ≤ 512)."""
+        t = require_on_chip(data, "nisa.bn_stats", "data")
+        vals, ok = f32(t)
+        x = flat(vals)
+        if x.shape[1] > 512:
+            raise NkiConstraintError(
+                "err_size_of_dimension_exceed_arch_limit",
+                f"nisa.bn_stats: free size {x.shape[1]} exceeds bn_stats_fmax=512; split it",
+            )
+        cols = []
+        for half in (x[:, 0::2], x[:, 1::2]):
+            n = half.shape[1]
+            mean = half.mean(axis=1) if n else np.zeros(x.shape[0], np.float32)
+            m2 = ((half - mean[:, None]) ** 2).sum(axis=1)
+            cols += [np.full(x.shape[0], n, np.float32), mean, m2]
+        values = np.stack(cols, axis=1).astype(np.float32)
+        valid = None if ok is None else np.repeat(flat(ok).all(axis=1, keepdims=True), 6, axis=1)
+        _record("bn_stats", Engine.VECTOR, t)
+        return emit(values, valid, dtype or _dt.float32, Buffer.SBUF, mask, dst)
+
+    def bn_aggr(
+        self, data: Any, *, dtype: Any = None, mask: Any = None, dst: Tensor | None = None
+    ) -> Tensor:
+        """Combine k×(count, mean, M2) groups into (mean, population variance)."""
+        t = require_on_chip(data, "nisa.bn_aggr", "data")
+        vals, ok = f32(t)
+        g = flat(vals).astype(np.float64).reshape(vals.shape[0], -1, 3)
+        n, mean, m2 = g[..., 0], g[..., 1], g[..., 2]
+        total = n.sum(axis=1)
+        mu = (n * mean).sum(axis=1) / total
+        var = (m2 + n * (mean - mu[:, None]) ** 2).sum(axis=1) / total
+        values = np.stack([mu, var], axis=1).astype(np.float32)
+        valid = None if ok is None else np.repeat(flat(ok).all(axis=1, keepdims=True), 2, axis=1)
+        _record("bn_aggr", Engine.VECTOR, t)
+        return emit(values, valid, dtype or _dt.float32, Buffer.SBUF, mask, dst)
+
+    def tensor_tensor_scan(
+        self,
+        data0: Any,
+        data1: Any,
+        initial: Any,
+        op0: Any,
+        op1: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        dst: Tensor | None = None,
+    ) -> Tensor:
+        """Per partition ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])``, ``r[-1] = initial``.
+
+        A loop over free positions, each step vectorised over all partitions.
+        """
+        name = "nisa.tensor_tensor_scan"
+        f0, f1 = _ops.BINARY[_ops.resolve(op0, name)][0], _ops.BINARY[_ops.resolve(op1, name)][0]
+        a = require_on_chip(data0, name, "data0")
+        b = require_on_chip(data1, name, "data1")
+        va, oka = f32(a)
+        vb, okb = f32(b)
+        x, y = flat(va), flat(vb).reshape(flat(va).shape)
+        carry, ok_init = per_partition(initial, a.partitions, name, "initial")
+        carry = np.broadcast_to(carry, (x.shape[0], 1))[:, 0].astype(np.float32)
+        out = np.empty_like(x)
+        with np.errstate(all="ignore"):
+            for i in range(x.shape[1]):
+                carry = np.asarray(f1(f0(x[:, i], carry), y[:, i]), dtype=np.float32)
+                out[:, i] = carry
+        valid = all_valid(
+            None if oka is None else flat(oka), None if okb is None else flat(okb).reshape(x.shape)
+        )
+        if valid is not None:
+            # a poisoned element poisons every later element of its partition
+            valid = np.logical_and.accumulate(valid, axis=1)
+        if ok_init is not None:
+            valid = all_valid(valid, np.broadcast_to(ok_init, x.shape))
+        _record(name, Engine.VECTOR, a, streams=2)
+        values = out.reshape(a.shape)
+        valid = None if valid is None else valid.reshape(a.shape)
+        return emit(values, valid, dtype or a.dtype, Buffer.SBUF, mask, dst)
+
+    def scalar_tensor_tensor(
+        self,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        op1: Any,
+        operand1: Any,
+        *,
+        dtype: Any = None,
+        mask: Any = None,
+        dst: Tensor | None = None,
+    ) -> Tensor:
+        """``(data op0 operand0) op1 operand1``: operand0 scalar or (P, 1), operand1 a tile."""
+        name = "nisa.scalar_tensor_tensor"
+        f0, f1 = _ops.BINARY[_ops.resolve(op0, name)][0], _ops.BINARY[_ops.resolve(op1, name)][0]
+        t = require_on_chip(data, name, "data")
+        other = require_on_chip(operand1, name, "operand1")
+        if other.size != t.size:
+            raise NkiConstraintError(
+                "err_shape_mismatch", f"{name}: operand1 {other.shape} must match data {t.shape}"
+            )
+        vals, ok = f32(t)
+        s, s_ok = per_partition(operand0, t.partitions, name, "operand0")
+        vo, oko = f32(other)
+        with np.errstate(all="ignore"):
+            x = np.asarray(f0(flat(vals), s), dtype=np.float32)
+            x = np.asarray(f1(x, flat(vo).reshape(x.shape)), dtype=np.float32)
+        valid = all_valid(
+            None if ok is None else flat(ok),
+            s_ok,
+            None if oko is None else flat(oko).reshape(x.shape),
+        )
+        valid = None if valid is None else np.broadcast_to(valid, x.shape).reshape(t.shape)
+        _record(name, Engine.VECTOR, t, streams=2)
+        return emit(x.reshape(t.shape), valid, dtype or t.dtype, Buffer.SBUF, mask, dst)
+
+    def tensor_partition_reduce(
+        self, op: Any, data: Any, *, dtype: Any = None, mask: Any = None, dst: Tensor | None = None
+    ) -> Tensor:
+        """Reduce across partitions on GpSimd: (P, F) → (1, F)."""
+        name = "nisa.tensor_partition_reduce"
+        opname = _ops.resolve(op, name)
+        if opname not in _ops.REDUCE:
+            raise NkiConstraintError(
+                "err_unsupported_operator", f"{name}: cannot reduce with {opname}"
+            )
+        t = require_on_chip(data, name, "data")
+        vals, ok = f32(t)
+        values = np.asarray(_ops.REDUCE[opname](vals, axis=0, keepdims=True), np.float32)
+        valid = None if ok is None else ok.all(axis=0, keepdims=True)
+        _record(name, Engine.GPSIMD, t)
+        return emit(values, valid, dtype or t.dtype, Buffer.SBUF, mask, dst)

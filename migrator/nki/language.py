@@ -1,0 +1,439 @@
+"""The ``nki.language`` (``nl``) surface, legacy ``neuronxcc.nki.language`` dialect first.
+
+Every op reads its operands widened to fp32, computes with numpy over whole tiles, and rounds
+the result to the destination dtype (RNE); ``mask=`` limits which elements are produced and
+leaves the others untouched. Names the emulator does not implement raise
+``NotImplementedError`` through the module ``__getattr__`` instead of guessing.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import ops as _ops
+from .checks import (
+    check_partitions,
+    check_reduce_axes,
+    check_same_partitions,
+    require_buffer,
+    require_on_chip,
+)
+from .errors import NkiConstraintError, unsupported
+from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
+    affine_range,
+    arange,
+    bfloat16,
+    bool_,
+    device_print,
+    ds,
+    empty_like,
+    float8_e4m3,
+    float8_e4m3fn,
+    float8_e5m2,
+    float16,
+    float32,
+    full,
+    hbm,
+    int8,
+    int16,
+    int32,
+    is_hbm,
+    is_on_chip,
+    is_psum,
+    is_sbuf,
+    mgrid,
+    nc,
+    ndarray,
+    num_programs,
+    ones,
+    ones_like,
+    par_dim,
+    private_hbm,
+    program_id,
+    program_ndim,
+    psum,
+    sbuf,
+    sequential_range,
+    shared_hbm,
+    spmd_dim,
+    static_range,
+    tfloat32,
+    tile_size,
+    uint8,
+    uint16,
+    uint32,
+    zeros,
+    zeros_like,
+)
+from .run import record_tile
+from .tensor import Buffer, Tensor
+from .trace import Engine
+
+
+# -- helpers shared with tensor.py and isa.py ------------------------------------------------
+def _record_inplace(t: Tensor, op: str) -> None:
+    """`+=` on PSUM is free near-memory accumulation; on SBUF it is a Vector instruction."""
+    if t.buffer is not Buffer.PSUM:
+        record_tile(f"tensor_tensor[{op}]", Engine.VECTOR, t, streams=2)
+
+
+def _aligned(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    """Partition-aligned broadcasting: pad missing axes at the end (nki-facts §3.2)."""
+    return shape + (1,) * (ndim - len(shape))
+
+
+def _operand_values(
+    value: Any, shape: tuple[int, ...] | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """fp32 values (and validity) of a tile, scalar or numpy constant, fitted to ``shape``."""
+    if isinstance(value, Tensor):
+        if not value.buffer.on_chip and shape is not None:
+            require_on_chip(value, "assignment", "value")
+        data, valid = value.read()
+        vals = _dt.to_f32(data) if value.dtype != _dt.bool_ else data.astype(np.float32)
+    else:
+        vals, valid = np.asarray(value, dtype=np.float32), None
+    if shape is None:
+        return vals, valid
+    return _fit(vals, valid, shape)
+
+
+def _fit(
+    vals: np.ndarray, valid: np.ndarray | None, shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Reshape (same element count) or partition-aligned broadcast values into ``shape``."""
+    if vals.shape == shape:
+        return vals, valid
+    if vals.ndim and vals.size == int(np.prod(shape)):
+        return vals.reshape(shape), None if valid is None else valid.reshape(shape)
+    target = _aligned(vals.shape, len(shape)) if vals.ndim <= len(shape) else vals.shape
+    try:
+        out = np.broadcast_to(vals.reshape(target), shape)
+    except ValueError as exc:
+        raise NkiConstraintError(
+            "err_shape_mismatch", f"cannot fit a value of shape {vals.shape} into shape {shape}"
+        ) from exc
+    return out, None if valid is None else np.broadcast_to(valid.reshape(target), shape)
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, np.ndarray):
+        return _dt.int32 if x.dtype.kind in "iu" else _dt.float32
+    return _dt.weak_scalar_dtype(x)
+
+
+def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    if mask is None:
+        return None
+    return np.broadcast_to(np.asarray(mask, dtype=bool), shape)
+
+
+def _combine(valids: Sequence[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray | None:
+    present = [v for v in valids if v is not None]
+    if not present:
+        return None
+    out = np.ones(shape, dtype=bool)
+    for v in present:
+        out &= np.broadcast_to(v.reshape(_aligned(v.shape, len(shape))), shape)
+    return out
+
+
+def _operands(
+    op: str, args: Sequence[Any]
+) -> tuple[list[np.ndarray], np.ndarray | None, tuple[int, ...]]:
+    """Read operands as fp32 with partition-aligned broadcasting; return values, validity, shape."""
+    tiles = [
+        require_on_chip(a, f"nl.{op}", f"operand {n}")
+        for n, a in enumerate(args)
+        if isinstance(a, Tensor)
+    ]
+    if not tiles:
+        raise NkiConstraintError("err_invalid_operand", f"nl.{op} needs at least one tile operand")
+    check_same_partitions(f"nl.{op}", *tiles)
+    ndim = _builtins.max(np.ndim(a) if not isinstance(a, Tensor) else a.ndim for a in args)
+    read = [_operand_values(a) for a in args]
+    vals = [v.reshape(_aligned(v.shape, ndim)) for v, _ in read]
+    shape = tuple(int(n) for n in np.broadcast_shapes(*(v.shape for v in vals)))
+    return vals, _combine([ok for _, ok in read], shape), shape
+
+
+def _finish(
+    op: str,
+    engine: Engine,
+    result: np.ndarray,
+    valid: np.ndarray | None,
+    dtype: np.dtype,
+    mask: Any,
+    streams: int,
+) -> Tensor:
+    shape = result.shape
+    out = Tensor.from_values(
+        result.astype(np.float32, copy=False), valid, dtype, Buffer.SBUF, _mask(mask, shape)
+    )
+    record_tile(op, engine, out, streams)
+    return out
+
+
+def _unary_op(op: str, x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
+    """Elementwise unary op in fp32 (ScalarE activation or VectorE, see ops.UNARY)."""
+    fn, engine = _ops.UNARY[op]
+    (vals,), valid, _ = _operands(op, [x])
+    with np.errstate(all="ignore"):
+        result = fn(vals)
+    default = x.dtype if _dt.is_float(x.dtype) else _dt.float32
+    out_dt = (
+        _dt.normalize(dtype)
+        if dtype is not None
+        else (_dt.bool_ if op in _ops.COMPARISONS else default)
+    )
+    return _finish(op, engine, np.asarray(result, dtype=np.float32), valid, out_dt, mask, 1)
+
+
+def _binary_op(
+    op: str, a: Any, b: Any, *, dtype: Any = None, mask: Any = None, record: bool = True
+) -> Tensor:
+    """Elementwise binary op with NKI type promotion and partition-aligned broadcasting."""
+    fn, engine = _ops.BINARY[op]
+    (va, vb), valid, _ = _operands(op, [a, b])
+    with np.errstate(all="ignore"):
+        result = np.asarray(fn(va, vb), dtype=np.float32)
+    if dtype is not None:
+        out_dt = _dt.normalize(dtype)
+    elif op in _ops.COMPARISONS:
+        out_dt = _dt.bool_
+    else:
+        out_dt = _dt.promote(_dtype_of(a), _dtype_of(b))
+    if not record:
+        return Tensor.from_values(result, valid, out_dt, Buffer.SBUF, _mask(mask, result.shape))
+    return _finish(op, engine, result, valid, out_dt, mask, 2)
+
+
+def _unary(op: str) -> Any:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+        return _unary_op(op, x, dtype=dtype, mask=mask)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"nl.{op}: elementwise, computed in fp32 and rounded to the result dtype."
+    return _ops.op_name(op)(fn)
+
+
+def _binary(op: str) -> Any:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+        return _binary_op(op, x, y, dtype=dtype, mask=mask)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"nl.{op}: elementwise with broadcasting, fp32 math, NKI type promotion."
+    return _ops.op_name(op)(fn)
+
+
+# One line per op (house rule: the vocabulary reads like a spec; semantics live in ops.py).
+exp, log, sqrt, rsqrt = _unary("exp"), _unary("log"), _unary("sqrt"), _unary("rsqrt")
+tanh, sigmoid, relu, gelu = _unary("tanh"), _unary("sigmoid"), _unary("relu"), _unary("gelu")
+gelu_apprx_tanh, silu, erf = _unary("gelu_apprx_tanh"), _unary("silu"), _unary("erf")
+softplus, mish, sin, cos = _unary("softplus"), _unary("mish"), _unary("sin"), _unary("cos")
+square, abs, negative = _unary("square"), _unary("abs"), _unary("negative")  # noqa: A001
+reciprocal, sign, floor, ceil = (
+    _unary("reciprocal"),
+    _unary("sign"),
+    _unary("floor"),
+    _unary("ceil"),
+)
+trunc, logical_not = _unary("trunc"), _unary("logical_not")
+add, subtract, multiply, divide = (
+    _binary("add"),
+    _binary("subtract"),
+    _binary("multiply"),
+    _binary("divide"),
+)
+maximum, minimum, power, fmod = (
+    _binary("maximum"),
+    _binary("minimum"),
+    _binary("power"),
+    _binary("fmod"),
+)
+equal, not_equal, greater = _binary("equal"), _binary("not_equal"), _binary("greater")
+greater_equal, less, less_equal = _binary("greater_equal"), _binary("less"), _binary("less_equal")
+logical_and, logical_or, logical_xor = (
+    _binary("logical_and"),
+    _binary("logical_or"),
+    _binary("logical_xor"),
+)
+
+
+def where(
+    condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any
+) -> Tensor:
+    """Select ``x`` where ``condition`` else ``y`` (condition may be an arange predicate)."""
+    args = [a for a in (condition, x, y)]
+    if not any(isinstance(a, Tensor) for a in args):
+        raise NkiConstraintError("err_invalid_operand", "nl.where needs at least one tile operand")
+    (c, vx, vy), valid, _ = _operands("where", args)
+    result = np.where(c != 0, vx, vy).astype(np.float32)
+    out_dt = _dt.normalize(dtype) if dtype is not None else _dt.promote(_dtype_of(x), _dtype_of(y))
+    return _finish("select", Engine.VECTOR, result, valid, out_dt, mask, 2)
+
+
+# -- reductions (nki-facts §3.6) --------------------------------------------------------------
+def _reduce(op: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -> Tensor:
+    t = require_on_chip(x, f"nl.{op}", "x")
+    axes = tuple(int(a) for a in (axis if isinstance(axis, Sequence) else (axis,)))
+    axes = tuple(a + t.ndim if a < 0 else a for a in axes)
+    check_reduce_axes(axes, t.ndim, t.pdim, f"nl.{op}")
+    data, valid = t.read()
+    vals = data.astype(np.float32)
+    with np.errstate(all="ignore"):
+        if op == "mean":
+            result = np.sum(vals, axis=axes, keepdims=keepdims) / np.float32(
+                np.prod([t.shape[a] for a in axes])
+            )
+        else:
+            result = _ops.REDUCE[_RED[op]](vals, axis=axes, keepdims=keepdims)
+    ok = None if valid is None else valid.all(axis=axes, keepdims=keepdims)
+    if result.ndim < 2 and t.buffer.on_chip:
+        # a reduced tile stays (P, 1) so it broadcasts along the free axis (nki-facts §3.2)
+        result = result.reshape(t.partitions, -1)
+        ok = None if ok is None else ok.reshape(result.shape)
+    default = t.dtype if (_dt.is_float(t.dtype) or op != "mean") else _dt.float32
+    out_dt = _dt.normalize(dtype) if dtype is not None else default
+    out = Tensor.from_values(
+        np.asarray(result, np.float32), ok, out_dt, Buffer.SBUF, _mask(mask, result.shape)
+    )
+    record_tile(f"tensor_reduce[{op}]", Engine.VECTOR, t)
+    return out
+
+
+_RED = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
+
+
+@_ops.op_name("add")
+def sum(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+) -> Tensor:  # noqa: A001
+    """Sum over free axes in fp32."""
+    return _reduce("sum", x, axis, dtype, keepdims, mask)
+
+
+@_ops.op_name("maximum")
+def max(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+) -> Tensor:  # noqa: A001
+    """Maximum over free axes."""
+    return _reduce("max", x, axis, dtype, keepdims, mask)
+
+
+@_ops.op_name("minimum")
+def min(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+) -> Tensor:  # noqa: A001
+    """Minimum over free axes."""
+    return _reduce("min", x, axis, dtype, keepdims, mask)
+
+
+def mean(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+) -> Tensor:
+    """Mean over free axes (fp32 result for integer inputs)."""
+    return _reduce("mean", x, axis, dtype, keepdims, mask)
+
+
+@_ops.op_name("multiply")
+def prod(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+) -> Tensor:
+    """Product over free axes."""
+    return _reduce("prod", x, axis, dtype, keepdims, mask)
+
+
+# -- data movement (nki-facts §3.3) -------------------------------------------------------------
+def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+    """DMA an HBM view into a new SBUF tile (dtype cast through fp32)."""
+    from .dma import record_dma
+
+    t = require_buffer(src, "nl.load", "src", ("hbm",))
+    check_partitions(t.shape, 0, "nl.load result")
+    m = _mask(mask, t.shape)
+    data, valid = t.read(m)
+    out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
+    out = Tensor.from_values(
+        data if data.dtype == out_dt else _dt.to_f32(data), valid, out_dt, Buffer.SBUF, m
+    )
+    record_dma("load", t, out, m)
+    return out
+
+
+def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
+    """DMA a tile (SBUF, or PSUM via an implicit copy) into an HBM view.
+
+    Same-dtype stores are bit copies; otherwise the value goes through fp32 and is rounded.
+    """
+    from .dma import record_dma
+
+    d = require_buffer(dst, "nl.store", "dst", ("hbm",))
+    if isinstance(value, Tensor):
+        require_on_chip(value, "nl.store", "value")
+        data, valid = value.read()
+        vals, valid = _fit(data if data.dtype == d.dtype else _dt.to_f32(data), valid, d.shape)
+    else:
+        vals, valid = _operand_values(value, d.shape)
+    m = _mask(mask, d.shape)
+    d.write(vals, valid, m)
+    record_dma("store", d, value if isinstance(value, Tensor) else d, m)
+
+
+@_ops.op_name("copy")
+def copy(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """On-chip copy into a new SBUF tile (e.g. to evacuate PSUM), optionally casting."""
+    t = require_on_chip(src, "nl.copy", "src")
+    data, valid = t.read()
+    out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
+    vals = data if data.dtype == out_dt else _dt.to_f32(data)
+    out = Tensor.from_values(vals, valid, out_dt, Buffer.SBUF, _mask(mask, t.shape))
+    record_tile("tensor_copy", Engine.VECTOR, out)
+    return out
+
+
+# -- TensorE (nki-facts §3.7) ----------------------------------------------------------------------
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
+    """``x @ y`` (or ``x.T @ y``) on TensorE; fp32 result in PSUM."""
+    from .isa import engine
+
+    xt = require_on_chip(x, "nl.matmul", "x")
+    if not transpose_x:
+        # The compiler transposes x for TensorE; pass x already transposed with transpose_x=True.
+        check_partitions(xt.shape, 0, "nl.matmul x")
+        xt = transpose(xt)
+        xt = copy(xt)
+    return engine.nc_matmul(xt, y, mask=mask, op="nl.matmul")
+
+
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """2-D partition↔free transpose on TensorE (each side ≤ 128); result in PSUM."""
+    from .isa import engine
+
+    return engine.nc_transpose(x, dtype=dtype, mask=mask, op="nl.transpose")
+
+
+# Composites use the primitives above, so they are imported last.
+from .nl_composite import (  # noqa: E402, F401 - re-exported as the nl surface
+    broadcast_to,
+    load_transpose2d,
+    rms_norm,
+    shared_constant,
+    shared_identity_matrix,
+    softmax,
+    var,
+)
+
+
+def __getattr__(name: str) -> Any:
+    """Unknown ``nl`` names fail loudly instead of silently computing something else."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise unsupported(f"nki.language.{name}")

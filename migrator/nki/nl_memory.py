@@ -1,0 +1,271 @@
+"""``nl`` memory, index and control surface: buffers, dtypes, allocation, index expressions,
+loops and SPMD queries (nki-facts §1.6, §3.1–§3.4). Re-exported by ``language``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from .errors import NkiConstraintError, unsupported
+from .run import current_run, maybe_current_run, record_tile
+from .tensor import Buffer, Tensor
+from .trace import Engine
+
+# -- buffers and dtypes (nki-facts §3.1, §3.8) ----------------------------------------------
+sbuf = Buffer.SBUF
+psum = Buffer.PSUM
+hbm = Buffer.HBM
+shared_hbm = Buffer.SHARED_HBM
+private_hbm = Buffer.PRIVATE_HBM
+
+float32, bfloat16, float16, tfloat32 = _dt.float32, _dt.bfloat16, _dt.float16, _dt.tfloat32
+float8_e4m3, float8_e5m2, float8_e4m3fn = _dt.float8_e4m3, _dt.float8_e5m2, _dt.float8_e4m3fn
+int8, int16, int32 = _dt.int8, _dt.int16, _dt.int32
+uint8, uint16, uint32 = _dt.uint8, _dt.uint16, _dt.uint32
+bool_ = _dt.bool_
+
+tile_size = SimpleNamespace(
+    pmax=128,
+    psum_fmax=512,
+    psum_bank_fmax=512,
+    psum_num_banks=8,
+    gemm_stationary_fmax=128,
+    gemm_moving_fmax=512,
+    bn_stats_fmax=512,
+)
+
+
+def is_hbm(t: Tensor) -> bool:
+    """True when the tensor lives in (any) HBM."""
+    return t.buffer.is_hbm
+
+
+def is_sbuf(t: Tensor) -> bool:
+    """True when the tensor lives in SBUF."""
+    return t.buffer is Buffer.SBUF
+
+
+def is_psum(t: Tensor) -> bool:
+    """True when the tensor lives in PSUM."""
+    return t.buffer is Buffer.PSUM
+
+
+def is_on_chip(t: Tensor) -> bool:
+    """True for SBUF and PSUM tensors."""
+    return t.buffer.on_chip
+
+
+# -- creation -------------------------------------------------------------------------------
+class par_dim(int):  # noqa: N801 - NKI spelling
+    """Marks the partition dimension in a shape; dimensions before it are block dims."""
+
+
+def _buffer(buffer: Any) -> Buffer:
+    if buffer is None:
+        return Buffer.SBUF
+    if isinstance(buffer, Buffer):
+        return buffer
+    if isinstance(buffer, str):
+        return Buffer(buffer)
+    raise unsupported("nki.language.ndarray with a direct-allocation buffer (ncc.sbuf/psum)")
+
+
+def ndarray(
+    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **_: Any
+) -> Tensor:
+    """Allocate an uninitialised tensor (poisoned; nki-facts §1.4, house rule 8)."""
+    shape_t = tuple(int(s) for s in shape)
+    pdim = next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
+    buf, dt = _buffer(buffer), _dt.normalize(dtype)
+    if buf.on_chip and len(shape_t) < 2:
+        raise NkiConstraintError(
+            "err_insufficient_rank",
+            f"on-chip tensors need at least 2 dimensions (partition, free); got {shape_t} — "
+            "use (P, 1) for a per-partition vector",
+        )
+    run = maybe_current_run()
+    if buf is Buffer.SHARED_HBM and run is not None:
+        # Grid instances share shared_hbm (nki-facts §1.6): the k-th shared allocation of every
+        # instance is the same tensor.
+        if run.shared_cursor < len(run.shared_allocations):
+            existing = run.shared_allocations[run.shared_cursor]
+            run.shared_cursor += 1
+            return existing
+        out = Tensor.allocate(shape_t, dt, buf, pdim=pdim, name=name)
+        run.shared_allocations.append(out)
+        run.shared_cursor += 1
+        return out
+    return Tensor.allocate(shape_t, dt, buf, pdim=pdim, name=name)
+
+
+def full(
+    shape: Sequence[int],
+    fill_value: Any,
+    dtype: Any,
+    *,
+    buffer: Any = None,
+    name: str = "",
+    **_: Any,
+) -> Tensor:
+    """Allocate and fill an on-chip tensor (HBM tensors cannot have an init value)."""
+    buf = _buffer(buffer)
+    if buf.is_hbm:
+        raise NkiConstraintError(
+            "err_hbm_tensor_with_init_value_not_supported",
+            "HBM tensors cannot be created with an initial value; create it with nl.ndarray "
+            "and store a filled SBUF tile into it",
+        )
+    shape_t = tuple(int(s) for s in shape)
+    pdim = next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
+    out = Tensor.allocate(shape_t, _dt.normalize(dtype), buf, pdim=pdim, name=name, fill=fill_value)
+    record_tile("memset", Engine.VECTOR, out)
+    return out
+
+
+def zeros(
+    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **kw: Any
+) -> Tensor:
+    """A zero-filled on-chip tensor."""
+    return full(shape, 0, dtype, buffer=buffer, name=name)
+
+
+def ones(
+    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **kw: Any
+) -> Tensor:
+    """A one-filled on-chip tensor."""
+    return full(shape, 1, dtype, buffer=buffer, name=name)
+
+
+def empty_like(
+    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
+) -> Tensor:
+    """Uninitialised tensor with the shape (and default dtype/buffer) of ``t``."""
+    return ndarray(t.shape, dtype or t.dtype, buffer=buffer or t.buffer, name=name)
+
+
+def zeros_like(
+    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
+) -> Tensor:
+    """Zero tensor with the shape of ``t``."""
+    return zeros(t.shape, dtype or t.dtype, buffer=buffer or Buffer.SBUF, name=name)
+
+
+def ones_like(
+    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
+) -> Tensor:
+    """One-filled tensor with the shape of ``t``."""
+    return ones(t.shape, dtype or t.dtype, buffer=buffer or Buffer.SBUF, name=name)
+
+
+# -- index expressions (nki-facts §3.2) ------------------------------------------------------
+def arange(start: int, stop: int | None = None, step: int = 1) -> np.ndarray:
+    """Index vector; combine with ``[:, None]`` / ``[None, :]`` to index tiles."""
+    return (
+        np.arange(start, stop, step, dtype=np.intp)
+        if stop is not None
+        else np.arange(start, dtype=np.intp)
+    )
+
+
+class _Grid(tuple):
+    """Open index grid from ``nl.mgrid``; unpacks like a tuple and has .p/.x/.y/.z."""
+
+    @property
+    def p(self) -> np.ndarray:
+        return self[0]
+
+    @property
+    def x(self) -> np.ndarray:
+        return self[1]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self[2]
+
+    @property
+    def z(self) -> np.ndarray:
+        return self[3]
+
+
+class _MGrid:
+    """``nl.mgrid[0:P, 0:F]`` → broadcastable index arrays (numpy ``ogrid`` semantics)."""
+
+    def __getitem__(self, key: Any) -> _Grid:
+        key = key if isinstance(key, tuple) else (key,)
+        return _Grid(a.astype(np.intp) for a in np.ogrid[key])
+
+
+mgrid = _MGrid()
+
+
+def ds(start: int, size: int) -> slice:
+    """Dynamic slice ``start : start + size``."""
+    return slice(int(start), int(start) + int(size))
+
+
+# -- loops (nki-facts §3.4) ------------------------------------------------------------------
+def affine_range(*args: int, **_: Any) -> Iterator[int]:
+    """Parallel loop; iterations must be independent (checked, see checks.py)."""
+    run = maybe_current_run()
+    if run is None:
+        yield from range(*args)
+        return
+    frame = run.enter_affine()
+    try:
+        for n, i in enumerate(range(*args)):
+            frame.iteration = n
+            yield i
+    finally:
+        run.exit_affine(frame)
+
+
+def sequential_range(*args: int, **_: Any) -> Iterator[int]:
+    """Loop with carried dependencies; runs in order."""
+    return iter(range(*args))
+
+
+def static_range(*args: int, **_: Any) -> Iterator[int]:
+    """Fully unrolled loop; runs in order."""
+    return iter(range(*args))
+
+
+# -- SPMD (nki-facts §1.6) --------------------------------------------------------------------
+def program_id(axis: int = 0) -> int:
+    """Index of this grid instance along ``axis`` (0 when launched without a grid)."""
+    run = current_run()
+    if axis >= max(len(run.grid), 1):
+        raise NkiConstraintError("err_invalid_program_axis", f"grid {run.grid} has no axis {axis}")
+    return run.grid_index[axis] if run.grid else 0
+
+
+def num_programs(axes: int | Sequence[int] | None = None) -> int:
+    """Grid size along ``axes`` (product for several; whole grid when None)."""
+    run = current_run()
+    grid = run.grid or (1,)
+    picked = range(len(grid)) if axes is None else [axes] if isinstance(axes, int) else axes
+    return int(np.prod([grid[a] for a in picked]))
+
+
+class nc(int):  # noqa: N801 - NKI spelling
+    """``nl.nc(n)``: n physical cores in a grid dimension; instances still run serially here."""
+
+
+def spmd_dim(*dims: int) -> int:
+    """``nl.spmd_dim(a, nl.nc(b))``: a grid dimension of a·b instances (nki-facts §1.6)."""
+    return int(np.prod([int(d) for d in dims]))
+
+
+def program_ndim() -> int:
+    """Rank of the launch grid."""
+    return len(current_run().grid)
+
+
+def device_print(prefix: str, x: Any, **_: Any) -> None:
+    """Print a tile (simulation-only in the real toolchain too)."""
+    value = x.read()[0] if isinstance(x, Tensor) else x
+    print(prefix, value)

@@ -1,0 +1,134 @@
+"""Scoped import shim: make ``neuronxcc.nki`` and ``nki`` resolve to the emulator.
+
+``simulate()`` installs module objects into ``sys.modules`` and restores every entry it touched
+on exit, also after an exception (house rule 6). Nested use works (each level restores what it
+saw). A dialect is installed only when the real package is absent, unless ``force=True``.
+Installation is process-wide while active, so do not overlap it across threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import importlib.util
+import itertools
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from . import frontend, isa_dst, isa_legacy, language, typing_mod
+from .errors import unsupported
+from .options import EmulatorOptions
+from .tensor import Tensor
+
+_MARK = "__cuda2nki_emulator__"
+_MISSING = object()
+_counter = itertools.count()
+
+
+def real_package_available(name: str) -> bool:
+    """True when an importable ``name`` exists that is not this emulator's shim."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return not getattr(module, _MARK, False)
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    # A bare directory named like the package (e.g. tests/nki on sys.path) is a namespace
+    # package, not the Neuron SDK: real packages have an origin file.
+    return spec is not None and spec.origin not in (None, "namespace")
+
+
+def _package(name: str, attrs: dict[str, Any]) -> ModuleType:
+    module = ModuleType(name, f"cuda2nki emulator stand-in for {name}")
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    module.__path__ = []  # a package, so submodule imports are resolved through sys.modules
+    setattr(module, _MARK, True)
+    for key, value in attrs.items():
+        setattr(module, key, value)
+
+    def missing(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise unsupported(f"{name}.{attr}")
+
+    module.__getattr__ = missing  # type: ignore[method-assign]
+    return module
+
+
+def _modules(options: EmulatorOptions | None, legacy: bool, new: bool) -> dict[str, ModuleType]:
+    jit = frontend.make_jit(options)
+    common = {
+        "jit": jit,
+        "baremetal": jit,
+        "simulate_kernel": frontend.simulate_kernel,
+        "trace": frontend.trace,
+        "benchmark": frontend.benchmark,
+        "profile": frontend.profile_decorator,
+        "tensor": Tensor,
+        "language": language,
+        "typing": typing_mod,
+    }
+    out: dict[str, ModuleType] = {}
+    if legacy:
+        nki_legacy = _package("neuronxcc.nki", {**common, "isa": isa_legacy})
+        out["neuronxcc"] = _package("neuronxcc", {"nki": nki_legacy})
+        out["neuronxcc.nki"] = nki_legacy
+        out["neuronxcc.nki.language"] = language
+        out["neuronxcc.nki.isa"] = isa_legacy
+        out["neuronxcc.nki.typing"] = typing_mod
+    if new:
+        out["nki"] = _package("nki", {**common, "isa": isa_dst, "simulate": frontend.simulate})
+        out["nki.language"] = language
+        out["nki.isa"] = isa_dst
+        out["nki.typing"] = typing_mod
+    return out
+
+
+@contextlib.contextmanager
+def simulate(*, force: bool = False, options: EmulatorOptions | None = None) -> Iterator[None]:
+    """Within the block, ``import neuronxcc.nki`` / ``import nki`` give the emulator."""
+    legacy = force or not real_package_available("neuronxcc")
+    new = force or not real_package_available("nki")
+    saved: dict[str, Any] = {}
+    try:
+        for name, module in _modules(options, legacy, new).items():
+            saved[name] = sys.modules.get(name, _MISSING)
+            sys.modules[name] = module
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is _MISSING:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+
+
+def load_kernel_module(
+    path: str | Path, *, force: bool = False, options: EmulatorOptions | None = None
+) -> ModuleType:
+    """Import a user's kernel file with the shim active; kernels keep working afterwards."""
+    path = Path(path)
+    name = f"_cuda2nki_kernels_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import kernel file {path}")
+    module = importlib.util.module_from_spec(spec)
+    with simulate(force=force, options=options):
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules.pop(name, None)
+    return module
+
+
+def kernel_from_module(module: ModuleType, name: str) -> Callable[..., Any]:
+    """Look up a kernel by name in a module loaded with ``load_kernel_module``."""
+    try:
+        return getattr(module, name)
+    except AttributeError as exc:
+        raise LookupError(f"kernel {name!r} not found in {module.__file__}") from exc

@@ -1,0 +1,482 @@
+"""Tensor views: the handles every NKI call works on.
+
+A ``Tensor`` is a handle (storage + index key in storage coordinates) that keeps its declared
+dtype, buffer and shape; numpy arrays never leak into kernels. Reads return values plus the
+validity shadow of the storage (see storage.py); writes round to the declared dtype and go
+through the affine-loop dependency checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .affine import check_affine_read, check_affine_write
+from .errors import NkiConstraintError, NkiUnsupportedAttribute, kernel_location, unsupported
+from .run import maybe_current_run
+from .storage import Buffer, Storage
+
+__all__ = ["Buffer", "Storage", "Tensor"]
+
+Key = tuple[Any, ...]
+
+
+def _norm_slice(s: slice, n: int, dim: int) -> tuple[int, int, int]:
+    """Resolve a slice against a dimension of length n, refusing out-of-range bounds.
+
+    numpy clips slices silently; NKI reports an out-of-bound access instead.
+    """
+    step = 1 if s.step is None else int(s.step)
+    if step <= 0:
+        raise unsupported("negative or zero slice steps in nki tensor indexing")
+    start = 0 if s.start is None else int(s.start)
+    stop = n if s.stop is None else int(s.stop)
+    start = start + n if start < 0 else start
+    stop = stop + n if stop < 0 else stop
+    if not (0 <= start <= n and 0 <= stop <= n):
+        raise NkiConstraintError(
+            "err_tensor_access_out_of_bound",
+            f"slice {start}:{stop} is outside dimension {dim} of size {n}",
+        )
+    return start, max(stop, start), step
+
+
+def _is_array_index(x: Any) -> bool:
+    return isinstance(x, np.ndarray | list) and np.ndim(x) >= 1
+
+
+class Tensor:
+    """A view of a storage: a kernel argument, an SBUF/PSUM tile or a slice of either."""
+
+    __slots__ = ("storage", "key", "shape", "pdim", "advanced", "__weakref__")
+
+    def __init__(self, storage: Storage, key: Key | None = None) -> None:
+        self.storage = storage
+        if key is None:
+            key = tuple(slice(0, n, 1) for n in storage.data.shape)
+        self.key = key
+        self.advanced = any(isinstance(k, np.ndarray) for k in key)
+        if self.advanced:
+            arrays = [k for k in key if isinstance(k, np.ndarray)]
+            self.shape = tuple(int(n) for n in np.broadcast_shapes(*(a.shape for a in arrays)))
+            self.pdim = 0
+        else:
+            self.shape = tuple(len(range(k.start, k.stop, k.step)) for k in key if type(k) is slice)
+            self.pdim = sum(1 for k in key[: storage.pdim] if type(k) is slice)
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def allocate(
+        cls,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        buffer: Buffer,
+        *,
+        pdim: int = 0,
+        name: str = "",
+        fill: Any = None,
+    ) -> Tensor:
+        """A fresh tensor; without ``fill`` it is poisoned (or zeroed) and marked invalid."""
+        run = maybe_current_run()
+        if fill is None:
+            zero = run is not None and run.options.uninit == "zero"
+            data = np.full(shape, 0 if zero else dtypes.poison_value(dtype), dtype=dtype)
+            valid: np.ndarray | None = np.zeros(shape, dtype=bool)
+        else:
+            if dtypes.is_float(dtype):
+                data = dtypes.cast(np.full(shape, fill, dtype=np.float32), dtype)
+            else:
+                data = np.full(shape, fill, dtype=dtype)
+            valid = None
+        storage = Storage(data, buffer, valid=valid, pdim=pdim, name=name, run=run)
+        if buffer.is_hbm:
+            storage.origin = kernel_location()
+        return cls(storage)
+
+    @classmethod
+    def from_values(
+        cls,
+        values: np.ndarray,
+        valid: np.ndarray | None,
+        dtype: np.dtype,
+        buffer: Buffer = Buffer.SBUF,
+        mask: np.ndarray | None = None,
+    ) -> Tensor:
+        """A new tile holding engine results (float32) rounded to ``dtype``."""
+        if mask is not None:
+            out = cls.allocate(values.shape, dtype, buffer)
+            out.write(values, valid, mask)
+            return out
+        data = dtypes.cast(values, dtype)
+        # A new tile owns its memory: values may be a view of another storage (same-dtype copy,
+        # load), and aliasing it would let later writes to the source change this tile.
+        if data is values or data.base is not None or not data.flags.c_contiguous:
+            data = np.array(data, order="C", copy=True)
+        if valid is not None and valid.all():
+            valid = None
+        elif valid is not None:
+            valid = np.array(np.broadcast_to(valid, data.shape), order="C", copy=True)
+        return cls(Storage(data, buffer, valid=valid, run=maybe_current_run()))
+
+    @classmethod
+    def wrap_input(cls, array: np.ndarray, name: str = "") -> Tensor:
+        """An HBM kernel argument backed by a private copy of a caller's array."""
+        data = np.array(array, copy=True, order="C")
+        dtypes.normalize(data.dtype)
+        return cls(Storage(data, Buffer.SHARED_HBM, name=name))
+
+    # -- basic properties -----------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        """Declared element type."""
+        return self.storage.data.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        """Memory space of the underlying storage."""
+        return self.storage.buffer
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions of the view."""
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def partitions(self) -> int:
+        """Partition count of an on-chip tile (size of the partition axis)."""
+        return self.shape[self.pdim] if self.shape else 1
+
+    @property
+    def free_size(self) -> int:
+        """Elements per partition (N of the cost rules)."""
+        return int(np.prod(self.shape, dtype=np.int64)) // max(self.partitions, 1)
+
+    @property
+    def size(self) -> int:
+        """Total number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.dtype}, buffer={self.buffer.value})"
+
+    def __getattr__(self, name: str) -> Any:
+        # Real NKI tensor methods the emulator lacks (e.g. new-dialect .ap(), .view()) must
+        # fail loudly, naming the method, instead of an anonymous AttributeError.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise NkiUnsupportedAttribute(
+            f"nki tensor method .{name}() is not supported by the cuda2nki emulator"
+        )
+
+    def __bool__(self) -> bool:
+        raise NkiConstraintError(
+            "err_ambiguous_tensor_truth_value",
+            "a tile has no truth value; use nl.where or a mask= instead of Python if/and/or",
+        )
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # -- indexing -------------------------------------------------------------------------
+    def __getitem__(self, index: Any) -> Tensor:
+        if self.advanced:
+            if index is Ellipsis or index == slice(None):
+                return self
+            raise unsupported("indexing a tensor view that was itself built with nl.arange")
+        index = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(i, Tensor) for i in index):
+            index = tuple(self._indirect(i) if isinstance(i, Tensor) else i for i in index)
+        if any(i is None for i in index):
+            raise unsupported("nki.language indexing with None/newaxis")
+        if Ellipsis in [i for i in index if not isinstance(i, np.ndarray)]:
+            at = next(n for n, i in enumerate(index) if i is Ellipsis)
+            fill = (slice(None),) * (self.ndim - len(index) + 1)
+            index = index[:at] + fill + index[at + 1 :]
+        if len(index) > self.ndim:
+            raise NkiConstraintError(
+                "err_tensor_access_out_of_bound",
+                f"{len(index)} indices for a tensor of rank {self.ndim} (shape {self.shape})",
+            )
+        index = index + (slice(None),) * (self.ndim - len(index))
+        if any(_is_array_index(i) for i in index):
+            return self._advanced(index)
+        return self._basic(index)
+
+    def _indirect(self, tile: Tensor) -> np.ndarray:
+        """Index values held in an on-chip integer tile (legacy indirect DMA gather/scatter).
+
+        nki-facts §3.2: an SBUF index tile in the partition position of an HBM access, e.g.
+        ``data[idx[i_p, 0], i_f]``; combine it with ``nl.arange`` for the other axes.
+        """
+        if not self.buffer.is_hbm or not tile.buffer.on_chip:
+            raise unsupported("indirect indexing other than an on-chip index tile into HBM")
+        data, valid = tile.read()
+        if data.dtype.kind not in "iu":
+            raise NkiConstraintError(
+                "err_invalid_index", f"index tile has dtype {data.dtype}; use an integer dtype"
+            )
+        if valid is not None:
+            raise NkiConstraintError(
+                "err_uninitialized_index", "the index tile holds uninitialised elements"
+            )
+        values = data.astype(np.intp)
+        return values.reshape(-1, 1) if values.ndim == 1 else values
+
+    def _view_dims(self) -> list[int]:
+        """Storage axes that are still dimensions of this (basic) view, in order."""
+        return [d for d, k in enumerate(self.key) if type(k) is slice]
+
+    def _basic(self, index: Key) -> Tensor:
+        key = list(self.key)
+        on_chip = self.buffer.on_chip
+        for vdim, (sdim, item) in enumerate(zip(self._view_dims(), index, strict=True)):
+            base: slice = key[sdim]
+            n = self.shape[vdim]
+            if isinstance(item, slice):
+                start, stop, step = _norm_slice(item, n, vdim)
+                count = len(range(start, stop, step))
+                first, stride = base.start + start * base.step, base.step * step
+                key[sdim] = slice(first, first + count * stride, stride)
+            else:
+                i = int(item)
+                i = i + n if i < 0 else i
+                if not 0 <= i < n:
+                    raise NkiConstraintError(
+                        "err_tensor_access_out_of_bound",
+                        f"index {int(item)} is outside dimension {vdim} of size {n} "
+                        f"(shape {self.shape})",
+                    )
+                pos = base.start + i * base.step
+                # An integer on the partition axis of an on-chip tile keeps it as size 1
+                # (nki-facts §3.2): tiles never lose their partition dimension.
+                key[sdim] = slice(pos, pos + 1, 1) if on_chip and vdim == self.pdim else pos
+        if on_chip:
+            # ...and integers on free axes drop them only while two dimensions remain.
+            for sdim in reversed(range(len(key))):
+                if sum(type(k) is slice for k in key) >= 2:
+                    break
+                if type(key[sdim]) is not slice and type(self.key[sdim]) is slice:
+                    key[sdim] = slice(key[sdim], key[sdim] + 1, 1)
+        return Tensor(self.storage, tuple(key))
+
+    def _advanced(self, index: Key) -> Tensor:
+        key = list(self.key)
+        if any(isinstance(i, slice) and i != slice(None) for i in index):
+            raise NkiConstraintError(
+                "err_unsupported_mixing_basic_advanced_tensor_indexing",
+                "do not mix slices with nl.arange/nl.mgrid indices in one subscript; "
+                "express every axis with arange/mgrid (or every axis with slices)",
+            )
+        for sdim, item in zip(self._view_dims(), index, strict=True):
+            base: slice = key[sdim]
+            if isinstance(item, slice):
+                raise NkiConstraintError(
+                    "err_unsupported_mixing_basic_advanced_tensor_indexing",
+                    "a bare ':' cannot be combined with nl.arange/nl.mgrid indices; use "
+                    "nl.arange for that axis too",
+                )
+            arr = np.asarray(item)
+            if arr.dtype.kind not in "iu":
+                raise NkiConstraintError(
+                    "err_invalid_index", f"index of dtype {arr.dtype} is not an integer index"
+                )
+            key[sdim] = (
+                base.start + arr.astype(np.intp) * base.step
+                if arr.ndim
+                else (base.start + int(arr) * base.step)
+            )
+        return Tensor(self.storage, tuple(key))
+
+    # -- raw access (engines use these) -----------------------------------------------------
+    def _resolved(self, mask: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """Broadcast index arrays, bounds-checked where the mask is on, 0 where it is off."""
+        parts = np.broadcast_arrays(*[np.asarray(k) for k in self.key])
+        shape = self.storage.data.shape
+        out = []
+        for dim, arr in enumerate(parts):
+            arr = np.broadcast_to(arr, self.shape)
+            live = arr if mask is None else arr[mask]
+            if live.size and (live.min() < 0 or live.max() >= shape[dim]):
+                bad = int(live.max()) if live.max() >= shape[dim] else int(live.min())
+                raise NkiConstraintError(
+                    "err_tensor_access_out_of_bound",
+                    f"index {bad} is outside axis {dim} of size {shape[dim]} (tensor shape "
+                    f"{shape}); guard ragged tiles with mask=",
+                )
+            out.append(arr if mask is None else np.where(mask, arr, 0))
+        return tuple(out)
+
+    def _index(self, mask: np.ndarray | None = None) -> Key:
+        return self._resolved(mask) if self.advanced else self.key
+
+    def read(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Stored values (declared dtype) and the validity mask (None: all valid)."""
+        idx = self._index(mask)
+        data = self.storage.data[idx]
+        valid = None if self.storage.valid is None else self.storage.valid[idx]
+        if valid is not None and valid.all():
+            valid = None
+        check_affine_read(self, idx, mask)
+        return data, valid
+
+    def write(
+        self,
+        values: np.ndarray,
+        valid: np.ndarray | None,
+        mask: np.ndarray | None = None,
+        *,
+        accumulate: bool = False,
+    ) -> None:
+        """Store float32 (or already typed) values, rounding to the declared dtype."""
+        storage = self.storage
+        values = np.broadcast_to(dtypes.cast(np.asarray(values), self.dtype), self.shape)
+        if mask is not None:
+            mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
+        idx = self._index(mask)
+        if not accumulate:
+            check_affine_write(self, idx, mask)
+        if valid is not None and storage.valid is None:
+            storage.valid = np.ones(storage.data.shape, dtype=bool)
+        if mask is None:
+            storage.data[idx] = values
+            if storage.valid is not None:
+                storage.valid[idx] = True if valid is None else valid
+        elif self.advanced:
+            sel = tuple(a[mask] for a in idx)
+            storage.data[sel] = values[mask]
+            if storage.valid is not None:
+                storage.valid[sel] = (
+                    True if valid is None else np.broadcast_to(valid, mask.shape)[mask]
+                )
+        else:
+            np.copyto(storage.data[idx], values, where=mask)
+            if storage.valid is not None:
+                ok = True if valid is None else valid
+                np.copyto(storage.valid[idx], ok, where=mask)
+        storage.dirty = True
+
+    # -- tensor methods (nki-facts §3.9b) -------------------------------------------------
+    def reshape(self, shape: Any) -> Tensor:
+        """A view with a new shape over the same elements (contiguous views only)."""
+        shape = tuple(int(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
+        if self.advanced:
+            raise unsupported("reshape of a tensor view built with nl.arange")
+        data = self.storage.data[self.key]
+        if int(np.prod(shape, dtype=np.int64)) != data.size or not data.flags.c_contiguous:
+            raise NkiConstraintError(
+                "err_invalid_reshape",
+                f"cannot reshape a view of shape {self.shape} to {shape}: element counts must "
+                "match and the view must be contiguous",
+            )
+        valid = None if self.storage.valid is None else self.storage.valid[self.key].reshape(shape)
+        alias = Storage(data.reshape(shape), self.buffer, valid=valid, account=False)
+        return Tensor(alias)
+
+    def astype(self, dtype: Any) -> Tensor:
+        """A converted copy (always copies, nki-facts §3.9b)."""
+        from . import language
+
+        return language.copy(self, dtype=dtype)
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        """Read-only broadcast view (e.g. a (1, F) weight row to (P, F))."""
+        data, valid = self.read()
+        shape = tuple(int(s) for s in shape)
+        vals = np.broadcast_to(data, shape)
+        ok = None if valid is None else np.broadcast_to(valid, shape)
+        return Tensor(Storage(vals, self.buffer, valid=ok, account=False))
+
+    def expand_dims(self, axis: int) -> Tensor:
+        """View with a new size-1 axis."""
+        shape = list(self.shape)
+        shape.insert(axis, 1)
+        return self.reshape(tuple(shape))
+
+    # -- assignment and operators ---------------------------------------------------------
+    def __setitem__(self, index: Any, value: Any) -> None:
+        view = self[index]
+        if isinstance(value, Tensor) and value.storage is view.storage and _same_key(value, view):
+            return  # `t[i] += x` re-assigns the already-updated view to itself
+        from . import language
+
+        values, valid = language._operand_values(value, view.shape)
+        view.write(values, valid)
+
+    def _inplace(self, op: str, other: Any) -> Tensor:
+        from . import language
+
+        result = language._binary_op(op, self, other, dtype=self.dtype, record=False)
+        values, valid = result.read()
+        self.write(values, valid, accumulate=True)
+        language._record_inplace(self, op)
+        return self
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._inplace("add", other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self._inplace("subtract", other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._inplace("multiply", other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._inplace("divide", other)
+
+
+def _same_key(a: Tensor, b: Tensor) -> bool:
+    if a.advanced or b.advanced:
+        return (
+            a.advanced
+            and b.advanced
+            and all(np.array_equal(x, y) for x, y in zip(a.key, b.key, strict=True))
+        )
+    return a.key == b.key
+
+
+def _binary(name: str, reflected: bool = False) -> Any:
+    """Python operator hook that forwards to the nl function of the same name."""
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        from . import language
+
+        lhs, rhs = (other, self) if reflected else (self, other)
+        return language._binary_op(name, lhs, rhs)
+
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    method.__doc__ = f"Tile operator for nl.{name} (computed in fp32, cast to the result type)."
+    return method
+
+
+for _dunder, _op in {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "divide",
+    "pow": "power",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+    "and": "logical_and",
+    "or": "logical_or",
+}.items():
+    setattr(Tensor, f"__{_dunder}__", _binary(_op))
+    if _dunder not in ("lt", "le", "gt", "ge"):
+        setattr(Tensor, f"__r{_dunder}__", _binary(_op, reflected=True))
+
+
+def _neg(self: Tensor) -> Tensor:
+    from . import language
+
+    return language.negative(self)
+
+
+Tensor.__neg__ = _neg  # type: ignore[method-assign]
