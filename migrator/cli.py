@@ -3,6 +3,7 @@
     migrate KERNEL.cu [options]          the main job (migration to NKI)
     migrate inspect KERNEL.cu [--json]   the kernel IR
     migrate diagnostics [--markdown]     every C2N diagnostic with its help line
+    migrate run KERNEL.cu [--sizes N=..]  run a CUDA kernel on the CPU (the oracle)
     migrate profile KERNEL_nki.py ...    run an NKI kernel in the emulator, print its cost
 
 Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
@@ -20,6 +21,7 @@ from pathlib import Path
 from migrator import __version__
 from migrator import diagnostics as diag
 from migrator.api import inspect
+from migrator.cuda.interp import run_cli
 from migrator.cuda.parse import render_with_caret
 from migrator.cuda.source import SourceError
 from migrator.cuda.summary import render
@@ -126,6 +128,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type: ignore[type-arg]
     "inspect": _register_inspect,
     "diagnostics": _register_diagnostics,
+    "run": run_cli.register,
     "profile": profile_cli.register,
 }
 

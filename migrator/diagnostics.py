@@ -245,6 +245,47 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "launch of {name} has {count} configuration argument(s); grid and block are required",
         "Write kernel<<<grid, block[, shared_bytes[, stream]]>>>(...) as nvcc requires.",
     ),
+    # --- C2N15xx: CUDA interpreter findings (sanitizer-grade) -----------------------
+    DiagnosticKind(
+        "C2N1501",
+        "OOB_ACCESS",
+        "error",
+        "medium",
+        "out-of-bounds access: {detail}",
+        "Guard the access with the buffer's size (if (i < n)) or fix the index arithmetic.",
+    ),
+    DiagnosticKind(
+        "C2N1502",
+        "UNINITIALIZED_SHARED_READ",
+        "warning",
+        "medium",
+        "read of uninitialised shared memory: {detail}",
+        "Write the shared array (and __syncthreads()) before any thread reads it.",
+    ),
+    DiagnosticKind(
+        "C2N1503",
+        "SHARED_RACE",
+        "error",
+        "medium",
+        "shared-memory race: {detail}",
+        "Put a __syncthreads() between the conflicting write and read/write.",
+    ),
+    DiagnosticKind(
+        "C2N1504",
+        "WARP_MASK",
+        "warning",
+        "low",
+        "warp intrinsic mask names inactive lanes: {detail}",
+        "Pass __activemask() or a mask of the lanes that actually reach the call.",
+    ),
+    DiagnosticKind(
+        "C2N1505",
+        "MISALIGNED",
+        "error",
+        "low",
+        "misaligned vector access: {detail}",
+        "Vector loads (float4) need an address aligned to the vector size.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

@@ -133,3 +133,12 @@ def test_profile_runs_an_nki_kernel_file(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     prof = json.loads(r.stdout)
     assert prof["instructions"] >= 3 and prof["bottleneck"] in ("dma", "vector", "scalar")
+
+
+def test_run_executes_a_corpus_kernel_and_matches_numpy(tmp_path: Path) -> None:
+    import numpy as np
+
+    r = run("run", str(CORPUS / "vector_add.cu"), "--sizes", "N=1000", "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    c = np.load(tmp_path / "c.npy")
+    assert c.shape == (1000,) and np.isfinite(c).all()

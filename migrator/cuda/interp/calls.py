@@ -1,0 +1,319 @@
+"""Calls: built-ins (math, conversions, warp ops, atomics, barriers) and `__device__` functions.
+
+A `__device__` function is inlined per call: its body runs in a new frame under the caller's
+lane mask, by-value parameters are fresh variables, reference parameters bind the caller's
+lvalue, and the return value is merged per lane from every `return` reached. Templates bind
+their parameters from explicit arguments (`block_sum<BLOCK>(...)`) or, for `typename T`, by
+deduction from the argument types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tree_sitter import Node
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.atomics import ATOMICS
+from migrator.cuda.interp.builtins import MATH
+from migrator.cuda.interp.program import Function
+from migrator.cuda.interp.scope import Binding, LValue, TypeName, Var
+from migrator.cuda.interp.values import Val, convert, scalar
+from migrator.cuda.interp.warp import WARP
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+Builtin = Callable[["Machine", list[Val], np.ndarray, Node], Val]
+CASTS = ("static_cast", "reinterpret_cast", "const_cast")
+
+
+class CallMixin:
+    """Call evaluation; mixed into `Machine`."""
+
+    def init_mixins(self: Machine) -> None:
+        self.init_exprs()
+        self.init_stmts()
+        self.builtins: dict[str, Builtin] = {
+            **MATH,
+            **WARP,
+            **ATOMICS,
+            "__syncthreads": _syncthreads,
+            "__syncwarp": _nothing,
+            "__threadfence": _nothing,
+            "__threadfence_block": _nothing,
+            "__syncthreads_count": _sync_reduce("count"),
+            "__syncthreads_and": _sync_reduce("and"),
+            "__syncthreads_or": _sync_reduce("or"),
+            "__ldg": _ldg,
+            "printf": _printf,
+            "assert": _assert,
+        }
+
+    def call(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        fnode = node.child_by_field_name("function")
+        args_node = node.child_by_field_name("arguments")
+        assert fnode is not None and args_node is not None
+        arg_nodes = [a for a in args_node.named_children if a.type != "comment"]
+        targs: Node | None = None
+        if fnode.type == "template_function":
+            targs = fnode.child_by_field_name("arguments")
+            fnode = fnode.child_by_field_name("name") or fnode
+        name = self.parsed.text(fnode)
+        if name in CASTS:
+            assert targs is not None
+            t = self.type_of_descriptor(targs.named_children[0])
+            return self.cast(self.ev(arg_nodes[0], mask), t, node)
+        device = [
+            f
+            for f in self.program.functions.get(name, [])
+            if not f.is_kernel and ("__device__" in f.qualifiers)
+        ]
+        if device:
+            fn = next((f for f in device if len(f.params) == len(arg_nodes)), device[0])
+            return self.call_device(fn, node, targs, arg_nodes, mask)
+        builtin = self.builtins.get(name)
+        if builtin is not None:
+            args = [self.ev(a, mask) for a in arg_nodes]
+            return builtin(self, args, mask, node)
+        if name in self.program.functions:
+            raise self.error(node, f"{name} is not a __device__ function")
+        raise self.unsupported(node, f"call of unknown function {name!r}")
+
+    # --- device functions ------------------------------------------------------------------
+    def call_device(
+        self: Machine,
+        fn: Function,
+        node: Node,
+        targs: Node | None,
+        arg_nodes: list[Node],
+        mask: np.ndarray,
+    ) -> Val:
+        params = fn.params
+        if len(params) != len(arg_nodes):
+            raise self.error(
+                node, f"{fn.name} takes {len(params)} arguments, {len(arg_nodes)} given"
+            )
+        # arguments are evaluated in the caller's frame; references bind the caller's lvalue
+        actual: list[Val | LValue] = []
+        for p, a in zip(params, arg_nodes, strict=True):
+            decl = p.child_by_field_name("declarator")
+            if decl is not None and decl.type == "reference_declarator":
+                actual.append(self.lvalue(a, mask))
+            else:
+                actual.append(self.ev(a, mask))
+        explicit = self._template_values(targs, fn) if targs is not None else []
+        scope: dict[str, Binding] = {}
+        frame = self.push_frame(ct.VOID, scope)
+        try:
+            if fn.template is not None:
+                self.bind_template(fn.template, explicit, scope, params, actual)
+            for p, a in zip(params, actual, strict=True):
+                self._bind_param(p, a, scope, node)
+            rnode = fn.node.child_by_field_name("type")
+            assert rnode is not None
+            frame.ret_type = self.base_type(rnode)
+            decl = fn.node.child_by_field_name("declarator")
+            if decl is not None and decl.type == "pointer_declarator":
+                frame.ret_type = ct.ptr(frame.ret_type)
+            self.exec(fn.body, mask)
+            if frame.ret_type.kind != "void" and frame.retval is None:
+                raise self.error(node, f"{fn.name} returned no value")
+            return frame.retval if frame.retval is not None else Val(ct.VOID, np.int8(0))
+        finally:
+            self.frames.pop()
+
+    def _bind_param(
+        self: Machine, p: Node, a: Val | LValue, scope: dict[str, Binding], node: Node
+    ) -> None:
+        tnode = p.child_by_field_name("type")
+        decl = p.child_by_field_name("declarator")
+        assert tnode is not None
+        if decl is None:
+            return
+        name, t, is_ref, _ = self.declarator_type(self.base_type(tnode), decl)
+        if t.kind == "array":  # `float a[]` parameter is a pointer
+            assert t.elem is not None
+            t = ct.ptr(t.elem)
+        if is_ref:
+            scope[name] = a  # type: ignore[assignment]
+        else:
+            assert isinstance(a, Val)
+            scope[name] = Var(t, self.convert_to(a, t, node))
+
+    def _template_values(self: Machine, targs: Node, fn: Function) -> list[Any]:
+        """Explicit template arguments as values (ints) or types, by the callee's params."""
+        out: list[Any] = []
+        kinds = [c.type for c in fn.template.named_children] if fn.template else []
+        for i, a in enumerate(targs.named_children):
+            is_type = i < len(kinds) and "type_parameter" in kinds[i]
+            if is_type:
+                out.append(
+                    self.type_of_descriptor(a) if a.type == "type_descriptor" else self.base_type(a)
+                )
+            elif a.type == "type_descriptor":  # `f<BLOCK>`: a value spelled like a type name
+                tname = a.child_by_field_name("type")
+                assert tname is not None
+                out.append(self.ev(tname, self.geo.full))
+            else:
+                out.append(self.ev(a, self.geo.full))
+        return out
+
+    def bind_template(
+        self: Machine,
+        tparams: Node,
+        values: list[Any],
+        scope: dict[str, Binding],
+        params: list[Node] | None = None,
+        actual: list[Val | LValue] | None = None,
+    ) -> None:
+        """Bind template parameters to explicit values, then deduce the rest from arguments."""
+        decls = [
+            c
+            for c in tparams.named_children
+            if c.type
+            in (
+                "parameter_declaration",
+                "type_parameter_declaration",
+                "optional_parameter_declaration",
+                "optional_type_parameter_declaration",
+            )
+        ]
+        for i, d in enumerate(decls):
+            is_type = "type_parameter" in d.type
+            name_node = (
+                d.named_children[-1]
+                if is_type and d.type == "type_parameter_declaration"
+                else d.child_by_field_name("name") or d.child_by_field_name("declarator")
+            )
+            if name_node is None:
+                raise self.unsupported(d, "unnamed template parameter")
+            name = self.parsed.text(name_node)
+            # explicit argument, else deduction from the call's arguments, else the default
+            deduced = (
+                self._deduce(name, params, actual)
+                if is_type and i >= len(values) and params is not None and actual is not None
+                else None
+            )
+            if i < len(values):
+                v = values[i]
+            elif deduced is not None:
+                v = deduced
+            elif "optional" in d.type:
+                dflt = d.child_by_field_name("default_type") or d.child_by_field_name(
+                    "default_value"
+                )
+                assert dflt is not None
+                if not is_type:
+                    v = self.ev(dflt, self.geo.full)
+                elif dflt.type == "type_descriptor":
+                    v = self.type_of_descriptor(dflt)
+                else:
+                    v = self.base_type(dflt)
+            else:
+                raise self.error(tparams, f"no value for template parameter {name!r}")
+            if is_type:
+                t = v if isinstance(v, ct.CType) else self.types.get(str(v))
+                if t is None:
+                    raise self.error(tparams, f"unknown type {v!r} for template parameter {name}")
+                scope[name] = TypeName(t)
+            else:
+                tnode = d.child_by_field_name("type")
+                assert tnode is not None
+                t = self.base_type(tnode)
+                val = convert(v, t) if isinstance(v, Val) else scalar(t, v)
+                scope[name] = Var(t, val, const=True)
+
+    def _deduce(self: Machine, name: str, params: list[Node], actual: list[Any]) -> ct.CType | None:
+        for p, a in zip(params, actual, strict=True):
+            tnode = p.child_by_field_name("type")
+            if tnode is None or self.parsed.text(tnode) != name:
+                continue
+            t = a.ctype
+            decl = p.child_by_field_name("declarator")
+            while decl is not None and decl.type == "pointer_declarator" and t.elem is not None:
+                t = t.elem
+                decl = decl.child_by_field_name("declarator")
+            return t
+        return None
+
+
+def _syncthreads(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """Block barrier: every live (not exited) thread of a block must arrive (synccheck)."""
+    kernel_frame = m.frames[0]
+    live = ~kernel_frame.ret
+    g = m.geo
+    if np.array_equal(mask, live):  # every live thread of every block is here
+        _reset_races(m)
+        return Val(ct.VOID, np.int8(0))
+    arrived = np.bincount(g.blk[mask], minlength=g.n_blocks)
+    alive = np.bincount(g.blk[live], minlength=g.n_blocks)
+    bad = (arrived > 0) & (arrived != alive)
+    if bad.any():
+        from migrator.cuda.interp.findings import BarrierError
+
+        b = int(np.flatnonzero(bad)[0])
+        missing = live & ~mask & (g.blk == b)
+        lane = int(np.flatnonzero(missing)[0])
+        c = g.coord(lane)
+        raise BarrierError(
+            f"__syncthreads() reached by {int(arrived[b])} of {int(alive[b])} live threads of "
+            f"block {c.block} (thread {c.thread} did not arrive; {int(bad.sum())} block(s) "
+            "diverge)",
+            m.span(node),
+            m.kernel,
+        )
+    _reset_races(m)
+    return Val(ct.VOID, np.int8(0))
+
+
+def _reset_races(m: Machine) -> None:
+    for buf in [*m.shared.values(), *([m.dynamic_shared] if m.dynamic_shared else [])]:
+        if buf.race is not None:
+            buf.race.reset()
+
+
+def _sync_reduce(kind: str) -> Builtin:
+    """`__syncthreads_count/and/or(pred)`: a barrier that also reduces `pred` over the block."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        _syncthreads(m, [], mask, node)
+        g = m.geo
+        pred = np.broadcast_to(np.asarray(args[0].data != 0), (g.n,)) & mask
+        count = np.bincount(g.blk[pred], minlength=g.n_blocks)[g.blk]
+        arrived = np.bincount(g.blk[mask], minlength=g.n_blocks)[g.blk]
+        table = {"count": count, "and": count == arrived, "or": count > 0}
+        return Val(ct.INT, table[kind].astype(np.int32))
+
+    return call
+
+
+def _ldg(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`__ldg(p)`: a read-only-cache load; semantically `*p`."""
+    from migrator.cuda.interp import memory
+
+    p = m.decay(args[0])
+    if not p.ctype.is_pointer_like or p.ctype.elem is None:
+        raise m.error(node, "__ldg of a non-pointer")
+    return memory.load(m, p, p.ctype.elem, mask, node)
+
+
+def _printf(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """Device printf is dropped (its output is not part of a kernel's result); returns 0."""
+    return Val(ct.INT, np.int32(0))
+
+
+def _assert(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """Device `assert(cond)`: fails the launch, like a device-side assertion trap."""
+    failed = mask & ~np.broadcast_to(np.asarray(args[0].data != 0), (m.geo.n,))
+    if failed.any():
+        c = m.geo.coord(int(np.flatnonzero(failed)[0]))
+        raise m.error(node, f"device assertion failed in {c} ({int(failed.sum())} threads)")
+    return Val(ct.VOID, np.int8(0))
+
+
+def _nothing(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """Lockstep execution already orders a warp; fences need no action on one host."""
+    return Val(ct.VOID, np.int8(0))

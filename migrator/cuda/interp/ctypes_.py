@@ -1,0 +1,244 @@
+"""The C type vocabulary of the interpreter: one dtype table plus C's conversion rules.
+
+Every runtime value carries a `CType`, never a bare numpy dtype, because C semantics depend on
+the declared type (signedness for `>>` and `<`, rank for the usual arithmetic conversions), and
+several C types share a numpy dtype (`long` and `long long`). Types numpy lacks natively
+(`__nv_bfloat16`) come from `ml_dtypes`, as the house rules ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import ml_dtypes
+import numpy as np
+
+Kind = Literal["bool", "int", "float", "vec", "ptr", "array", "void"]
+
+
+@dataclass(frozen=True)
+class CType:
+    """A C type. `elem` is the element of a vector/array or the pointee of a pointer."""
+
+    name: str
+    kind: Kind
+    dtype: np.dtype | None = None
+    rank: int = 0  # integer conversion rank (bool < char < short < int < long long)
+    elem: CType | None = None
+    count: int = 1  # vector lanes or array length (outermost dimension)
+
+    @property
+    def is_arith(self) -> bool:
+        return self.kind in ("bool", "int", "float")
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.dtype is not None and np.issubdtype(self.dtype, np.signedinteger)
+
+    @property
+    def is_pointer_like(self) -> bool:
+        return self.kind in ("ptr", "array")
+
+    @property
+    def size(self) -> int:
+        """sizeof() in bytes."""
+        if self.kind in ("vec", "array"):
+            assert self.elem is not None
+            return self.elem.size * self.count
+        if self.kind == "ptr":
+            return 8
+        if self.kind == "void":
+            return 1
+        assert self.dtype is not None
+        return self.dtype.itemsize
+
+    @property
+    def scalar(self) -> CType:
+        """The innermost scalar element of an array/vector type (itself for scalars)."""
+        t = self
+        while t.kind in ("array", "vec"):
+            assert t.elem is not None
+            t = t.elem
+        return t
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _int(name: str, dt: type, rank: int) -> CType:
+    return CType(name, "int", np.dtype(dt), rank)
+
+
+BOOL = CType("bool", "bool", np.dtype(np.bool_), 0)
+CHAR = _int("char", np.int8, 1)
+SCHAR = _int("signed char", np.int8, 1)
+UCHAR = _int("unsigned char", np.uint8, 1)
+SHORT = _int("short", np.int16, 2)
+USHORT = _int("unsigned short", np.uint16, 2)
+INT = _int("int", np.int32, 3)
+UINT = _int("unsigned int", np.uint32, 3)
+LONG = _int("long", np.int64, 4)  # LP64, as nvcc on Linux
+ULONG = _int("unsigned long", np.uint64, 4)
+LLONG = _int("long long", np.int64, 5)
+ULLONG = _int("unsigned long long", np.uint64, 5)
+HALF = CType("__half", "float", np.dtype(np.float16))
+BF16 = CType("__nv_bfloat16", "float", np.dtype(ml_dtypes.bfloat16))
+FLOAT = CType("float", "float", np.dtype(np.float32))
+DOUBLE = CType("double", "float", np.dtype(np.float64))
+VOID = CType("void", "void")
+
+
+def vec(elem: CType, n: int) -> CType:
+    return CType(f"{elem.name}{n}", "vec", elem.dtype, elem=elem, count=n)
+
+
+def ptr(elem: CType) -> CType:
+    return CType(f"{elem.name}*", "ptr", np.dtype(np.int64), elem=elem)
+
+
+def array(elem: CType, n: int) -> CType:
+    return CType(f"{elem.name}[{n}]", "array", np.dtype(np.int64), elem=elem, count=n)
+
+
+# One table from spelled names to types; `unsigned`/`long` combinations are normalised first.
+NAMED: dict[str, CType] = {
+    "bool": BOOL,
+    "char": CHAR,
+    "signed char": SCHAR,
+    "unsigned char": UCHAR,
+    "short": SHORT,
+    "unsigned short": USHORT,
+    "int": INT,
+    "signed": INT,
+    "unsigned": UINT,
+    "unsigned int": UINT,
+    "long": LONG,
+    "unsigned long": ULONG,
+    "long long": LLONG,
+    "unsigned long long": ULLONG,
+    "float": FLOAT,
+    "double": DOUBLE,
+    "void": VOID,
+    "size_t": ULONG,
+    "ptrdiff_t": LONG,
+    "int8_t": CHAR,
+    "uint8_t": UCHAR,
+    "int16_t": SHORT,
+    "uint16_t": USHORT,
+    "int32_t": INT,
+    "uint32_t": UINT,
+    "int64_t": LLONG,
+    "uint64_t": ULLONG,
+    "__half": HALF,
+    "half": HALF,
+    "__nv_bfloat16": BF16,
+    "nv_bfloat16": BF16,
+}
+for _base, _t in (("float", FLOAT), ("double", DOUBLE), ("int", INT), ("uint", UINT)):
+    for _n in (1, 2, 3, 4):
+        NAMED[f"{_base}{_n}"] = vec(_t, _n)
+
+# Sign-agnostic spelling normalisation for sized_type_specifier ("unsigned long int" etc.).
+_SIZED: dict[tuple[bool, str], CType] = {
+    (False, "char"): CHAR,
+    (True, "char"): UCHAR,
+    (False, "short"): SHORT,
+    (True, "short"): USHORT,
+    (False, "int"): INT,
+    (True, "int"): UINT,
+    (False, "long"): LONG,
+    (True, "long"): ULONG,
+    (False, "long long"): LLONG,
+    (True, "long long"): ULLONG,
+}
+
+
+def sized(words: list[str]) -> CType:
+    """Type of a `sized_type_specifier` from its words, e.g. ['unsigned', 'long', 'long']."""
+    unsigned = "unsigned" in words
+    longs = words.count("long")
+    if longs >= 2:
+        base = "long long"
+    elif longs == 1:
+        base = "long"
+    elif "short" in words:
+        base = "short"
+    elif "char" in words:
+        base = "char"
+    else:
+        base = "int"
+    if "double" in words:
+        return DOUBLE
+    return _SIZED[(unsigned, base)]
+
+
+_UNSIGNED_OF = {INT: UINT, LONG: ULONG, LLONG: ULLONG}
+
+
+def promote(t: CType) -> CType:
+    """Integer promotion: everything narrower than int (and bool) computes as int."""
+    if t.kind == "bool" or (t.kind == "int" and t.rank < INT.rank):
+        return INT
+    return t
+
+
+def arith_result(a: CType, b: CType, float_type: CType = FLOAT) -> CType:
+    """The usual arithmetic conversions (C11 6.3.1.8) for two scalar operand types.
+
+    Half/bf16 operands compute in float (CUDA's operators convert through float and round back,
+    which for + - * / gives the same bits as native half arithmetic).
+    """
+    if a.kind == "float" or b.kind == "float":
+        if DOUBLE in (a, b):
+            return DOUBLE
+        if a in (HALF, BF16) and b == a:
+            return a
+        return float_type
+    a, b = promote(a), promote(b)
+    if a == b:
+        return a
+    if a.is_signed == b.is_signed:
+        return a if a.rank >= b.rank else b
+    s, u = (a, b) if a.is_signed else (b, a)
+    if u.rank >= s.rank:
+        return u
+    if s.dtype is not None and u.dtype is not None and s.dtype.itemsize > u.dtype.itemsize:
+        return s
+    return _UNSIGNED_OF.get(s, u)
+
+
+def literal_type(text: str) -> tuple[CType, int | float]:
+    """Type and value of a C number literal (unsuffixed float literals are double)."""
+    t = text.lower().replace("'", "")
+    is_hex = t.startswith("0x")
+    if not is_hex and any(c in t for c in ".e") or (not is_hex and t.endswith("f")):
+        if t.endswith("f"):
+            return FLOAT, float(t[:-1])
+        return DOUBLE, float(t.rstrip("l"))
+    suffix = ""
+    while t and t[-1] in "ul":
+        suffix = t[-1] + suffix
+        t = t[:-1]
+    value = int(t, 0) if not (t.startswith("0") and t[1:].isdigit()) else int(t, 8)
+    unsigned = "u" in suffix
+    longs = suffix.count("l")
+    # C: the first of int, (unsigned int,) long, ... that can represent the value
+    candidates: list[CType]
+    if longs == 0:
+        candidates = [UINT, ULONG] if unsigned else [INT, LONG]
+        if not unsigned and (is_hex or text.startswith("0")):
+            candidates = [INT, UINT, LONG, ULONG]
+    elif longs == 1:
+        candidates = [ULONG] if unsigned else [LONG, ULONG]
+    else:
+        candidates = [ULLONG] if unsigned else [LLONG, ULLONG]
+    for c in candidates:
+        info = np.iinfo(c.dtype)
+        if info.min <= value <= info.max:
+            return c, value
+    return ULLONG, value

@@ -1,0 +1,473 @@
+"""Expressions over lanes: `ev(node, mask)` evaluates for the active lanes of `mask`.
+
+Dispatch is a dict from tree-sitter node type to method. The mask matters inside expressions:
+`&&`, `||` and `?:` evaluate their right/branch operands only for the lanes that need them, so
+`i < n && x[i] > 0` never loads `x[i]` for lanes with `i >= n` (no false out-of-bounds report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tree_sitter import Node
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.ops import COMPARE, UNARY, binary, truthy
+from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV
+from migrator.cuda.interp.values import Val, convert, scalar, select
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+DIM3 = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+# Constants from headers the preprocessor skips (<cfloat>, <climits>, <math_constants.h>).
+HEADER_CONSTANTS: dict[str, tuple[CType, Any]] = {
+    "FLT_MAX": (ct.FLOAT, np.finfo(np.float32).max),
+    "FLT_MIN": (ct.FLOAT, np.finfo(np.float32).tiny),
+    "FLT_EPSILON": (ct.FLOAT, np.finfo(np.float32).eps),
+    "DBL_MAX": (ct.DOUBLE, np.finfo(np.float64).max),
+    "INT_MAX": (ct.INT, 2**31 - 1),
+    "INT_MIN": (ct.INT, -(2**31)),
+    "UINT_MAX": (ct.UINT, 2**32 - 1),
+    "INFINITY": (ct.FLOAT, np.inf),
+    "NAN": (ct.FLOAT, np.nan),
+    "CUDART_INF_F": (ct.FLOAT, np.inf),
+    "CUDART_NAN_F": (ct.FLOAT, np.nan),
+    "M_PI": (ct.DOUBLE, np.pi),
+    "warpSize": (ct.INT, 32),
+}
+
+ASSIGN_OPS = {
+    "+=": "+",
+    "-=": "-",
+    "*=": "*",
+    "/=": "/",
+    "%=": "%",
+    "&=": "&",
+    "|=": "|",
+    "^=": "^",
+    "<<=": "<<",
+    ">>=": ">>",
+}
+
+
+class ExprMixin:
+    """Expression evaluation; mixed into `Machine`."""
+
+    def init_exprs(self: Machine) -> None:
+        self._expr: dict[str, Callable[[Node, np.ndarray], Val]] = {
+            "number_literal": self._e_number,
+            "char_literal": self._e_char,
+            "true": lambda n, m: Val(ct.BOOL, np.bool_(True)),
+            "false": lambda n, m: Val(ct.BOOL, np.bool_(False)),
+            "identifier": self._e_identifier,
+            "type_identifier": self._e_identifier,
+            "field_expression": self._e_field,
+            "subscript_expression": lambda n, m: self.lvalue(n, m).load(self, m, n),
+            "pointer_expression": self._e_pointer,
+            "parenthesized_expression": lambda n, m: self.ev(n.named_children[-1], m),
+            "binary_expression": self._e_binary,
+            "unary_expression": self._e_unary,
+            "update_expression": self._e_update,
+            "assignment_expression": self._e_assign,
+            "conditional_expression": self._e_conditional,
+            "cast_expression": self._e_cast,
+            "call_expression": self.call,
+            "sizeof_expression": self._e_sizeof,
+            "comma_expression": self._e_comma,
+            # only printf takes strings; it ignores them
+            "string_literal": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
+            "concatenated_string": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
+        }
+        self._lvalue: dict[str, Callable[[Node, np.ndarray], LValue]] = {
+            "identifier": self._lv_identifier,
+            "subscript_expression": self._lv_subscript,
+            "field_expression": self._lv_field,
+            "pointer_expression": self._lv_deref,
+            "parenthesized_expression": lambda n, m: self.lvalue(n.named_children[-1], m),
+        }
+
+    def ev(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        fn = self._expr.get(node.type)
+        if fn is None:
+            raise self.unsupported(node, f"expression {node.type} ({self.parsed.text(node)!r})")
+        return fn(node, mask)
+
+    def lvalue(self: Machine, node: Node, mask: np.ndarray) -> LValue:
+        fn = self._lvalue.get(node.type)
+        if fn is None:
+            raise self.error(node, f"{self.parsed.text(node)!r} is not assignable")
+        return fn(node, mask)
+
+    # --- leaves ------------------------------------------------------------------------------
+    def _e_number(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        t, value = ct.literal_type(self.parsed.text(node))
+        if t == ct.FLOAT:
+            t = self.float_t  # a `1.0f` literal is float (float64 in shadow mode)
+        return scalar(t, value)
+
+    def _e_char(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        text = self.parsed.text(node)[1:-1]
+        esc = {"\\n": 10, "\\t": 9, "\\0": 0, "\\\\": 92, "\\'": 39}
+        return scalar(ct.CHAR, esc.get(text, ord(text[0]) if text else 0))
+
+    def _e_identifier(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        name = self.parsed.text(node)
+        b = self.lookup(name)
+        if b is not None:
+            return self.as_val(b, node, mask)
+        if name in HEADER_CONSTANTS:
+            t, v = HEADER_CONSTANTS[name]
+            return scalar(self.float_t if t == ct.FLOAT else t, v)
+        raise self.error(node, f"unknown name {name!r}")
+
+    def _lv_identifier(self: Machine, node: Node, mask: np.ndarray) -> LValue:
+        name = self.parsed.text(node)
+        b = self.lookup(name)
+        if isinstance(b, Var):
+            if b.const:
+                raise self.error(node, f"assignment to const {name!r}")
+            return VarLV(b)
+        if b is None or isinstance(b, TypeName):
+            raise self.error(node, f"unknown variable {name!r}")
+        return b
+
+    def _e_field(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        """`threadIdx.x` and friends, `v.x` of a vector value, or `p->x` through a pointer."""
+        arg = node.child_by_field_name("argument")
+        op = node.child_by_field_name("operator")
+        assert arg is not None and op is not None
+        if arg.type == "identifier" and self.parsed.text(arg) in DIM3:
+            return self._dim3(node, self.parsed.text(arg))
+        if self.parsed.text(op) == ".":
+            return self._component(node, self.ev(arg, mask))
+        return self.lvalue(node, mask).load(self, mask, node)
+
+    def _dim3(self: Machine, node: Node, which: str) -> Val:
+        f = node.child_by_field_name("field")
+        k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
+        if k is None or k > 2:
+            raise self.error(node, f"{which} has fields x, y, z")
+        g = self.geo
+        table = {
+            "threadIdx": lambda: g.thread_index(k),
+            "blockIdx": lambda: g.block_index(k),
+            "blockDim": lambda: np.uint32(g.block[k]),
+            "gridDim": lambda: np.uint32(g.grid[k]),
+        }
+        return Val(ct.UINT, table[which]())
+
+    def _component(self: Machine, node: Node, base: Val) -> Val:
+        f = node.child_by_field_name("field")
+        k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
+        if base.comps is None or k is None or k >= len(base.comps):
+            raise self.unsupported(node, f"field access {self.parsed.text(node)!r}")
+        return base.comps[k]
+
+    # --- lvalues -------------------------------------------------------------------------------
+    def _lv_subscript(self: Machine, node: Node, mask: np.ndarray) -> LValue:
+        arg = node.child_by_field_name("argument")
+        idx_list = node.child_by_field_name("indices")
+        assert arg is not None and idx_list is not None
+        base = self.ev(arg, mask)
+        idx = self.ev(idx_list.named_children[0], mask)
+        if not base.ctype.is_pointer_like:
+            raise self.error(node, f"subscript of non-pointer {base.ctype}")
+        p = self.ptr_add(base, idx, node)
+        assert p.ctype.elem is not None
+        return MemLV(p, p.ctype.elem)
+
+    def _lv_field(self: Machine, node: Node, mask: np.ndarray) -> LValue:
+        arg = node.child_by_field_name("argument")
+        op = node.child_by_field_name("operator")
+        f = node.child_by_field_name("field")
+        assert arg is not None and f is not None
+        if op is not None and self.parsed.text(op) == "->":
+            p = self.ev(arg, mask)
+            assert p.ctype.elem is not None
+            base: LValue = MemLV(p, p.ctype.elem)
+        else:
+            base = self.lvalue(arg, mask)
+        k = COMPONENTS.get(self.parsed.text(f))
+        t = base.ctype
+        if t.kind != "vec" or k is None or k >= t.count or t.elem is None:
+            raise self.unsupported(node, f"field access {self.parsed.text(node)!r} on {t}")
+        return CompLV(base, k, t.elem)
+
+    def _lv_deref(self: Machine, node: Node, mask: np.ndarray) -> LValue:
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        assert op is not None and arg is not None
+        if self.parsed.text(op) != "*":
+            raise self.error(node, "address-of is not assignable")
+        p = self.ev(arg, mask)
+        if not p.ctype.is_pointer_like or p.ctype.elem is None:
+            raise self.error(node, f"dereference of non-pointer {p.ctype}")
+        return MemLV(self.decay(p), p.ctype.elem)
+
+    def _e_pointer(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        assert op is not None and arg is not None
+        if self.parsed.text(op) == "&":
+            lv = self.lvalue(arg, mask)
+            if isinstance(lv, MemLV):
+                return Val(ct.ptr(lv.ctype), lv.ptr.data, buf=lv.ptr.buf)
+            raise self.unsupported(node, "address of a local variable")
+        return self._lv_deref(node, mask).load(self, mask, node)
+
+    # --- pointers ------------------------------------------------------------------------------
+    def decay(self, p: Val) -> Val:
+        """Array-to-pointer decay: `float a[4][8]` used as a value is a `float (*)[8]`."""
+        if p.ctype.kind == "array":
+            assert p.ctype.elem is not None
+            return Val(ct.ptr(p.ctype.elem), p.data, buf=p.buf)
+        return p
+
+    def ptr_add(self: Machine, p: Val, i: Val, node: Node, sign: int = 1) -> Val:
+        """`p + i` for a pointer: the offset moves by i * sizeof(*p) / sizeof(buffer element)."""
+        p = self.decay(p)
+        assert p.ctype.elem is not None
+        if i.ctype.kind not in ("int", "bool"):
+            raise self.error(node, f"pointer offset of type {i.ctype}")
+        if p.buf is None:
+            raise self.unsupported(node, "arithmetic on a pointer with no buffer")
+        esize = p.buf.elem.size
+        if p.ctype.elem.size % esize:
+            raise self.unsupported(node, f"{p.ctype} into a {p.buf.elem} buffer")
+        stride = p.ctype.elem.size // esize
+        delta = np.asarray(i.data).astype(np.int64)
+        if stride * sign != 1:
+            delta = delta * (stride * sign)
+        return Val(p.ctype, np.add(p.data, delta if delta.ndim else delta[()]), buf=p.buf)
+
+    # --- operators -----------------------------------------------------------------------------
+    def _e_binary(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        op_node = node.child_by_field_name("operator")
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        assert op_node is not None and left is not None and right is not None
+        op = self.parsed.text(op_node)
+        if op in ("&&", "||"):
+            a = truthy(self.ev(left, mask))
+            # short-circuit per lane: the right side runs only where it decides the result
+            sub = mask & (a if op == "&&" else ~np.asarray(a))
+            if not np.any(sub):
+                return Val(ct.BOOL, np.asarray(a, dtype=bool))
+            b = truthy(self.ev(right, sub))
+            out = (a & b) if op == "&&" else (a | b)
+            return Val(ct.BOOL, out)
+        if op in ("+", "-") and self.options.contract:
+            fused = self._try_fma(op, left, right, mask)
+            if fused is not None:
+                return fused
+        return self.apply_binary(op, self.ev(left, mask), self.ev(right, mask), node)
+
+    def apply_binary(self: Machine, op: str, a: Val, b: Val, node: Node) -> Val:
+        pa, pb = a.ctype.is_pointer_like, b.ctype.is_pointer_like
+        try:
+            if pa and pb and op == "-":
+                a, b = self.decay(a), self.decay(b)
+                assert a.ctype.elem is not None and a.buf is not None
+                stride = a.ctype.elem.size // a.buf.elem.size
+                return Val(ct.LONG, (np.subtract(a.data, b.data) // stride).astype(np.int64))
+            if pa and op in ("+", "-") and not pb:
+                return self.ptr_add(a, b, node, 1 if op == "+" else -1)
+            if pb and op == "+":
+                return self.ptr_add(b, a, node)
+            if pa and pb and op in COMPARE:
+                if a.buf is not b.buf:
+                    raise self.unsupported(node, "comparison of pointers into different buffers")
+                return binary(op, Val(ct.LONG, a.data), Val(ct.LONG, b.data))
+            if pa or pb:
+                raise self.error(node, f"operator {op} with a pointer operand")
+            if a.comps is not None or b.comps is not None:
+                raise self.unsupported(node, f"operator {op} on vector types")
+            return binary(op, a, b, self.float_t)
+        except TypeError as e:
+            raise self.error(node, str(e)) from e
+
+    def _mul_operands(self: Machine, node: Node) -> tuple[Node, Node] | None:
+        while node.type == "parenthesized_expression":
+            node = node.named_children[-1]
+        if node.type != "binary_expression":
+            return None
+        op = node.child_by_field_name("operator")
+        if op is None or self.parsed.text(op) != "*":
+            return None
+        lhs, rhs = node.child_by_field_name("left"), node.child_by_field_name("right")
+        assert lhs is not None and rhs is not None
+        return lhs, rhs
+
+    def _try_fma(self: Machine, op: str, left: Node, right: Node, mask: np.ndarray) -> Val | None:
+        """nvcc -fmad=true: `a*b ± c` and `c ± a*b` on float32 round once.
+
+        Computed as float64 a*b (exact for float32 inputs) ± c, then rounded to float32. That is
+        a true fma except in rare double-rounding ties (53-bit then 24-bit rounding).
+        """
+        mul, other, mul_left = self._mul_operands(left), right, True
+        if mul is None:
+            mul, other, mul_left = self._mul_operands(right), left, False
+            if mul is None:
+                return None
+        x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
+        z = self.ev(other, mask)  # C leaves operand order unspecified; the product goes first
+        t_mul = (
+            ct.arith_result(x.ctype, y.ctype, self.float_t)
+            if x.ctype.is_arith and y.ctype.is_arith
+            else None
+        )
+        if (
+            t_mul != ct.FLOAT
+            or not z.ctype.is_arith
+            or ct.arith_result(t_mul, z.ctype, self.float_t) != ct.FLOAT
+        ):
+            prod = self.apply_binary("*", x, y, mul[0])
+            a, b = (prod, z) if mul_left else (z, prod)
+            return self.apply_binary(op, a, b, mul[0])
+        return fma_f32(x, y, z, op, mul_left)
+
+    def _e_unary(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        assert op is not None and arg is not None
+        v = self.ev(arg, mask)
+        fn = UNARY.get(self.parsed.text(op))
+        if fn is None:
+            raise self.unsupported(node, f"unary operator {self.parsed.text(op)}")
+        if v.ctype.is_pointer_like:
+            if self.parsed.text(op) != "!":
+                raise self.error(node, f"unary {self.parsed.text(op)} on a pointer")
+            return Val(ct.BOOL, np.bool_(v.buf is None))  # only a buffer-less pointer is null
+        try:
+            return fn(v)
+        except TypeError as e:
+            raise self.error(node, str(e)) from e
+
+    def _e_update(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        assert op is not None and arg is not None
+        lv = self.lvalue(arg, mask)
+        old = lv.load(self, mask, node)
+        sym = self.parsed.text(op)
+        one = scalar(ct.INT, 1)
+        new = self.apply_binary("+" if sym == "++" else "-", old, one, node)
+        new = convert(new, lv.ctype)
+        lv.store(self, new, mask, node)
+        prefix = node.children[0].type in ("++", "--")
+        return new if prefix else old
+
+    def _e_assign(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        op_node = node.child_by_field_name("operator")
+        assert left is not None and right is not None and op_node is not None
+        op = self.parsed.text(op_node)
+        lv = self.lvalue(left, mask)
+        if op == "=":
+            v = self.ev(right, mask)
+        else:
+            bop = ASSIGN_OPS[op]
+            mul = self._mul_operands(right) if bop in "+-" and self.options.contract else None
+            old = lv.load(self, mask, node)
+            if mul is not None and old.ctype == ct.FLOAT:
+                x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
+                if ct.arith_result(x.ctype, y.ctype, self.float_t) == ct.FLOAT:
+                    v = fma_f32(x, y, old, bop, mul_left=False)
+                else:
+                    v = self.apply_binary(bop, old, binary("*", x, y, self.float_t), node)
+            else:
+                v = self.apply_binary(bop, old, self.ev(right, mask), node)
+        v = self.convert_to(v, lv.ctype, node)
+        lv.store(self, v, mask, node)
+        return v
+
+    def convert_to(self: Machine, v: Val, t: CType, node: Node) -> Val:
+        try:
+            return convert(v, t)
+        except TypeError as e:
+            raise self.error(node, str(e)) from e
+
+    def _e_conditional(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        cond = node.child_by_field_name("condition")
+        a_node = node.child_by_field_name("consequence")
+        b_node = node.child_by_field_name("alternative")
+        assert cond is not None and a_node is not None and b_node is not None
+        c = np.asarray(truthy(self.ev(cond, mask)), dtype=bool)
+        ma, mb = mask & c, mask & ~c
+        # each branch only for its lanes; a branch no lane takes is not evaluated at all
+        if not mb.any():
+            return self.ev(a_node, ma)
+        if not ma.any():
+            return self.ev(b_node, mb)
+        a, b = self.ev(a_node, ma), self.ev(b_node, mb)
+        if a.ctype != b.ctype and a.ctype.is_arith and b.ctype.is_arith:
+            t = ct.arith_result(a.ctype, b.ctype, self.float_t)
+            a, b = convert(a, t), convert(b, t)
+        try:
+            return select(c, a, b)
+        except TypeError as e:
+            raise self.unsupported(node, str(e)) from e
+
+    def _e_cast(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        tnode = node.child_by_field_name("type")
+        vnode = node.child_by_field_name("value")
+        assert tnode is not None and vnode is not None
+        t = self.type_of_descriptor(tnode)
+        return self.cast(self.ev(vnode, mask), t, node)
+
+    def cast(self: Machine, v: Val, t: CType, node: Node) -> Val:
+        if t.kind == "ptr":
+            if not v.ctype.is_pointer_like:
+                raise self.unsupported(node, f"cast of {v.ctype} to pointer")
+            return Val(t, self.decay(v).data, buf=v.buf)  # reinterpret: offset kept
+        return self.convert_to(v, t, node)
+
+    def _e_sizeof(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        tnode = node.child_by_field_name("type")
+        if tnode is not None:
+            return scalar(ct.ULONG, self.type_of_descriptor(tnode).size)
+        vnode = node.child_by_field_name("value")
+        assert vnode is not None
+        return scalar(ct.ULONG, self.ev(vnode, mask).ctype.size)
+
+    def _e_comma(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        assert left is not None and right is not None
+        self.ev(left, mask)
+        return self.ev(right, mask)
+
+    def truth(self: Machine, node: Node, mask: np.ndarray) -> np.ndarray:
+        """Lanes of `mask` where the condition holds (a bool array over all lanes)."""
+        return mask & np.asarray(truthy(self.ev(node, mask)), dtype=bool)
+
+
+def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:
+    """Fused `x*y ± z` (mul_left) or `z ± x*y`, rounded once to float32 (see `_try_fma`).
+
+    The ufuncs take float32 operands with `dtype=float64`, so numpy widens inside the loop
+    instead of materialising three float64 copies first.
+    """
+    xs, ys, zs = (v.data if v.ctype == ct.FLOAT else convert(v, ct.DOUBLE).data for v in (x, y, z))
+    prod = np.multiply(xs, ys, dtype=np.float64)
+    if mul_left:
+        r = (
+            np.add(prod, zs, dtype=np.float64)
+            if op == "+"
+            else np.subtract(prod, zs, dtype=np.float64)
+        )
+    else:
+        r = (
+            np.add(zs, prod, dtype=np.float64)
+            if op == "+"
+            else np.subtract(zs, prod, dtype=np.float64)
+        )
+    out = np.asarray(r).astype(np.float32)
+    return Val(ct.FLOAT, out if out.ndim else out[()])

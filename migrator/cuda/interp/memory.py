@@ -1,0 +1,228 @@
+"""Buffers and checked loads/stores for global, shared, local and constant memory.
+
+A buffer is one flat numpy array. Shared memory has one row per block of the batch and local
+arrays one row per lane, so an access computes `row * size + offset` with `row` the lane's block
+(shared) or the lane itself (local). Every access is bounds-checked against the row size, and
+shared reads are checked for initialisation and races. New shared/local memory is poisoned (NaN,
+`iinfo.max`, True) so reading it before writing shows up in outputs even when not reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.findings import OutOfBoundsError
+from migrator.cuda.interp.races import RaceTracker
+from migrator.cuda.interp.values import Val, lanes
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+Space = Literal["global", "shared", "local", "constant"]
+
+
+def poison(dtype: np.dtype, mode: str) -> object:
+    """The fill value of fresh memory: NaN / iinfo.max / True, or zero for uninit='zero'."""
+    if mode == "zero":
+        return dtype.type(0)
+    if dtype == np.bool_:
+        return True
+    if np.issubdtype(dtype, np.integer):
+        return np.iinfo(dtype).max
+    return np.nan
+
+
+@dataclass(eq=False)
+class Buffer:
+    name: str
+    space: Space
+    data: np.ndarray  # flat
+    elem: CType  # scalar element type stored
+    size: int  # elements per row
+    per: Literal["grid", "block", "lane"] = "grid"
+    init: np.ndarray | None = None  # shared only: which elements were written
+    race: RaceTracker | None = None  # shared only
+    all_init: bool = False  # every element written once: reads need no initialisation check
+
+    def fully_initialised(self) -> bool:
+        """Initialisation never reverts, so once every element is written the per-read check
+        (a gather over the lanes) can be skipped for the rest of the batch."""
+        if not self.all_init and self.init is not None:
+            self.all_init = bool(self.init.all())
+        return self.all_init
+
+    @classmethod
+    def fresh(
+        cls,
+        name: str,
+        space: Space,
+        elem: CType,
+        size: int,
+        rows: int,
+        per: str,
+        mode: str,
+        track: bool = False,
+    ) -> Buffer:
+        assert elem.dtype is not None
+        n = size * rows
+        data = np.full(n, poison(elem.dtype, mode), dtype=elem.dtype)
+        init = np.zeros(n, dtype=bool) if track else None
+        race = RaceTracker(n) if track else None
+        return cls(name, space, data, elem, size, per, init, race)  # type: ignore[arg-type]
+
+
+def _width(ctype: CType) -> int:
+    return ctype.count if ctype.kind == "vec" else 1
+
+
+def _resolve(
+    m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object, write: bool
+) -> tuple[Buffer, np.ndarray | None, np.ndarray]:
+    """Active lane indices (None = all) and flat element indices of an access; raises/reports
+    out-of-bounds accesses and drops them from the active set in report mode."""
+    buf = ptr.buf
+    if buf is None:
+        raise m.unsupported(node, "access through a pointer that names no buffer")
+    if ctype.scalar.dtype != buf.elem.dtype:
+        raise m.unsupported(node, f"access of {ctype} through {buf.elem} buffer {buf.name!r}")
+    idx = None if mask.all() else np.flatnonzero(mask)
+    off = lanes(ptr, m.geo.n)
+    if idx is not None:
+        off = off[idx]
+    w = _width(ctype)
+    off = np.asarray(off, dtype=np.int64)
+    last = buf.size - w  # last valid start offset
+    # one unsigned compare catches both ends: a negative offset viewed as uint64 is huge
+    bad = off.view(np.uint64) > np.uint64(last) if last >= 0 else np.ones(off.shape, bool)
+    if w > 1:
+        bad_align = (off % w) != 0
+        if bad_align.any():
+            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
+    if bad.any():
+        m.oob(node, buf, off, bad, idx, write)
+        keep = ~bad
+        idx = (np.flatnonzero(mask)[keep]) if idx is None else idx[keep]
+        off = off[keep]
+    if buf.per == "block":
+        rows = m.geo.blk if idx is None else m.geo.blk[idx]
+        flat = rows * buf.size + off
+    elif buf.per == "lane":
+        rows = m.geo.lane if idx is None else idx
+        flat = rows * buf.size + off
+    else:
+        flat = np.asarray(off, dtype=np.int64)
+    return buf, idx, flat
+
+
+def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> Val:
+    """Load `*ptr` of type `ctype` for the active lanes (inactive lanes hold poison)."""
+    buf, idx, flat = _resolve(m, ptr, ctype, mask, node, write=False)
+    if buf.space == "shared":
+        _check_shared_read(m, buf, idx, flat, ctype, node)
+    if ctype.kind == "vec":
+        assert ctype.elem is not None
+        comps = tuple(_gather(m, buf, idx, flat + k, ctype.elem) for k in range(ctype.count))
+        return Val(ctype, comps=comps)
+    return _gather(m, buf, idx, flat, ctype)
+
+
+def _gather(m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType) -> Val:
+    if idx is None:
+        return Val(ct, buf.data[flat])
+    out = np.full(m.geo.n, poison(buf.data.dtype, m.options.uninit), dtype=buf.data.dtype)
+    out[idx] = buf.data[flat]
+    return Val(ct, out)
+
+
+def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> None:
+    """Store `value` (already converted to the pointee type) for the active lanes.
+
+    Several lanes storing to one address in one statement: the highest lane wins (numpy's
+    fancy assignment keeps the last); CUDA leaves the winner unspecified, and for shared memory
+    the race checker reports it.
+    """
+    ctype = value.ctype
+    buf, idx, flat = _resolve(m, ptr, ctype, mask, node, write=True)
+    if buf.space == "constant":
+        raise m.error(node, f"store to __constant__ memory {buf.name!r}")
+    if buf.space == "shared":
+        _check_shared_write(m, buf, idx, flat, ctype, node)
+    parts = value.comps if value.comps is not None else (value,)
+    for k, part in enumerate(parts):
+        d = lanes(part, m.geo.n)
+        buf.data[flat + k] = d if idx is None else d[idx]
+
+
+def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
+    return m.geo.tid if idx is None else m.geo.tid[idx]
+
+
+def _check_shared_read(
+    m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType, node: object
+) -> None:
+    for k in range(_width(ct)):
+        f = flat + k if k else flat
+        if buf.init is not None and not buf.fully_initialised():
+            uninit = ~buf.init[f]
+            if uninit.any():
+                m.finding(
+                    node,
+                    "uninitialized_read",
+                    f"read of uninitialised shared memory "
+                    f"{buf.name!r} at index {int((f % buf.size)[uninit][0])}",
+                    _lanes_mask(m, idx, uninit),
+                )
+        if buf.race is not None and m.options.races:
+            race = buf.race.read(f, _tids(m, idx))
+            if race is not None and race.any():
+                m.finding(
+                    node,
+                    "shared_race",
+                    f"read of shared {buf.name!r} at index "
+                    f"{int((f % buf.size)[race][0])} races with a write by another "
+                    "thread since the last __syncthreads()",
+                    _lanes_mask(m, idx, race),
+                )
+
+
+def _check_shared_write(
+    m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType, node: object
+) -> None:
+    for k in range(_width(ct)):
+        f = flat + k if k else flat
+        if buf.init is not None and not buf.all_init:
+            buf.init[f] = True
+        if buf.race is not None and m.options.races:
+            race = buf.race.write(f, _tids(m, idx))
+            if race.any():
+                m.finding(
+                    node,
+                    "shared_race",
+                    f"write of shared {buf.name!r} at index "
+                    f"{int((f % buf.size)[race][0])} races with an access by another "
+                    "thread since the last __syncthreads()",
+                    _lanes_mask(m, idx, race),
+                )
+
+
+def _lanes_mask(m: Machine, idx: np.ndarray | None, sub: np.ndarray) -> np.ndarray:
+    """A full-lane mask from a mask over the active subset."""
+    if idx is None:
+        return sub
+    out = np.zeros(m.geo.n, dtype=bool)
+    out[idx[sub]] = True
+    return out
+
+
+def oob_message(buf: Buffer, off: int, write: bool, misaligned: bool = False) -> str:
+    what = "write" if write else "read"
+    if misaligned:
+        return f"misaligned {what} of {buf.space} buffer {buf.name!r} at element {off}"
+    return f"out-of-bounds {what} of {buf.space} buffer {buf.name!r}: index {off}, size {buf.size}"
+
+
+__all__ = ["Buffer", "OutOfBoundsError", "load", "store", "poison", "oob_message"]

@@ -1,0 +1,59 @@
+"""Every interpreter setting in one frozen, validated dataclass (house rule 7).
+
+The strictest choice is the default: out-of-bounds accesses raise, fresh memory is NaN-poisoned,
+races are checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+OOB_MODES = ("raise", "report")
+UNINIT_MODES = ("nan", "zero")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterpOptions:
+    """Settings of one interpreter run.
+
+    fmad: contract `a*b+c` on float32 into one rounding, as nvcc's default `-fmad=true`.
+    fast_math: accepted for API compatibility; currently only implies `fmad` (approximate
+        intrinsics such as `__expf` evaluate like `expf`).
+    shadow_f64: evaluate `float` arithmetic and buffers in float64 (a high-precision truth);
+        outputs come back as float64.
+    oob: "raise" stops at the first out-of-bounds access; "report" records a finding, skips
+        the store / returns poison for the load, and continues.
+    uninit: fill of fresh shared/local memory: NaN/iinfo.max ("nan") or zero.
+    block_batch: blocks run at once (None: as many as fit a lane budget of ~1M lanes).
+    races: check shared-memory races between barriers.
+    """
+
+    fmad: bool = True
+    fast_math: bool = False
+    shadow_f64: bool = False
+    oob: Literal["raise", "report"] = "raise"
+    uninit: Literal["nan", "zero"] = "nan"
+    block_batch: int | None = None
+    races: bool = True
+    max_loop_iterations: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        if self.oob not in OOB_MODES:
+            raise ValueError(f"oob={self.oob!r}: expected one of {OOB_MODES}")
+        if self.uninit not in UNINIT_MODES:
+            raise ValueError(f"uninit={self.uninit!r}: expected one of {UNINIT_MODES}")
+        if self.block_batch is not None and (
+            not isinstance(self.block_batch, int) or self.block_batch < 1
+        ):
+            raise ValueError(f"block_batch={self.block_batch!r}: expected a positive int or None")
+        for name in ("fmad", "fast_math", "shadow_f64", "races"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
+        if self.max_loop_iterations < 1:
+            raise ValueError(f"max_loop_iterations={self.max_loop_iterations!r}: must be >= 1")
+
+    @property
+    def contract(self) -> bool:
+        """Whether float32 `a*b+c` is fused (fmad, or implied by fast_math)."""
+        return self.fmad or self.fast_math

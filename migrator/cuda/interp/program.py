@@ -1,0 +1,100 @@
+"""The translation unit as the interpreter needs it: functions by name and file-scope globals.
+
+Built once per `ParsedSource` and reused by every batch of blocks. Host functions are kept too
+(they are never run) so that a missing `__device__` qualifier gives a clear error, not a
+"function not found".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from migrator.cuda.parse import ParsedSource
+
+QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
+
+
+@dataclass
+class Function:
+    name: str
+    node: Node  # function_definition
+    template: Node | None  # template_parameter_list, if a template
+    qualifiers: frozenset[str]
+
+    @property
+    def is_kernel(self) -> bool:
+        return "__global__" in self.qualifiers
+
+    @property
+    def params(self) -> list[Node]:
+        decl = self.node.child_by_field_name("declarator")
+        assert decl is not None
+        plist = decl.child_by_field_name("parameters")
+        assert plist is not None
+        return [c for c in plist.named_children if c.type == "parameter_declaration"]
+
+    @property
+    def body(self) -> Node:
+        body = self.node.child_by_field_name("body")
+        assert body is not None
+        return body
+
+
+@dataclass
+class Program:
+    parsed: ParsedSource
+    functions: dict[str, list[Function]] = field(default_factory=dict)
+    globals: list[Node] = field(default_factory=list)  # file-scope declarations, in order
+
+    @classmethod
+    def build(cls, parsed: ParsedSource) -> Program:
+        prog = cls(parsed)
+        prog._scan(parsed.root)
+        return prog
+
+    def _scan(self, node: Node) -> None:
+        for child in node.named_children:
+            if child.type == "function_definition":
+                self._add(child, None)
+            elif child.type == "template_declaration":
+                inner = next(
+                    (c for c in child.named_children if c.type == "function_definition"), None
+                )
+                if inner is not None:
+                    self._add(inner, child.child_by_field_name("parameters"))
+            elif child.type in ("declaration", "type_definition", "alias_declaration"):
+                self.globals.append(child)
+            elif child.type in ("namespace_definition", "linkage_specification"):
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    self._scan(body)
+
+    def _add(self, node: Node, template: Node | None) -> None:
+        decl = node.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        if decl is None:
+            return
+        name_node = decl.child_by_field_name("declarator")
+        if name_node is None:
+            return
+        name = self.parsed.text(name_node)
+        quals = frozenset(
+            self.parsed.text(c) for c in node.children if self.parsed.text(c) in QUALIFIERS
+        )
+        self.functions.setdefault(name, []).append(Function(name, node, template, quals))
+
+    def kernel(self, name: str | None) -> Function:
+        kernels = [f for fs in self.functions.values() for f in fs if f.is_kernel]
+        if name is None:
+            if len(kernels) != 1:
+                names = ", ".join(sorted(f.name for f in kernels)) or "none"
+                raise KeyError(f"pass the kernel name; __global__ functions here: {names}")
+            return kernels[0]
+        for f in kernels:
+            if f.name == name:
+                return f
+        names = ", ".join(sorted(f.name for f in kernels)) or "none"
+        raise KeyError(f"no __global__ function {name!r}; kernels here: {names}")

@@ -1,0 +1,265 @@
+"""`run_kernel`: launch a kernel on the CPU, batch by batch of blocks, and collect findings.
+
+The grid loop is plain and visible: blocks are cut into batches (a lane budget bounds memory),
+each batch gets fresh shared memory and runs the kernel body once, vectorised over all its
+lanes. Global buffers are the caller's arrays (written in place) unless `shadow_f64` upcasts
+float32 arrays to float64 working copies (returned in `RunResult.outputs`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.findings import Finding, FindingLog, InterpError, LaunchError
+from migrator.cuda.interp.geometry import Dim3, Geometry
+from migrator.cuda.interp.machine import Machine
+from migrator.cuda.interp.memory import Buffer
+from migrator.cuda.interp.options import InterpOptions
+from migrator.cuda.interp.program import Program
+from migrator.cuda.interp.scope import Binding, MemLV, Var
+from migrator.cuda.interp.stmts import DECL_WORDS
+from migrator.cuda.interp.values import Val, scalar
+from migrator.cuda.parse import ParsedSource, parse_file, parse_text
+
+LANE_BUDGET = 1 << 20
+
+
+@dataclass
+class RunResult:
+    """Arrays after the launch (by parameter name), findings, and throughput counters."""
+
+    outputs: dict[str, np.ndarray]
+    findings: list[Finding] = field(default_factory=list)
+    thread_statements: int = 0
+    seconds: float = 0.0
+    batches: int = 0
+    device_globals: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def statements_per_second(self) -> float:
+        return self.thread_statements / self.seconds if self.seconds > 0 else 0.0
+
+
+_PROGRAMS: dict[int, tuple[ParsedSource, Program]] = {}
+
+
+def program_for(source: str | Path | ParsedSource) -> Program:
+    """Parse (if needed) and index a translation unit; cached per ParsedSource object."""
+    if isinstance(source, ParsedSource):
+        parsed = source
+    elif isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.endswith((".cu", ".cuh"))
+    ):
+        parsed = parse_file(source)
+    else:
+        parsed = parse_text(str(source))
+    hit = _PROGRAMS.get(id(parsed))
+    if hit is not None and hit[0] is parsed:
+        return hit[1]
+    prog = Program.build(parsed)
+    if len(_PROGRAMS) > 64:
+        _PROGRAMS.clear()
+    _PROGRAMS[id(parsed)] = (parsed, prog)
+    return prog
+
+
+def _dim3(v: int | tuple[int, ...] | list[int]) -> Dim3:
+    vals = [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
+    if not 1 <= len(vals) <= 3 or any(x < 1 for x in vals):
+        raise ValueError(f"launch dimension {v!r}: expected 1-3 positive ints")
+    return tuple((vals + [1, 1, 1])[:3])  # type: ignore[return-value]
+
+
+def run_kernel(
+    source_or_parsed: str | Path | ParsedSource,
+    kernel_name: str | None,
+    grid: int | tuple[int, ...],
+    block: int | tuple[int, ...],
+    args: Mapping[str, Any],
+    shared_bytes: int = 0,
+    template_args: list[int | float | str] | None = None,
+    options: InterpOptions | None = None,
+) -> RunResult:
+    """Run `kernel_name<<<grid, block, shared_bytes>>>(args...)` with CUDA semantics.
+
+    `args` maps parameter names to numpy arrays (pointers; written in place) or Python
+    scalars. Raises `InterpError` (with kernel, block, thread and line) for out-of-bounds
+    accesses in raise mode, divergent barriers and unsupported constructs.
+    """
+    opts = options or InterpOptions()
+    prog = program_for(source_or_parsed)
+    try:
+        fn = prog.kernel(kernel_name)
+    except KeyError as e:
+        raise LaunchError(str(e.args[0])) from e
+    g, b = _dim3(grid), _dim3(block)
+    threads = b[0] * b[1] * b[2]
+    if threads > 1024:
+        raise LaunchError(f"block of {threads} threads exceeds CUDA's 1024", kernel=fn.name)
+    n_blocks = g[0] * g[1] * g[2]
+    batch = opts.block_batch or max(1, LANE_BUDGET // threads)
+    log = FindingLog(fn.name)
+    arrays: dict[str, np.ndarray] = {}
+    result = RunResult(outputs=arrays)
+    t0 = time.perf_counter()
+    with np.errstate(all="ignore"):  # C wraps and divides silently; numpy would warn
+        bound: dict[str, Any] | None = None
+        global_cache: dict[str, Binding] = {}
+        for first in range(0, n_blocks, batch):
+            geo = Geometry(g, b, first, min(batch, n_blocks - first))
+            m = Machine(prog, fn.name, geo, opts, log, shared_bytes)
+            scope: dict[str, Binding] = {}
+            m.push_frame(ct.VOID, scope)
+            _globals(m, args, global_cache)
+            if fn.template is not None:
+                m.bind_template(fn.template, list(template_args or []), scope)
+            if bound is None:
+                bound = _bind_args(m, fn.params, args, arrays)
+            for name, (t, value) in bound.items():
+                scope[name] = Var(t, value)
+            try:
+                m.exec(fn.body, geo.full)
+            except InterpError:
+                raise
+            except Exception as e:  # a bug or an unmodelled case: keep the cause and the line
+                raise InterpError(
+                    f"internal error: {type(e).__name__}: {e}", m.span(m.current), fn.name
+                ) from e
+            result.thread_statements += m.thread_statements
+            result.batches += 1
+    result.seconds = time.perf_counter() - t0
+    result.findings = log.items
+    for name, b in global_cache.items():  # __device__/__constant__ variables after the launch
+        buf = b.val.buf if isinstance(b, Var) else b.ptr.buf if isinstance(b, MemLV) else None
+        if buf is not None:
+            result.device_globals[name] = buf.data
+    return result
+
+
+def _bind_args(
+    m: Machine, params: list[Any], args: Mapping[str, Any], arrays: dict[str, np.ndarray]
+) -> dict[str, tuple[ct.CType, Val]]:
+    """Kernel parameters from `args`: arrays become global buffers, scalars typed values."""
+    out: dict[str, tuple[ct.CType, Val]] = {}
+    names = []
+    for p in params:
+        tnode = p.child_by_field_name("type")
+        decl = p.child_by_field_name("declarator")
+        assert tnode is not None and decl is not None
+        name, t, _, _ = m.declarator_type(m.base_type(tnode), decl)
+        names.append(name)
+        if name not in args:
+            raise LaunchError(f"missing argument {name!r} ({t})", m.span(p), m.kernel)
+        a = args[name]
+        if t.kind in ("ptr", "array"):
+            assert t.elem is not None
+            out[name] = (ct.ptr(t.elem), _pointer_arg(m, name, t.elem, a, arrays))
+        elif isinstance(a, np.ndarray) and a.ndim > 0:
+            raise LaunchError(
+                f"argument {name!r} is an array but the parameter is {t}", m.span(p), m.kernel
+            )
+        else:
+            out[name] = (t, scalar(t, a) if t.kind != "float" else Val(t, t.dtype.type(a)))
+    extra = set(args) - set(names) - set(m.globals)
+    if extra:
+        raise LaunchError(
+            f"unknown argument(s) {sorted(extra)}; parameters: {names}", kernel=m.kernel
+        )
+    return out
+
+
+def _pointer_arg(
+    m: Machine, name: str, elem: ct.CType, a: Any, arrays: dict[str, np.ndarray]
+) -> Val:
+    if not isinstance(a, np.ndarray):
+        raise LaunchError(
+            f"argument {name!r} must be a numpy array (parameter is {elem}*)", kernel=m.kernel
+        )
+    scalar_t = elem.scalar
+    want = scalar_t.dtype
+    if m.options.shadow_f64 and a.dtype == np.float32 and want == np.float64:
+        a = a.astype(np.float64)
+    if a.dtype != want:
+        raise LaunchError(
+            f"argument {name!r} has dtype {a.dtype}, parameter is {elem}*", kernel=m.kernel
+        )
+    if not a.flags.c_contiguous:
+        raise LaunchError(f"argument {name!r} must be C-contiguous", kernel=m.kernel)
+    arrays[name] = a
+    flat = a.reshape(-1)
+    buf = Buffer(name, "global", flat, scalar_t, flat.size)
+    return Val(ct.ptr(elem), np.int64(0), buf=buf)
+
+
+def _globals(m: Machine, args: Mapping[str, Any], cache: dict[str, Binding]) -> None:
+    """File-scope `__constant__`/`__device__` variables and `const` scalars.
+
+    Built by the first batch and shared by later ones (a `__device__` variable written by one
+    batch of blocks is seen by the next, as in one launch)."""
+    if cache:
+        m.globals.update(cache)
+        return
+    scope = m.frame.scopes[-1]
+    m.frames[-1].scopes[-1] = m.globals
+    try:
+        for decl in m.program.globals:
+            if decl.type != "declaration":
+                m.exec(decl, m.geo.full)  # typedef / using
+                continue
+            words = {m.parsed.text(c) for c in decl.children if c.type in DECL_WORDS}
+            tnode = decl.child_by_field_name("type")
+            if tnode is None or "extern" in words:
+                continue
+            try:
+                base = m.base_type(tnode)
+            except InterpError:
+                continue
+            for d in decl.children_by_field_name("declarator"):
+                if d.type == "function_declarator":
+                    continue
+                init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                name, t, _, _ = m.declarator_type(base, d)
+                if t.kind == "array" or "__constant__" in words or "__device__" in words:
+                    space = "constant" if "__constant__" in words else "global"
+                    m.globals[name] = _global_var(m, name, t, init, args.get(name), space)
+                elif init is not None:
+                    v = m.convert_to(m.ev(init, m.geo.full), t, d)
+                    m.globals[name] = Var(t, v, const=True)
+    finally:
+        m.frames[-1].scopes[-1] = scope
+    cache.update(m.globals)
+
+
+def _global_var(m: Machine, name: str, t: ct.CType, init: Any, given: Any, space: Any) -> Binding:
+    elem = t.scalar
+    assert elem.dtype is not None
+    size = max(1, t.size // elem.size)
+    data = np.zeros(size, dtype=elem.dtype)  # static storage is zero-initialised
+    if isinstance(given, np.ndarray):
+        data[: given.size] = given.reshape(-1)[:size]  # as cudaMemcpyToSymbol
+    elif init is not None and init.type == "initializer_list":
+        vals = _flatten_init(m, init)
+        data[: len(vals)] = vals
+    elif init is not None:
+        data[0] = m.ev(init, m.geo.full).data
+    buf = Buffer(name, space, data, elem, size)
+    if t.kind != "array":  # a scalar variable: an lvalue into its one-element buffer
+        return MemLV(Val(ct.ptr(t), np.int64(0), buf=buf), t)
+    return Var(t, Val(t, np.int64(0), buf=buf), const=True)
+
+
+def _flatten_init(m: Machine, node: Any) -> list[Any]:
+    out: list[Any] = []
+    for c in node.named_children:
+        if c.type == "initializer_list":
+            out.extend(_flatten_init(m, c))
+        else:
+            out.append(m.ev(c, m.geo.full).data)
+    return out

@@ -1,0 +1,145 @@
+"""Names in scope, lvalues, and per-call control state (returns, breaks, continues).
+
+An lvalue is anything that can be loaded and stored under a lane mask: a local variable (`VarLV`,
+masked update with `np.where`), memory (`MemLV`, a checked load/store) or one component of a
+vector (`CompLV`). Reference parameters of inlined `__device__` functions bind the caller's
+lvalue itself, so `acc += v` in the callee updates the caller's variable for the active lanes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from migrator.cuda.interp import memory
+from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.values import Val, select
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+
+class LValue(Protocol):
+    ctype: CType
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val: ...
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None: ...
+
+
+@dataclass
+class Var:
+    """A named local (or by-value parameter); `val` is replaced on every masked store."""
+
+    ctype: CType
+    val: Val
+    const: bool = False
+
+
+@dataclass
+class VarLV:
+    var: Var
+
+    @property
+    def ctype(self) -> CType:
+        return self.var.ctype
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        return self.var.val
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
+        if self.var.ctype.kind == "array":
+            raise m.error(node, "assignment to an array")
+        # lanes outside the mask keep their old value: a masked update, never a plain store
+        if mask.all():
+            self.var.val = v
+        else:
+            self.var.val = select(mask, v, self.var.val)
+
+
+@dataclass
+class MemLV:
+    ptr: Val  # pointer value (buffer + element offsets)
+    ctype: CType
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        if self.ctype.kind == "array":  # a sub-array: its address, not a load
+            return Val(self.ctype, self.ptr.data, buf=self.ptr.buf)
+        return memory.load(m, self.ptr, self.ctype, mask, node)
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
+        memory.store(m, self.ptr, v, mask, node)
+
+
+@dataclass
+class CompLV:
+    """Component `k` (.x/.y/.z/.w) of a vector lvalue."""
+
+    base: LValue
+    k: int
+    ctype: CType
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        v = self.base.load(m, mask, node)
+        assert v.comps is not None
+        return v.comps[self.k]
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
+        if isinstance(self.base, MemLV):
+            p = self.base.ptr
+            memory.store(m, Val(p.ctype, p.data + self.k, buf=p.buf), v, mask, node)
+            return
+        old = self.base.load(m, mask, node)
+        assert old.comps is not None
+        comps = list(old.comps)
+        comps[self.k] = v
+        self.base.store(m, Val(old.ctype, comps=tuple(comps)), mask, node)
+
+
+@dataclass
+class TypeName:
+    """A name bound to a type (template `typename T`, typedef)."""
+
+    ctype: CType
+
+
+Binding = Var | TypeName | VarLV | MemLV | CompLV
+
+
+@dataclass
+class Loop:
+    """Lanes that left a loop (`brk`) or skip to its next iteration (`cont`). A `switch` is a
+    Loop too (its `break`), but `continue` inside it belongs to the enclosing real loop."""
+
+    brk: np.ndarray
+    cont: np.ndarray
+    is_switch: bool = False
+
+
+@dataclass
+class Frame:
+    """One function activation: its scopes, its return state and its loops."""
+
+    ret_type: CType
+    scopes: list[dict[str, Binding]]
+    ret: np.ndarray  # lanes that executed `return`
+    retval: Val | None = None
+    loops: list[Loop] = field(default_factory=list)
+
+    def lookup(self, name: str) -> Binding | None:
+        for s in reversed(self.scopes):
+            b = s.get(name)
+            if b is not None:
+                return b
+        return None
+
+    def live(self, mask: np.ndarray) -> np.ndarray:
+        """Lanes of `mask` still running here (not returned, not broken or continued)."""
+        m = mask & ~self.ret
+        for lp in reversed(self.loops):  # up to and including the innermost real loop
+            m &= ~(lp.brk | lp.cont)
+            if not lp.is_switch:
+                break
+        return m

@@ -1,0 +1,108 @@
+"""`run_spec`: run a task's CUDA kernel with the inputs, scalars and launch its spec defines.
+
+Follows `migrator.contract`: inputs come from `make_inputs` (or the caller), `out` tensors start
+NaN-poisoned so that elements the kernel never writes show up, scalars are the spec's values
+or size formulas, and the result is the `out`/`inout` tensors in spec order, like the numpy
+reference returns them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype
+from migrator.cuda.interp.options import InterpOptions
+from migrator.cuda.interp.runner import RunResult, run_kernel
+from migrator.cuda.parse import ParsedSource, parse_file
+
+_PARSED: dict[str, ParsedSource] = {}
+
+
+@dataclass
+class SpecRun:
+    """The outputs in spec order plus the full run result and the inputs used."""
+
+    outputs: list[np.ndarray]
+    inputs: dict[str, np.ndarray]
+    result: RunResult
+    sizes: dict[str, int]
+
+
+def _parsed(path: Path) -> ParsedSource:
+    st = path.stat()
+    key = f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"  # an edited file is parsed again
+    p = _PARSED.get(key)
+    if p is None:
+        p = parse_file(path)
+        _PARSED[key] = p
+    return p
+
+
+def run_spec_full(
+    spec: TaskSpec | str | Path,
+    sizes: Mapping[str, int] | None = None,
+    seed: int = 0,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    options: InterpOptions | None = None,
+    grid: tuple[int, ...] | None = None,
+    block: tuple[int, ...] | None = None,
+    source: str | Path | None = None,
+) -> SpecRun:
+    """Like `run_spec`, returning inputs, sizes and the `RunResult` (findings) too.
+
+    `grid`/`block` override the spec's launch; `source` runs another .cu file than the spec's
+    (an edited copy of the kernel, say) under the same contract."""
+    if not isinstance(spec, TaskSpec):
+        spec = load_spec(spec)
+    sz = spec.resolve_sizes(sizes)
+    ins = make_inputs(spec, sz, seed)
+    for name, arr in (inputs or {}).items():
+        if name not in ins:
+            raise ValueError(
+                f"--inputs {name}: not an input tensor of this task "
+                f"(inputs: {', '.join(ins) or 'none'})"
+            )
+        t = next(t for t in spec.tensors if t.name == name)
+        want = spec.shape_of(t, sz)
+        if tuple(arr.shape) != want:
+            raise ValueError(f"input {name!r} has shape {arr.shape}, expected {want}")
+        ins[name] = np.ascontiguousarray(arr, dtype=np_dtype(t.dtype))
+    args: dict[str, Any] = {}
+    for t in spec.tensors:
+        if t.role == "out":
+            dt = np_dtype(t.dtype)
+            fill = np.nan if np.issubdtype(dt, np.floating) else 0
+            args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
+        else:
+            args[t.cuda_param] = ins[t.name].copy()
+    for s in spec.scalars:
+        args[s.cuda_param] = spec.scalar_value(s, sz)
+    g, b, smem = spec.launch_config(sz)
+    result = run_kernel(
+        _parsed(Path(source) if source is not None else spec.cuda_source_path()),
+        spec.kernel.name,
+        grid or g,
+        block or b,
+        args,
+        shared_bytes=smem,
+        template_args=list(spec.kernel.template_args),
+        options=options,
+    )
+    outs = [result.outputs.get(t.cuda_param, args[t.cuda_param]) for t in spec.outputs_in_order]
+    return SpecRun(outs, ins, result, sz)
+
+
+def run_spec(
+    spec: TaskSpec | str | Path,
+    sizes: Mapping[str, int] | None = None,
+    seed: int = 0,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    options: InterpOptions | None = None,
+) -> list[np.ndarray]:
+    """Run a spec's kernel; returns the `out`/`inout` tensors in spec order."""
+    return run_spec_full(spec, sizes, seed, inputs, options).outputs

@@ -1,0 +1,355 @@
+"""Statements and control flow over lanes with active masks.
+
+`exec(node, mask)` runs a statement for the lanes in `mask`. Divergence never forks: an `if`
+runs its then-branch with `mask & cond` and its else-branch with `mask & ~cond`; a loop keeps
+iterating while any lane is still in it (thread-dependent trip counts); `break`, `continue` and
+`return` park lanes in the current loop's/frame's masks, and each statement of a block re-derives
+its mask from them, so parked lanes skip the rest of the body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tree_sitter import Node
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.memory import Buffer, poison
+from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
+from migrator.cuda.interp.values import Val, convert, select
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+DECL_WORDS = (
+    "type_qualifier",
+    "storage_class_specifier",
+    "__device__",
+    "__shared__",
+    "__constant__",
+)
+IGNORED = {"preproc_call", "comment", ";", "empty_statement"}
+
+
+class StmtMixin:
+    """Statement execution; mixed into `Machine`."""
+
+    def init_stmts(self: Machine) -> None:
+        self._stmt: dict[str, Callable[[Node, np.ndarray], None]] = {
+            "compound_statement": self._s_block,
+            "expression_statement": self._s_expr,
+            "declaration": self._s_declaration,
+            "if_statement": self._s_if,
+            "for_statement": self._s_for,
+            "while_statement": self._s_while,
+            "do_statement": self._s_do,
+            "break_statement": self._s_break,
+            "continue_statement": self._s_continue,
+            "return_statement": self._s_return,
+            "else_clause": lambda n, m: self.exec(n.named_children[-1], m),
+            "switch_statement": self._s_switch,
+            "type_definition": self._s_typedef,
+            "alias_declaration": self._s_typedef,
+        }
+
+    def exec(self: Machine, node: Node, mask: np.ndarray) -> None:
+        if node.type in IGNORED:
+            return
+        fn = self._stmt.get(node.type)
+        if fn is None:
+            raise self.unsupported(node, f"statement {node.type}")
+        if node.type != "compound_statement":
+            self.count(mask)
+            self.current = node  # where an unexpected internal error is reported
+        fn(node, mask)
+
+    def _s_block(self: Machine, node: Node, mask: np.ndarray) -> None:
+        self.frame.scopes.append({})
+        try:
+            for child in node.named_children:
+                m = self.frame.live(mask)
+                if not m.any():
+                    break
+                self.exec(child, m)
+        finally:
+            self.frame.scopes.pop()
+
+    def _s_expr(self: Machine, node: Node, mask: np.ndarray) -> None:
+        if node.named_children:
+            self.ev(node.named_children[0], mask)
+
+    # --- declarations -------------------------------------------------------------------------
+    def _s_declaration(self: Machine, node: Node, mask: np.ndarray) -> None:
+        words = {self.parsed.text(c) for c in node.children if c.type in DECL_WORDS}
+        tnode = node.child_by_field_name("type")
+        if tnode is None:
+            raise self.unsupported(node, "declaration without a type")
+        is_auto = self.parsed.text(tnode) == "auto"
+        base = ct.VOID if is_auto else self.base_type(tnode)
+        for decl in node.children_by_field_name("declarator"):
+            init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            if is_auto:  # `auto x = e;`: the type of e (evaluated once, below)
+                if init is None or decl.child_by_field_name("declarator") is None:
+                    raise self.error(decl, "auto without an initialiser")
+                inner = decl.child_by_field_name("declarator")
+                assert inner is not None
+                if inner.type != "identifier":
+                    raise self.unsupported(decl, f"auto declarator {self.parsed.text(inner)!r}")
+                v = self.ev(init, mask)
+                self.declare(self.parsed.text(inner), Var(v.ctype, v))
+                continue
+            name, t, is_ref, _ = self.declarator_type(base, decl)
+            if "__shared__" in words:
+                self.declare(name, self._shared(node, name, t, "extern" in words))
+            elif is_ref:
+                if init is None:
+                    raise self.error(decl, f"reference {name!r} without initialiser")
+                self.declare(name, self.lvalue(init, mask))
+            elif t.kind == "array":
+                self.declare(name, self._local_array(decl, name, t, init, mask))
+            else:
+                # `const float* p`: the const is the pointee's; p itself may be reassigned
+                const = ("const" in words or "constexpr" in words) and t.kind != "ptr"
+                self.declare(name, self._local(decl, t, init, mask, const))
+
+    def _local(
+        self: Machine, decl: Node, t: ct.CType, init: Node | None, mask: np.ndarray, const: bool
+    ) -> Var:
+        if init is None:
+            return Var(t, self.uninit_value(t))
+        if init.type == "initializer_list":
+            if t.kind != "vec":
+                raise self.unsupported(init, f"brace initialiser for {t}")
+            assert t.elem is not None
+            comps = tuple(convert(self.ev(c, mask), t.elem) for c in init.named_children)
+            return Var(t, Val(t, comps=comps))
+        v = self.convert_to(self.ev(init, mask), t, decl)
+        # a const initialised for only some lanes is still per-lane; keep it a normal Var
+        return Var(t, v, const=const and mask.all())
+
+    def uninit_value(self: Machine, t: ct.CType) -> Val:
+        """An uninitialised local: poison, so reading it shows up in results."""
+        if t.kind == "vec":
+            assert t.elem is not None
+            return Val(t, comps=tuple(self.uninit_value(t.elem) for _ in range(t.count)))
+        if t.kind == "ptr":
+            return Val(t, np.int64(0), buf=None)
+        assert t.dtype is not None
+        return Val(t, np.full(self.geo.n, poison(t.dtype, self.options.uninit), dtype=t.dtype))
+
+    def _local_array(
+        self: Machine, decl: Node, name: str, t: ct.CType, init: Node | None, mask: np.ndarray
+    ) -> Var:
+        size = t.size // t.scalar.size
+        buf = Buffer.fresh(name, "local", t.scalar, size, self.geo.n, "lane", self.options.uninit)
+        if init is not None and init.type == "initializer_list":
+            for k, c in enumerate(init.named_children):
+                v = convert(self.ev(c, mask), t.scalar)
+                buf.data[k::size] = np.broadcast_to(np.asarray(v.data), (self.geo.n,))
+        return Var(t, Val(t, np.int64(0), buf=buf), const=True)
+
+    def _shared(self: Machine, node: Node, name: str, t: ct.CType, extern: bool) -> Var:
+        elem = t.scalar
+        if extern:
+            if self.dynamic_shared is None:
+                size = self.shared_bytes // elem.size
+                self.dynamic_shared = Buffer.fresh(
+                    name,
+                    "shared",
+                    elem,
+                    size,
+                    self.geo.n_blocks,
+                    "block",
+                    self.options.uninit,
+                    track=True,
+                )
+            buf = self.dynamic_shared
+            if buf.elem != elem:
+                raise self.unsupported(
+                    node, f"extern __shared__ {name!r} as {elem}, already declared as {buf.elem}"
+                )
+            return Var(t, Val(ct.array(elem, buf.size), np.int64(0), buf=buf), const=True)
+        key = (node.start_byte, t.name)  # per site and per template instantiation
+        buf = self.shared.get(key)
+        if buf is None:
+            if t.kind != "array" and t.kind not in ("int", "float", "bool"):
+                raise self.unsupported(node, f"__shared__ of type {t}")
+            size = t.size // elem.size
+            buf = Buffer.fresh(
+                name,
+                "shared",
+                elem,
+                size,
+                self.geo.n_blocks,
+                "block",
+                self.options.uninit,
+                track=True,
+            )
+            self.shared[key] = buf
+        if t.kind != "array":  # a shared scalar: an lvalue into its one-element buffer
+            return MemLV(Val(ct.ptr(t), np.int64(0), buf=buf), t)  # type: ignore[return-value]
+        return Var(t, Val(t, np.int64(0), buf=buf), const=True)
+
+    # --- control flow --------------------------------------------------------------------------
+    def _s_if(self: Machine, node: Node, mask: np.ndarray) -> None:
+        cond = node.child_by_field_name("condition")
+        then = node.child_by_field_name("consequence")
+        other = node.child_by_field_name("alternative")
+        assert cond is not None and then is not None
+        c = self.truth(self._cond_expr(cond), mask)
+        if c.any():
+            self.exec(then, c)
+        if other is not None:
+            rest = self.frame.live(mask & ~c)
+            if rest.any():
+                self.exec(other, rest)
+
+    def _cond_expr(self: Machine, cond: Node) -> Node:
+        if cond.type == "condition_clause":
+            v = cond.child_by_field_name("value")
+            if v is None or v.type == "declaration":
+                raise self.unsupported(cond, "declaration in a condition")
+            return v
+        return cond
+
+    def _loop(
+        self: Machine,
+        node: Node,
+        mask: np.ndarray,
+        cond: Node | None,
+        body: Node,
+        update: Node | None,
+        test_first: bool,
+    ) -> None:
+        loop = Loop(np.zeros(self.geo.n, dtype=bool), np.zeros(self.geo.n, dtype=bool))
+        self.frame.loops.append(loop)
+        active = mask
+        try:
+            for it in range(self.options.max_loop_iterations + 1):
+                if it == self.options.max_loop_iterations:
+                    raise self.error(
+                        node,
+                        f"loop ran {it} iterations; raise max_loop_iterations if this is intended",
+                    )
+                active = active & ~loop.brk & ~self.frame.ret
+                if (test_first or it > 0) and cond is not None:
+                    active = self.truth(cond, active)
+                if not active.any():
+                    break
+                self.exec(body, active)
+                loop.cont[:] = False  # continued lanes rejoin for the update and next test
+                active = active & ~loop.brk & ~self.frame.ret
+                if update is not None and active.any():
+                    self.ev(update, active)
+        finally:
+            self.frame.loops.pop()
+
+    def _s_for(self: Machine, node: Node, mask: np.ndarray) -> None:
+        self.frame.scopes.append({})
+        try:
+            init = node.child_by_field_name("initializer")
+            if init is not None:
+                if init.type == "declaration":
+                    self._s_declaration(init, mask)
+                else:
+                    self.ev(init, mask)
+            body = node.child_by_field_name("body")
+            assert body is not None
+            self._loop(
+                node,
+                mask,
+                node.child_by_field_name("condition"),
+                body,
+                node.child_by_field_name("update"),
+                True,
+            )
+        finally:
+            self.frame.scopes.pop()
+
+    def _s_while(self: Machine, node: Node, mask: np.ndarray) -> None:
+        cond = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        assert cond is not None and body is not None
+        self._loop(node, mask, self._cond_expr(cond), body, None, True)
+
+    def _s_do(self: Machine, node: Node, mask: np.ndarray) -> None:
+        cond = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        assert cond is not None and body is not None
+        self._loop(node, mask, cond, body, None, False)
+
+    def _s_break(self: Machine, node: Node, mask: np.ndarray) -> None:
+        if not self.frame.loops:
+            raise self.unsupported(node, "break outside a loop (switch is not supported)")
+        self.frame.loops[-1].brk |= mask
+
+    def _s_continue(self: Machine, node: Node, mask: np.ndarray) -> None:
+        loop = next((lp for lp in reversed(self.frame.loops) if not lp.is_switch), None)
+        if loop is None:
+            raise self.error(node, "continue outside a loop")
+        loop.cont |= mask
+
+    def _s_switch(self: Machine, node: Node, mask: np.ndarray) -> None:
+        """Lanes enter at their matching `case` (or `default`) and fall through until
+        `break`, exactly like C; a lane matching no case and no default skips the body."""
+        cond = node.child_by_field_name("condition")
+        body = node.child_by_field_name("body")
+        assert cond is not None and body is not None
+        v = self.ev(self._cond_expr(cond), mask)
+        cases = [c for c in body.named_children if c.type == "case_statement"]
+        labels = [c.child_by_field_name("value") for c in cases]
+        hits = [
+            None if lab is None else self.truth_of(v, self.ev(lab, mask), mask) for lab in labels
+        ]
+        matched = np.zeros(self.geo.n, dtype=bool)
+        for h in hits:
+            if h is not None:
+                matched |= h
+        loop = Loop(np.zeros(self.geo.n, dtype=bool), np.zeros(self.geo.n, dtype=bool), True)
+        self.frame.loops.append(loop)
+        entered = np.zeros(self.geo.n, dtype=bool)
+        try:
+            for case, lab, hit in zip(cases, labels, hits, strict=True):
+                entered = entered | (hit if hit is not None else mask & ~matched)
+                for stmt in case.named_children:
+                    if lab is not None and stmt.id == lab.id:
+                        continue
+                    m = self.frame.live(entered)
+                    if m.any():
+                        self.exec(stmt, m)
+        finally:
+            self.frame.loops.pop()
+
+    def truth_of(self: Machine, v: Val, label: Val, mask: np.ndarray) -> np.ndarray:
+        from migrator.cuda.interp.ops import binary
+
+        return mask & np.asarray(binary("==", v, label).data, dtype=bool)
+
+    def _s_typedef(self: Machine, node: Node, mask: np.ndarray) -> None:
+        """`typedef T name;` / `using name = T;`: a name bound to a type in this scope."""
+        if node.type == "alias_declaration":
+            name = node.child_by_field_name("name")
+            tdesc = node.child_by_field_name("type")
+            assert name is not None and tdesc is not None
+            self.declare(self.parsed.text(name), TypeName(self.type_of_descriptor(tdesc)))
+            return
+        tnode = node.child_by_field_name("type")
+        assert tnode is not None
+        base = self.base_type(tnode)
+        for decl in node.children_by_field_name("declarator"):
+            t, d = base, decl
+            while d.type == "pointer_declarator":
+                t = ct.ptr(t)
+                inner = d.child_by_field_name("declarator")
+                assert inner is not None
+                d = inner
+            self.declare(self.parsed.text(d), TypeName(t))
+
+    def _s_return(self: Machine, node: Node, mask: np.ndarray) -> None:
+        f = self.frame
+        if node.named_children:
+            v = self.convert_to(self.ev(node.named_children[0], mask), f.ret_type, node)
+            f.retval = v if f.retval is None or mask.all() else select(mask, v, f.retval)
+        f.ret |= mask

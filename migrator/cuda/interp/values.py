@@ -1,0 +1,117 @@
+"""Runtime values: one numpy array over lanes (or a uniform numpy scalar) plus its C type.
+
+A value that is the same for every lane (a literal, `blockDim.x`, a loop counter that only
+uniform code touched) stays a numpy scalar; numpy broadcasting then does the right thing and a
+uniform loop costs O(1) per step instead of O(lanes). Pointers are (buffer, element offset):
+`data` holds the offset in units of the buffer's element type, so `reinterpret_cast<float4*>` of
+a `float*` keeps the offset and only changes the pointee type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from migrator.cuda.interp.ctypes_ import BOOL, CType
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.memory import Buffer
+
+
+@dataclass
+class Val:
+    """A typed value over lanes. `comps` holds the components of a vector (float4 ...)."""
+
+    ctype: CType
+    data: Any = None  # np.ndarray [lanes] or numpy scalar
+    buf: Buffer | None = None  # pointers and arrays only
+    comps: tuple[Val, ...] | None = None  # vectors only
+
+    @property
+    def is_uniform(self) -> bool:
+        return np.ndim(self.data) == 0
+
+
+def scalar(ctype: CType, value: Any) -> Val:
+    """A uniform value of a scalar type (wrap-around applied for integers)."""
+    assert ctype.dtype is not None
+    if ctype.kind == "int":
+        return Val(
+            ctype,
+            np.array(int(value) & ((1 << (8 * ctype.dtype.itemsize)) - 1))
+            .astype(np.uint64)
+            .astype(ctype.dtype)[()],
+        )
+    return Val(ctype, ctype.dtype.type(value))
+
+
+def convert(v: Val, to: CType) -> Val:
+    """C conversion of a value to type `to` (assignment, cast, argument passing).
+
+    numpy differences handled here: float -> int truncates toward zero in both, but numpy
+    wraps out-of-range values where CUDA's cvt.rzi saturates, so we clip first; int -> bool is
+    `!= 0`, not a truncation; narrowing int -> int wraps (astype does the same).
+    """
+    src = v.ctype
+    if src == to:
+        return v
+    if to.kind == "vec":
+        if src.kind != "vec" or src.count != to.count or v.comps is None:
+            raise TypeError(f"cannot convert {src} to {to}")
+        assert to.elem is not None
+        return Val(to, comps=tuple(convert(c, to.elem) for c in v.comps))
+    if to.kind in ("ptr", "array"):
+        if src.kind not in ("ptr", "array"):
+            raise TypeError(f"cannot convert {src} to pointer type {to}")
+        return Val(to, v.data, buf=v.buf)
+    if src.kind in ("ptr", "array"):
+        raise TypeError(f"cannot convert pointer {src} to {to}")
+    if src.kind == "vec":
+        raise TypeError(f"cannot convert {src} to {to}")
+    if to.kind == "void":
+        return Val(to, np.int8(0))
+    assert to.dtype is not None
+    data = v.data
+    if to.kind == "bool":
+        return Val(BOOL, np.asarray(data != 0) if np.ndim(data) else np.bool_(data != 0))
+    if to.kind == "int" and src.kind == "float":
+        # CUDA float->int conversion saturates (cvt.rzi.sat semantics); numpy would wrap
+        info = np.iinfo(to.dtype)
+        wide = np.asarray(data, dtype=np.float64)
+        clipped = np.clip(np.trunc(np.nan_to_num(wide, nan=0.0)), info.min, info.max)
+        out = clipped.astype(to.dtype)
+        return Val(to, out if np.ndim(data) else out[()])
+    if (
+        to.kind == "float"
+        and src.kind == "float"
+        and src.dtype != np.float64
+        and to.dtype
+        not in (
+            np.float32,
+            np.float64,
+        )
+    ):
+        # half/bf16 <- float: one rounding step (RTNE) from float32, as __float2half_rn
+        out = np.asarray(data, dtype=np.float32).astype(to.dtype)
+        return Val(to, out if np.ndim(data) else out[()])
+    out = np.asarray(data).astype(to.dtype)
+    return Val(to, out if np.ndim(data) else out[()])
+
+
+def select(mask: Any, a: Val, b: Val) -> Val:
+    """Lane-wise `mask ? a : b` for values of the same type (vectors component-wise)."""
+    if a.comps is not None and b.comps is not None:
+        return Val(
+            a.ctype, comps=tuple(select(mask, x, y) for x, y in zip(a.comps, b.comps, strict=True))
+        )
+    if a.buf is not b.buf and (a.buf is not None or b.buf is not None):
+        raise TypeError("pointers into different buffers selected per lane")
+    return Val(a.ctype, np.where(mask, a.data, b.data), buf=a.buf)
+
+
+def lanes(v: Val, n: int) -> np.ndarray:
+    """The value's data as a full array over `n` lanes (broadcasting a uniform scalar)."""
+    d = np.asarray(v.data)
+    return np.broadcast_to(d, (n,)) if d.ndim == 0 else d

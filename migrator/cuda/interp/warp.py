@@ -1,0 +1,172 @@
+"""Warp intrinsics: shuffles and votes, vectorised over all warps of the batch at once.
+
+A warp is 32 consecutive linear thread ids of a block (x fastest); a block whose size is not a
+multiple of 32 has a partial last warp. Source-lane rules follow PTX `shfl.sync` with the
+`width` segment: up/down keep the lane's own value when the source falls outside its segment,
+`xor` when the source is above the segment's last lane, `idx` wraps within the segment.
+
+Checks (reported as `warp_mask` findings): the mask names a lane of the warp that is not
+executing the call (exited or diverged), or a lane reads from a source lane that is inactive
+(CUDA leaves that value undefined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tree_sitter import Node
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.values import Val, convert, lanes
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+WARP_SIZE = 32
+
+
+def _lane_id(m: Machine) -> np.ndarray:
+    return m.geo.tid % WARP_SIZE
+
+
+def _warp_id(m: Machine) -> np.ndarray:
+    """Global warp number of each lane within the batch."""
+    per_block = -(-m.geo.threads // WARP_SIZE)
+    return m.geo.blk * per_block + m.geo.tid // WARP_SIZE
+
+
+def _check_mask(m: Machine, mask_val: Val, mask: np.ndarray, node: Node) -> None:
+    """Every lane named in the member mask must be executing this call."""
+    wid = _warp_id(m)
+    n_warps = int(wid[-1]) + 1 if m.geo.n else 0
+    member = np.zeros(n_warps, dtype=np.uint64)
+    mv = lanes(convert(mask_val, ct.UINT), m.geo.n).astype(np.uint64)
+    np.bitwise_or.at(member, wid[mask], mv[mask])
+    named = ((member[wid] >> _lane_id(m).astype(np.uint64)) & np.uint64(1)).astype(bool)
+    warp_active = np.zeros(n_warps, dtype=bool)
+    warp_active[wid[mask]] = True
+    bad = named & ~mask & warp_active[wid]
+    if bad.any():
+        m.finding(
+            node,
+            "warp_mask",
+            "warp intrinsic mask names lanes that are not executing it (exited or diverged)",
+            bad,
+        )
+
+
+def _shuffle(
+    m: Machine,
+    args: list[Val],
+    mask: np.ndarray,
+    node: Node,
+    src_of: Callable[[np.ndarray, np.ndarray, int], np.ndarray],
+) -> Val:
+    if len(args) not in (3, 4):
+        raise m.error(node, "shuffle takes (mask, value, lane/delta[, width])")
+    mask_val, value, arg = args[0], args[1], args[2]
+    width = int(args[3].data) if len(args) == 4 else WARP_SIZE
+    if width not in (1, 2, 4, 8, 16, 32):
+        raise m.error(node, f"shuffle width {width} is not a power of two <= 32")
+    _check_mask(m, mask_val, mask, node)
+    lane = _lane_id(m)
+    b = lanes(convert(arg, ct.INT), m.geo.n).astype(np.int64)
+    src_lane = src_of(lane, b, width)
+    src_tid = m.geo.tid - lane + src_lane
+    exists = src_tid < m.geo.threads  # partial last warp: no such thread
+    src_tid = np.where(exists, src_tid, m.geo.tid)
+    src = m.geo.lane - m.geo.tid + src_tid
+    inactive_src = mask & (~exists | ~mask[src])  # a missing lane of a partial warp too
+    if inactive_src.any():
+        m.finding(
+            node,
+            "warp_mask",
+            "shuffle reads a value from a lane that is not active (undefined in CUDA)",
+            inactive_src,
+        )
+
+    def pick(v: Val) -> Val:
+        if v.comps is not None:
+            return Val(v.ctype, comps=tuple(pick(c) for c in v.comps))
+        return Val(v.ctype, lanes(v, m.geo.n)[src])
+
+    return pick(value)
+
+
+def _src_idx(lane: np.ndarray, b: np.ndarray, w: int) -> np.ndarray:
+    return (lane // w) * w + (b % w)
+
+
+def _src_up(lane: np.ndarray, b: np.ndarray, w: int) -> np.ndarray:
+    return np.where((lane % w) - b >= 0, lane - b, lane)
+
+
+def _src_down(lane: np.ndarray, b: np.ndarray, w: int) -> np.ndarray:
+    return np.where((lane % w) + b < w, lane + b, lane)
+
+
+def _src_xor(lane: np.ndarray, b: np.ndarray, w: int) -> np.ndarray:
+    j = lane ^ b
+    last = (lane // w) * w + (w - 1)
+    return np.where(j <= last, j, lane)
+
+
+def _ballot_bits(m: Machine, pred: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per lane: the 32-bit ballot of its warp over `pred & mask`."""
+    wid = _warp_id(m)
+    n_warps = int(wid[-1]) + 1 if m.geo.n else 0
+    bits = np.zeros(n_warps, dtype=np.uint64)
+    on = pred & mask
+    contrib = np.left_shift(np.uint64(1), _lane_id(m).astype(np.uint64))
+    np.bitwise_or.at(bits, wid[on], contrib[on])
+    return bits[wid].astype(np.uint32)
+
+
+def _pred(m: Machine, v: Val) -> np.ndarray:
+    return np.broadcast_to(np.asarray(v.data != 0), (m.geo.n,))
+
+
+def _ballot(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    _check_mask(m, args[0], mask, node)
+    return Val(ct.UINT, _ballot_bits(m, _pred(m, args[1]), mask))
+
+
+def _any(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    _check_mask(m, args[0], mask, node)
+    return Val(ct.INT, (_ballot_bits(m, _pred(m, args[1]), mask) != 0).astype(np.int32))
+
+
+def _all(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    _check_mask(m, args[0], mask, node)
+    fails = _ballot_bits(m, ~_pred(m, args[1]), mask)
+    return Val(ct.INT, (fails == 0).astype(np.int32))
+
+
+def _activemask(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    return Val(ct.UINT, _ballot_bits(m, np.ones(m.geo.n, dtype=bool), mask))
+
+
+WARP_OPS = {
+    "__shfl_sync": _src_idx,
+    "__shfl_up_sync": _src_up,
+    "__shfl_down_sync": _src_down,
+    "__shfl_xor_sync": _src_xor,
+}
+
+
+def _shfl(src_of: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> Callable[..., Val]:
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        return _shuffle(m, args, mask, node, src_of)
+
+    return call
+
+
+WARP: dict[str, Callable[..., Val]] = {
+    **{name: _shfl(fn) for name, fn in WARP_OPS.items()},
+    "__ballot_sync": _ballot,
+    "__any_sync": _any,
+    "__all_sync": _all,
+    "__activemask": _activemask,
+}
