@@ -44,3 +44,17 @@ def test_stages_import_only_earlier_stages() -> None:
             if dep not in ALLOWED[stage]:
                 problems.append(f"{path.relative_to(PKG.parent)} ({stage}) imports migrator.{dep}")
     assert not problems, "\n".join(problems)
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """pyproject lists packages explicitly; a new subpackage must be added there too."""
+    import tomllib
+
+    root = PKG.parent
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {"migrator." + ".".join(p.parent.relative_to(PKG).parts) if p.parent != PKG
+             else "migrator" for p in PKG.rglob("__init__.py")}  # fmt: skip
+    found |= {"migrator.patterns", "migrator.templates"}
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
