@@ -286,6 +286,47 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "misaligned vector access: {detail}",
         "Vector loads (float4) need an address aligned to the vector size.",
     ),
+    # --- C2N2xxx: migration (patterns and emission) ----------------------------------
+    DiagnosticKind(
+        "C2N2001",
+        "NO_PATTERN",
+        "warning",
+        "high",
+        "kernel {kernel} matches no supported family ({why})",
+        "It is emitted as a skeleton with the CUDA body in comments; port it by hand.",
+    ),
+    DiagnosticKind(
+        "C2N2002",
+        "IRREGULAR_GATHER",
+        "warning",
+        "high",
+        "{array} is accessed at the data-dependent index {index} (gather/scatter)",
+        "Indirect DMA (an index tile in the partition position) may express it; no automatic mapping.",
+    ),
+    DiagnosticKind(
+        "C2N2003",
+        "HISTOGRAM",
+        "warning",
+        "high",
+        "atomic {op} into {array} at a data-dependent index (histogram)",
+        "Sort or bucket the keys first, or count with a one-hot matmul; no automatic mapping.",
+    ),
+    DiagnosticKind(
+        "C2N2004",
+        "SCAN",
+        "warning",
+        "high",
+        "prefix scan over {array} (doubling loop at line {line})",
+        "nisa.tensor_tensor_scan computes scans along the free axis; port by hand.",
+    ),
+    DiagnosticKind(
+        "C2N2005",
+        "SORT",
+        "warning",
+        "high",
+        "compare-and-swap network over {array} (sort)",
+        "NKI has no sort instruction; port by hand or sort on the host.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

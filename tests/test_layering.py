@@ -13,7 +13,9 @@ ALLOWED: dict[str, set[str]] = {
     "contract": set(),
     "cuda": {"diagnostics", "contract"},
     "nki": {"diagnostics", "contract"},  # the emulator is independent of the CUDA side
+    "patterns": {"diagnostics", "contract", "cuda", "patterns"},
 }
+PATTERNS = PKG.parent / "patterns"  # shipped as migrator.patterns
 
 
 def _stage(path: Path) -> str:
@@ -36,8 +38,9 @@ def _imports(path: Path) -> set[str]:
 
 def test_stages_import_only_earlier_stages() -> None:
     problems = []
-    for path in sorted(PKG.rglob("*.py")):
-        stage = _stage(path)
+    files = [(p, _stage(p)) for p in sorted(PKG.rglob("*.py"))]
+    files += [(p, "patterns") for p in sorted(PATTERNS.glob("*.py"))]
+    for path, stage in files:
         if stage not in ALLOWED:
             continue
         for dep in _imports(path) - {stage}:

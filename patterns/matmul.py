@@ -1,0 +1,186 @@
+"""Matrix multiply: a sum over k of products of two operands, one output element per thread.
+
+Found from the dataflow: a store whose value contains a sum-reduction whose term is the product of
+two loads. Loads from shared tiles are followed back to the global loads that filled them
+(shared-memory tiled GEMM). Each operand's layout comes from its index: the coefficient of the
+reduction variable says whether k runs along the row (``A[row*K + k]``: row-major A) or down
+the column (``A[k*M + row]``: A transposed). ``alpha * acc + beta * C`` epilogues and batched
+launches (``blockIdx.z``) are recognised.
+"""
+
+from __future__ import annotations
+
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
+from migrator.cuda import poly
+from migrator.cuda.ir import Expr, IndexExpr, Kernel, Store, TranslationUnit
+
+
+class MatmulMatcher:
+    family = "matmul"
+    priority: Priority = "default"
+
+    def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
+        for st in facts.global_stores(k):
+            found = _product_reduction(st.value)
+            if found is None:
+                continue
+            red, a, b = found
+            ops = [_operand(k, x) for x in (a, b)]
+            if any(o is None for o in ops):
+                return self._no(
+                    k,
+                    "the product's operands are not loads of global matrices "
+                    "(directly or through shared tiles)",
+                )
+            (a_name, a_idx, a_via), (b_name, b_idx, b_via) = ops  # type: ignore[misc]
+            kvars = _reduction_vars(k, red, a_idx, b_idx)
+            if not kvars:
+                return self._no(k, "no reduction variable is shared by both operands' indices")
+            a_lay = _layout(a_idx, kvars, "y")
+            b_lay = _layout(b_idx, kvars, "x")
+            if a_lay is None or b_lay is None:
+                return self._no(
+                    k,
+                    f"operand layouts not recognised ({a_name}: {a_idx.canonical};"
+                    f" {b_name}: {b_idx.canonical})",
+                )
+            variant = "shared_tiled" if (a_via or b_via) else "naive"
+            if k.local_arrays:
+                variant = "register_blocked"
+            epilogue = _epilogue(st, red)
+            batched = any("blockIdx.z" in s for s in st.index[0].variant)
+            reasons = [
+                f"stores {st.array}[{st.index[0].canonical}] = {epilogue['form']}",
+                f"sum over {', '.join(kvars)} of {a_name} * {b_name}"
+                + (f" (through shared tiles {a_via}, {b_via})" if a_via or b_via else ""),
+                f"{a_name} is {a_lay}, {b_name} is {b_lay}",
+            ]
+            if batched:
+                reasons.append("batched over blockIdx.z")
+            return MatchResult(
+                family=self.family,
+                kernel=k.name,
+                matched=True,
+                variant=variant,
+                reasons=reasons,
+                plan={
+                    "variant": variant,
+                    "a": a_name,
+                    "b": b_name,
+                    "c": st.array,
+                    "a_layout": a_lay,
+                    "b_layout": b_lay,
+                    "alpha": epilogue["alpha"],
+                    "beta": epilogue["beta"],
+                    "batched": batched,
+                    "k_vars": kvars,
+                },
+            )
+        return self._no(k, "no store of a sum of products (no matmul accumulation)")
+
+    def _no(self, k: Kernel, why: str) -> MatchResult:
+        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+
+
+def _product_reduction(e: Expr) -> tuple[Expr, Expr, Expr] | None:
+    """The outermost sum-reduce whose innermost term is ``x * y`` (nested reduces allowed)."""
+    for node in e.walk():
+        if node.kind != "reduce" or node.op != "sum":
+            continue
+        term = node.args[-1]
+        while term.kind == "reduce" and term.op == "sum":
+            term = term.args[-1]
+        if term.kind == "binary" and term.op == "*":
+            a, b = term.args
+            if _is_load(a) and _is_load(b):
+                return node, _strip(a), _strip(b)
+    return None
+
+
+def _strip(e: Expr) -> Expr:
+    while e.kind == "cast" and e.args:
+        e = e.args[0]
+    return e
+
+
+def _is_load(e: Expr) -> bool:
+    return _strip(e).kind == "load"
+
+
+def _operand(k: Kernel, load: Expr) -> tuple[str, IndexExpr, str | None] | None:
+    """(global array, its index, shared tile it came through) for one product operand."""
+    if load.space == "global":
+        return load.name or "?", load.index[0], None
+    if load.space != "shared":
+        return None
+    fills = [s for s in k.stores if s.array == load.name]
+    for st in fills:
+        src = st.value
+        if src.kind == "select":  # zero-filled ragged edges: cond ? A[...] : 0
+            src = next((a for a in src.args[1:] if _is_load(a)), src)
+        src = _strip(src)
+        if src.kind == "load" and src.space == "global":
+            return src.name or "?", src.index[0], load.name
+    return None
+
+
+def _reduction_vars(k: Kernel, red: Expr, a: IndexExpr, b: IndexExpr) -> list[str]:
+    loop_vars = {lp.var for lp in k.loops if lp.var}
+    shared = set(a.variant) & set(b.variant) & loop_vars
+    return sorted(shared)
+
+
+def _layout(idx: IndexExpr, kvars: list[str], out_axis: str) -> str | None:
+    """Storage order of one operand, from which of its two index parts carries a size stride.
+
+    For A (rows follow the output's y axis): rows strided by a size (``row*lda + k``) is
+    row-major ``[M, K]``; k strided by a size (``k*M + row``) is A stored transposed ``[K, M]``.
+    For B (columns follow x): ``k*ldb + col`` is row-major ``[K, N]``; ``col*K + k`` is B stored
+    transposed ``[N, K]``.
+    """
+    if not idx.affine:
+        return None
+    p = idx.as_poly()
+    axis = poly.coefficient_of(p, f"threadIdx.{out_axis}")
+    k_coeff = next((c for c in (poly.coefficient_of(p, v) for v in kvars) if c), None)
+    if not axis or k_coeff is None:
+        return None
+
+    def sized(c: poly.Poly) -> bool:  # multiplied by a problem size (K, lda, N ...)
+        return any(m for m in c)
+
+    if out_axis == "y":
+        if sized(axis) and not sized(k_coeff):
+            return "row-major [M, K]"
+        if sized(k_coeff) and not sized(axis):
+            return "transposed (stored [K, M])"
+    else:
+        if sized(k_coeff) and not sized(axis):
+            return "row-major [K, N]"
+        if sized(axis) and not sized(k_coeff):
+            return "transposed (stored [N, K])"
+    return None
+
+
+def _epilogue(st: Store, red: Expr) -> dict[str, object]:
+    v = st.value
+    alpha = beta = None
+    if v.kind == "binary" and v.op == "+":
+        left, right = v.args
+        if (
+            right.kind == "binary"
+            and right.op == "*"
+            and any(a.kind == "load" and a.name == st.array for a in right.args)
+        ):
+            beta = next((a.name for a in right.args if a.kind == "param"), None)
+            v = left
+    if v.kind == "binary" and v.op == "*" and any(a is red or a == red for a in v.args):
+        alpha = next((a.name for a in v.args if a.kind == "param"), None)
+    form = "acc"
+    if alpha:
+        form = f"{alpha} * acc"
+    if beta:
+        form += f" + {beta} * {st.array}"
+    return {"alpha": alpha, "beta": beta, "form": form}

@@ -1,0 +1,109 @@
+"""Row-wise normalisations: reduce a row (max, sum, sum of squares), then map over the same row.
+
+Recognises softmax, log-softmax, layernorm and rmsnorm kernels written with one block (or one
+warp) per row: block- or warp-stride loops over the columns, shared-memory or shuffle reductions,
+then a store of the whole row. The variant comes from the math of the final map.
+"""
+
+from __future__ import annotations
+
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
+from migrator.cuda import poly
+from migrator.cuda.ir import Kernel, TranslationUnit
+
+
+class RowwiseMatcher:
+    family = "rowwise"
+    priority: Priority = "default"
+
+    def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
+        if not k.reductions:
+            return self._no(k, "reduces nothing before its map")
+        stores = [s for s in facts.global_stores(k) if s.loops]
+        if not stores:
+            return self._no(k, "does not write its output inside a loop over a row")
+        st = stores[-1]
+        loop = k.loops[st.loops[-1]]
+        if loop.kind not in ("block_stride", "thread_dependent") or loop.var is None:
+            return self._no(
+                k,
+                f"the output loop #{loop.id} is {loop.kind}, not a block- or "
+                "warp-stride loop over the columns",
+            )
+        idx = st.index[0]
+        if not idx.affine or poly.coefficient_of(idx.as_poly(), loop.var) != {(): 1}:
+            return self._no(
+                k,
+                f"{st.array} is written at {idx.canonical or idx.text}, not at "
+                f"row*cols + {loop.var}",
+            )
+        row = poly.sub(idx.as_poly(), poly.sym(loop.var))
+        row_syms = poly.symbols(row)
+        if any("threadIdx" in s and "floordiv" not in s for s in row_syms):
+            return self._no(k, "the row offset depends on the thread within the row")
+        ops = {r.op for r in k.reductions}
+        math = facts.calls(st.value)
+        loads = facts.loads(st.value, space="global")
+        row_input = next((ld for ld in loads if facts.key(ld.index[0]) == facts.key(idx)), None)
+        vectors = sorted(
+            {
+                ld.name or "?"
+                for ld in loads
+                if ld.index[0].affine and ld.index[0].variant == [loop.var]
+            }
+        )
+        reasons = [
+            f"writes {st.array}[{idx.canonical}]: row offset {poly.render(row)}, columns by "
+            f"{loop.kind} loop #{loop.id} over {loop.var}",
+            f"reductions before the map: {', '.join(sorted(ops))} "
+            f"({', '.join(sorted({r.style for r in k.reductions}))})",
+        ]
+        if row_input is None:
+            return self._no(k, "the map does not read the input row at the output index")
+        variant = _variant(ops, math, vectors)
+        if variant is None:
+            return self._no(
+                k,
+                f"math {sorted(math)} with reductions {sorted(ops)} is not a "
+                "softmax, log-softmax, layernorm or rmsnorm",
+            )
+        reasons.append(
+            f"{variant}: map uses {', '.join(sorted(math))}"
+            + (f"; per-column vectors {', '.join(vectors)}" if vectors else "")
+        )
+        scalars = [p.name for p in k.params if p.role == "scalar"]
+        eps = next((p for p in scalars if p.lower().startswith("eps")), None)
+        return MatchResult(
+            family=self.family,
+            kernel=k.name,
+            matched=True,
+            variant=variant,
+            reasons=reasons,
+            plan={
+                "variant": variant,
+                "input": row_input.name,
+                "output": st.array,
+                "row_offset": poly.render(row),
+                "column_var": loop.var,
+                "vectors": vectors,
+                "eps": eps,
+            },
+        )
+
+    def _no(self, k: Kernel, why: str) -> MatchResult:
+        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+
+
+def _variant(ops: set[str], math: set[str], vectors: list[str]) -> str | None:
+    exp = bool(math & {"expf", "exp", "__expf"})
+    log = bool(math & {"logf", "log", "__logf"})
+    rsqrt = bool(math & {"rsqrtf", "rsqrt", "sqrtf", "sqrt"})
+    if "max" in ops and log:
+        return "log_softmax"
+    if "max" in ops and exp:
+        return "softmax"
+    if rsqrt and "sum" in ops:
+        return "layernorm" if len(vectors) >= 2 else "rmsnorm" if len(vectors) <= 1 else None
+    return None

@@ -1,0 +1,155 @@
+"""Pattern matchers: each corpus kernel lands in its family, with reasons; the rest is reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from migrator.patterns.registry import (
+    Classification,
+    MatchResult,
+    Priority,
+    classify,
+    matchers,
+    register,
+)
+
+from migrator.cuda.frontend import analyze_file, analyze_text
+from migrator.cuda.ir import Kernel, TranslationUnit
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+
+EXPECT = {
+    ("vector_add", "vector_add_kernel"): ("elementwise", "1d", "one thread per element"),
+    ("saxpy", "saxpy_kernel"): ("elementwise", "1d", "grid-stride loop"),
+    ("gelu", "gelu_kernel"): ("elementwise", "1d", "math: tanhf"),
+    ("gelu", "relu_kernel"): ("elementwise", "1d", "math: fmaxf"),
+    ("scale_2d_pitch", "scale_2d_pitch_kernel"): ("elementwise", "2d", "leading dimension ld_in"),
+    ("reduce_sum_shared", "reduce_sum_shared_kernel"): (
+        "reduction",
+        "block_partial",
+        "shared_tree",
+    ),
+    ("reduce_warp_shuffle", "row_sum_warp_kernel"): ("reduction", "axis", "warp_shuffle"),
+    ("softmax_row", "softmax_row_kernel"): ("rowwise", "softmax", "max, sum"),
+    ("layernorm", "layernorm_kernel"): ("rowwise", "layernorm", "beta, gamma"),
+    ("matmul_naive", "matmul_naive_kernel"): ("matmul", "naive", "A is row-major [M, K]"),
+    ("matmul_tiled", "sgemm_tiled_kernel"): ("matmul", "shared_tiled", "alpha * acc + beta * C"),
+    ("transpose_tiled", "transpose_tiled_kernel"): ("transpose", "shared_tiled", "padded"),
+    ("stencil_1d", "stencil_1d_kernel"): ("stencil", "1d", "7 taps"),
+}
+
+
+def _classify_corpus(stem: str, kernel: str) -> Classification:
+    tu = analyze_file(CORPUS / f"{stem}.cu")
+    return classify(tu, tu.kernel(kernel))
+
+
+@pytest.mark.parametrize(("stem", "kernel"), sorted(EXPECT))
+def test_corpus_kernel_family(stem: str, kernel: str) -> None:
+    family, variant, reason = EXPECT[(stem, kernel)]
+    c = _classify_corpus(stem, kernel)
+    assert c.winner is not None, [v.reasons for v in c.verdicts]
+    assert (c.winner.family, c.winner.variant) == (family, variant)
+    assert any(reason in r for r in c.winner.reasons), c.winner.reasons
+    # every other family says why it did not match
+    for v in c.verdicts:
+        assert v.reasons, v.family
+
+
+def test_every_global_corpus_kernel_is_expected() -> None:
+    for cu in CORPUS.glob("*.cu"):
+        for k in analyze_file(cu).global_kernels:
+            assert (cu.stem, k.name) in EXPECT, f"add a family expectation for {cu.stem}:{k.name}"
+
+
+def one(src: str) -> tuple[TranslationUnit, Kernel]:
+    tu = analyze_text(src, "t.cu")
+    return tu, tu.global_kernels[0]
+
+
+def test_transposed_operand_layouts() -> None:
+    tu, k = one(
+        "__global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (row < M && col < N) {\n    float acc = 0.0f;\n"
+        "    for (int k = 0; k < K; ++k) acc += A[k * M + row] * B[col * K + k];\n"
+        "    C[row * N + col] = acc;\n  }\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.family == "matmul"
+    assert c.winner.plan["a_layout"] == "transposed (stored [K, M])"  # type: ignore[union-attr,index]
+    assert c.winner.plan["b_layout"] == "transposed (stored [N, K])"  # type: ignore[union-attr,index]
+
+
+def test_broadcast_row_vector_is_elementwise() -> None:
+    tu, k = one(
+        "__global__ void add_bias(const float* x, const float* bias, float* y, int R, int C) {\n"
+        "  int r = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r < R && c < C) y[r * C + c] = fmaxf(x[r * C + c] + bias[c], 0.0f);\n}\n"
+    )
+    c = classify(tu, k)
+    assert (c.family, c.winner.variant) == ("elementwise", "2d")  # type: ignore[union-attr]
+    assert "row-vector broadcast" in c.winner.plan["inputs"]["bias"]  # type: ignore[union-attr,index]
+
+
+def _ids(c: Classification) -> set[str]:
+    return {d.id for v in c.verdicts for d in v.diagnostics}
+
+
+def test_histogram_is_reported_not_matched() -> None:
+    tu, k = one(
+        "__global__ void hist(const int* keys, int* bins, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) atomicAdd(&bins[keys[i]], 1);\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.winner is None and "C2N2003" in _ids(c)
+
+
+def test_scan_is_reported_not_matched() -> None:
+    tu, k = one(
+        "__global__ void scan(const float* in, float* out, int n) {\n"
+        "  __shared__ float t[256];\n  int tid = threadIdx.x;\n"
+        "  t[tid] = tid < n ? in[tid] : 0.0f;\n  __syncthreads();\n"
+        "  for (int off = 1; off < 256; off *= 2) {\n"
+        "    float v = tid >= off ? t[tid - off] : 0.0f;\n    __syncthreads();\n"
+        "    t[tid] += v;\n    __syncthreads();\n  }\n"
+        "  if (tid < n) out[tid] = t[tid];\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.winner is None and "C2N2004" in _ids(c)
+
+
+def test_gather_is_reported_not_matched() -> None:
+    tu, k = one(
+        "__global__ void gather(const float* x, const int* idx, float* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = x[idx[i]];\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.winner is None and "C2N2002" in _ids(c)
+
+
+def test_user_matcher_takes_over_by_priority() -> None:
+    class Everything:
+        family = "user_everything"
+        priority: Priority = "takeover"
+
+        def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
+            return MatchResult(
+                family=self.family, kernel=k.name, matched=True, reasons=["user rule"]
+            )
+
+    before = list(matchers())
+    register(Everything())
+    try:
+        c = _classify_corpus("vector_add", "vector_add_kernel")
+        assert c.family == "user_everything"
+    finally:
+        from migrator.patterns import registry
+
+        registry._MATCHERS[:] = before
+    assert _classify_corpus("vector_add", "vector_add_kernel").family == "elementwise"
