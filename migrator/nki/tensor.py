@@ -50,10 +50,14 @@ def _is_array_index(x: Any) -> bool:
 class Tensor:
     """A view of a storage: a kernel argument, an SBUF/PSUM tile or a slice of either."""
 
-    __slots__ = ("storage", "key", "shape", "pdim", "advanced", "__weakref__")
+    __slots__ = ("storage", "key", "shape", "pdim", "advanced", "produced", "__weakref__")
 
     def __init__(self, storage: Storage, key: Key | None = None) -> None:
         self.storage = storage
+        # Elements a masked instruction produced. On hardware `t[...] = nl.load(x, mask=m)`
+        # is one instruction writing into t, so t keeps its old values where m is false;
+        # assignment honours this instead of copying the result's unwritten elements.
+        self.produced: np.ndarray | None = None
         if key is None:
             key = tuple(slice(0, n, 1) for n in storage.data.shape)
         self.key = key
@@ -108,6 +112,7 @@ class Tensor:
         if mask is not None:
             out = cls.allocate(values.shape, dtype, buffer)
             out.write(values, valid, mask)
+            out.produced = np.broadcast_to(mask, values.shape)
             return out
         data = dtypes.cast(values, dtype)
         # A new tile owns its memory: values may be a view of another storage (same-dtype copy,
@@ -407,7 +412,11 @@ class Tensor:
         from . import language
 
         values, valid = language._operand_values(value, view.shape)
-        view.write(values, valid)
+        produced = value.produced if isinstance(value, Tensor) else None
+        if produced is not None and produced.shape == view.shape:
+            view.write(values, valid, produced)
+        else:
+            view.write(values, valid)
 
     def _inplace(self, op: str, other: Any) -> Tensor:
         from . import language

@@ -1,0 +1,58 @@
+"""`t[...] = nl.load(x, mask=m)` writes only where m holds; t keeps its values elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import migrator.nki as mn
+
+KERNEL = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def zero_padded(a):
+    rows, cols = a.shape
+    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(128)[None, :]
+    tile = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    tile[i_p, i_f] = nl.load(a[i_p, i_f], mask=(i_p < rows) & (i_f < cols))
+    nl.store(out[i_p, i_f], value=tile)
+    return out
+
+
+@nki.jit
+def unpadded(a):
+    rows, cols = a.shape
+    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(128)[None, :]
+    tile = nl.load(a[i_p, i_f], mask=(i_p < rows) & (i_f < cols))
+    nl.store(out[i_p, i_f], value=tile)
+    return out
+'''
+
+
+def test_masked_load_into_zeroed_tile_keeps_zeros(tmp_path: Path) -> None:
+    f = tmp_path / "k.py"
+    f.write_text(KERNEL)
+    m = mn.load_kernel_module(f)
+    a = np.random.default_rng(0).random((100, 70), dtype=np.float32)
+    out = m.zero_padded(a)
+    assert np.array_equal(out[:100, :70], a)
+    assert (out[100:] == 0).all() and (out[:, 70:] == 0).all()
+
+
+def test_masked_load_without_a_destination_leaves_poison(tmp_path: Path) -> None:
+    import pytest
+
+    f = tmp_path / "k.py"
+    f.write_text(KERNEL)
+    m = mn.load_kernel_module(f)
+    a = np.ones((100, 70), np.float32)
+    with pytest.raises(mn.NkiConstraintError, match="never written"):
+        m.unpadded(a)
