@@ -112,16 +112,23 @@ def _register_diagnostics(sub: argparse._SubParsersAction) -> None:  # type: ign
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    tu = inspect(args.file, include_dirs=args.include_dirs, defines=_defines(args.defines))
+    from migrator.migration import migrate
+    from migrator.report import markdown, summary
+
+    m = migrate(
+        args.file, kernel=args.kernel, spec=args.spec, out_dir=args.out, target=args.target,
+        check=args.check, include_dirs=args.include_dirs, defines=_defines(args.defines),
+    )  # fmt: skip
+    out_dir = Path(args.out) if args.out else Path(args.file).parent
+    stem = Path(args.file).stem
+    (out_dir / f"{stem}_migration.md").write_text(markdown(m), encoding="utf-8")
+    (out_dir / f"{stem}_migration.json").write_text(m.model_dump_json(indent=2), encoding="utf-8")
     if args.json:
-        sys.stdout.write(tu.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(m.model_dump_json(indent=2) + "\n")
     else:
-        sys.stdout.write(render(tu))
-        sys.stdout.write(
-            "\nnote: NKI emission (pattern matching and templates) is not implemented yet; "
-            "this is the front end's analysis of the kernels it would migrate.\n"
-        )
-    return EXIT_OK
+        sys.stdout.write(summary(m))
+        sys.stdout.write(f"report: {out_dir / (stem + '_migration.md')}\n")
+    return {"complete": EXIT_OK, "partial": EXIT_PARTIAL, "failed": EXIT_FAILED}[m.status]
 
 
 # Subcommands: name -> registration function. Later stages add theirs here.
@@ -152,7 +159,16 @@ def build_migrate_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="migrate", description="Migrate a CUDA kernel to NKI.")
     p.add_argument("file", help="CUDA source (.cu/.cuh)")
     p.add_argument("--kernel", help="kernel to migrate (default: every __global__ kernel)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--spec", help="task spec sidecar (default: the .toml next to the .cu)")
+    p.add_argument("-o", "--out", help="output directory (default: next to the input)")
+    p.add_argument("--target", choices=["trn1", "trn2"], default="trn2", help="Trainium generation")
+    p.add_argument(
+        "--check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the generated kernel against the CUDA interpreter (default: on)",
+    )
+    p.add_argument("--json", action="store_true", help="print the migration as JSON")
     p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     _add_frontend_options(p)
     p.set_defaults(func=_cmd_migrate)

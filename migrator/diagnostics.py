@@ -301,7 +301,7 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "warning",
         "high",
         "{array} is accessed at the data-dependent index {index} (gather/scatter)",
-        "Indirect DMA (an index tile in the partition position) may express it; no automatic mapping.",
+        "Indirect DMA (an index tile in the partition position) may express it; port by hand.",
     ),
     DiagnosticKind(
         "C2N2003",
@@ -326,6 +326,38 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "high",
         "compare-and-swap network over {array} (sort)",
         "NKI has no sort instruction; port by hand or sort on the host.",
+    ),
+    DiagnosticKind(
+        "C2N2006",
+        "NOT_EMITTED",
+        "warning",
+        "high",
+        "{what} is recognised but cannot be emitted automatically",
+        "The generated skeleton marks the place; write this part by hand.",
+    ),
+    DiagnosticKind(
+        "C2N2007",
+        "NUMERIC_MISMATCH",
+        "error",
+        "high",
+        "generated NKI differs from the CUDA interpreter on {sizes}: {detail}",
+        "A bug in cuda2nki's emission for this kernel; please report it with the kernel.",
+    ),
+    DiagnosticKind(
+        "C2N2008",
+        "CONSTRAINT_VIOLATION",
+        "error",
+        "high",
+        "generated NKI breaks a Trainium rule: {detail}",
+        "A bug in cuda2nki's tiling plan for this kernel; please report it with the kernel.",
+    ),
+    DiagnosticKind(
+        "C2N2009",
+        "NO_SPEC",
+        "warning",
+        "medium",
+        "no spec sidecar for {path}: tensor shapes and sizes are unknown",
+        "Write <kernel>.toml next to the .cu (see README, Task contract) to get a runnable kernel.",
     ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(

@@ -13,13 +13,21 @@ from typing import Any
 from migrator.patterns import facts
 from migrator.patterns.registry import MatchResult, Priority
 
+from migrator import diagnostics as diag
+from migrator import nkiexpr
+from migrator.contract import TaskSpec
 from migrator.cuda import poly
-from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.cuda.ir import Expr, Kernel, TranslationUnit
+from migrator.nkiexpr import Untranslatable
+from migrator.plan import ELEMENTWISE_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 
 class ElementwiseMatcher:
     family = "elementwise"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         no: list[str] = []
@@ -153,3 +161,71 @@ def _broadcast_kind(idx, layout: dict[str, Any]) -> str | None:  # type: ignore[
     if axes == {"y"} and poly.render(idx.as_poly()) == layout["row"]:
         return "column-vector broadcast (indexed by row)"
     return None
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """Tiles of P_TILE x F_TILE over the flat (1-D) or row/column (2-D) index space."""
+    p = bind(tu, k, spec, "elementwise", match.variant)
+    layout = (match.plan or {})["layout"]
+    stores = facts.global_stores(k)
+    loads: dict[str, str] = {}
+
+    def tile_of(ld: Expr) -> str:
+        t = p.tensor_for_param(ld.name or "")
+        if t is None:
+            raise Untranslatable(f"{ld.name} is not a tensor of the task")
+        loads.setdefault(t.name, f"{t.name}_tile")
+        return loads[t.name]
+
+    rendered = []
+    for st in stores:
+        out = p.tensor_for_param(st.array)
+        if out is None:
+            raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"output {st.array}"))
+        try:
+            expr = nkiexpr.render(st.value, tile_of, p.params)
+        except Untranslatable as e:
+            raise PlanError(diag.make("NOT_EMITTED", st.span, what=str(e))) from e
+        rendered.append(
+            {
+                "tensor": out.name,
+                "var": out.var,
+                "expr": expr,
+                "note": note(st.span, source_line(st.span)),
+            }
+        )
+    first_out = p.tensor_for_param(stores[0].array)
+    assert first_out is not None
+    p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
+    guards = [k.guards[g] for g in stores[0].guards if k.guards[g].kind == "bounds"]
+    loop = next((lp for lp in k.loops if lp.kind == "grid_stride"), None)
+    guard_span = guards[0].span if guards else (loop.span if loop else k.span)
+    guard_text = (
+        guards[0].condition
+        if guards
+        else (f"{loop.var} {loop.cmp} {loop.bound.text}" if loop and loop.bound else "bounds")
+    )
+    idx_span = loop.span if loop else stores[0].span
+    p.notes = {
+        "index": note(
+            idx_span, "one CUDA thread per element" + (" (grid-stride loop)" if loop else "")
+        ),
+        "guard": note(guard_span, f"bounds guard `{guard_text}` becomes the tile mask"),
+    }
+    fields: dict[str, Any] = {
+        "kind": layout["kind"],
+        "summary": ", ".join(f"{r['tensor']} = {r['expr']}" for r in rendered),
+        "loads": [{"tensor": name, "var": var} for name, var in loads.items()],
+        "stores": rendered,
+        "size_params": {},
+        "constant_notes": {
+            "P_TILE": "partitions per tile (nl.tile_size.pmax)",
+            "F_TILE": "elements per partition per tile: 2 KiB fp32 DMAs",
+        },
+    }
+    if layout["kind"] == "1d":
+        fields["extent"] = first_out.shape[0]
+    else:
+        fields["rows"], fields["cols"] = first_out.shape[0], first_out.shape[1]
+    p.fields = fields
+    return p

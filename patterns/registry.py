@@ -76,6 +76,14 @@ def _ensure_loaded() -> None:
         register(factory())
 
 
+def planner_for(family: str) -> Callable[..., Any] | None:
+    """The matcher's `plan(match, tu, kernel, spec) -> Plan`, if its family emits NKI."""
+    for m in matchers():
+        if m.family == family:
+            return getattr(m, "plan", None)
+    return None
+
+
 class Classification(BaseModel):
     """Every matcher's verdict, and the winner (the first match in priority order)."""
 

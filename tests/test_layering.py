@@ -13,7 +13,11 @@ ALLOWED: dict[str, set[str]] = {
     "contract": set(),
     "cuda": {"diagnostics", "contract"},
     "nki": {"diagnostics", "contract"},  # the emulator is independent of the CUDA side
-    "patterns": {"diagnostics", "contract", "cuda", "patterns"},
+    # planning: IR + contract -> plan; emission renders it; neither runs anything
+    "nkiexpr": {"cuda"},
+    "plan": {"diagnostics", "contract", "cuda"},
+    "patterns": {"diagnostics", "contract", "cuda", "patterns", "plan", "nkiexpr"},
+    "emit": {"plan"},
 }
 PATTERNS = PKG.parent / "patterns"  # shipped as migrator.patterns
 

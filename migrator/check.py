@@ -1,0 +1,188 @@
+"""Checking an NKI kernel against the CUDA original: same inputs, both executors, compare.
+
+The CUDA interpreter runs the original under the task contract; the NKI emulator runs the
+candidate (generated or hand-written) with Trainium's constraints enforced. Used by `migrate`
+(the numerical check in the migration report) and by the `__main__` block of every emitted
+kernel file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from migrator.contract import TaskSpec, load_spec, make_inputs, spec_for_source
+
+# Default closeness per output dtype (|got - want| <= atol + rtol * |want|): fp32 differences
+# come from accumulation order (tree vs sequential reductions, PSUM matmul order), so the
+# tolerance is a few hundred ulp relative; low-precision outputs are compared in their dtype.
+TOLERANCE = {
+    "float32": (1e-4, 1e-5),
+    "float16": (2e-3, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+    "float8_e4m3": (1.3e-1, 6e-2),
+    "float8_e5m2": (2.6e-1, 1.3e-1),
+}
+
+
+class OutputCheck(BaseModel):
+    name: str
+    max_abs: float
+    max_rel: float
+    mismatches: int
+    elements: int
+    ok: bool
+
+
+class SizeCheck(BaseModel):
+    sizes: dict[str, int]
+    outputs: list[OutputCheck] = Field(default_factory=list)
+    error: str | None = None  # constraint violation or crash in the NKI kernel
+    ok: bool = False
+    nki_seconds: float = 0.0
+    cuda_seconds: float = 0.0
+
+
+class CheckReport(BaseModel):
+    kernel: str
+    nki_file: str
+    sizes: list[SizeCheck]
+    ok: bool
+    estimate_us: float | None = None
+    bottleneck: str | None = None
+    profile: dict[str, Any] | None = None
+
+
+def _tolerance(spec: TaskSpec, dtype: str) -> tuple[float, float]:
+    rtol, atol = TOLERANCE.get(dtype, (1e-4, 1e-5))
+    if spec.tolerance is not None:
+        rtol = spec.tolerance.rtol if spec.tolerance.rtol is not None else rtol
+        atol = spec.tolerance.atol if spec.tolerance.atol is not None else atol
+    return rtol, atol
+
+
+def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> OutputCheck:
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    if g.shape != w.shape:
+        return OutputCheck(
+            name=name,
+            max_abs=float("inf"),
+            max_rel=float("inf"),
+            mismatches=int(w.size),
+            elements=int(w.size),
+            ok=False,
+        )
+    diff = np.abs(g - w)
+    bad = ~(diff <= atol + rtol * np.abs(w)) | (np.isnan(g) != np.isnan(w))
+    rel = diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny)
+    return OutputCheck(
+        name=name,
+        max_abs=float(np.nanmax(diff)) if diff.size else 0.0,
+        max_rel=float(np.nanmax(rel)) if rel.size else 0.0,
+        mismatches=int(bad.sum()),
+        elements=int(w.size),
+        ok=not bool(bad.any()),
+    )
+
+
+def check_kernel(
+    nki_file: str | Path,
+    spec: TaskSpec,
+    nki_name: str | None = None,
+    size_sets: list[dict[str, int]] | None = None,
+    seed: int = 0,
+    target: str = "trn2",
+    profile: bool = True,
+) -> CheckReport:
+    """Run the NKI kernel and the CUDA original on the same inputs at each size set."""
+    import migrator.nki as mn
+    from migrator.cuda.interp import run_spec
+
+    module = mn.load_kernel_module(nki_file)
+    name = nki_name or spec.kernel.name.removesuffix("_kernel")
+    kernel = getattr(module, name)
+    results: list[SizeCheck] = []
+    for sizes in size_sets or spec.all_size_sets():
+        res = SizeCheck(sizes=dict(sizes))
+        ins = make_inputs(spec, sizes, seed)
+        t0 = time.perf_counter()
+        want = run_spec(spec, sizes, seed=seed, inputs=ins)
+        res.cuda_seconds = time.perf_counter() - t0
+        args = [ins[t.name].copy() for t in spec.inputs_in_order]
+        kwargs = {s.name: s.value for s in spec.value_scalars}
+        t0 = time.perf_counter()
+        try:
+            got = kernel(*args, **kwargs)
+        except (mn.NkiConstraintError, mn.NkiKernelError, mn.NkiUnsupportedError) as e:
+            res.error = f"{type(e).__name__}: {e}"
+            results.append(res)
+            continue
+        res.nki_seconds = time.perf_counter() - t0
+        outs = list(got) if isinstance(got, tuple | list) else [got]
+        for t, g, w in zip(spec.outputs_in_order, outs, want, strict=False):
+            rtol, atol = _tolerance(spec, t.dtype)
+            res.outputs.append(compare(t.name, g, w, rtol, atol))
+        if len(outs) != len(spec.outputs_in_order):
+            res.error = (
+                f"returned {len(outs)} output(s), the contract expects {len(spec.outputs_in_order)}"
+            )
+        res.ok = res.error is None and all(o.ok for o in res.outputs)
+        results.append(res)
+    report = CheckReport(
+        kernel=name, nki_file=str(nki_file), sizes=results, ok=all(r.ok for r in results)
+    )
+    if profile and results and results[0].error is None:
+        ins = make_inputs(spec, spec.sizes, seed)
+        args = [ins[t.name] for t in spec.inputs_in_order]
+        kwargs = {s.name: s.value for s in spec.value_scalars}
+        prof = mn.profile(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
+        report.estimate_us = prof.estimated_latency_us
+        report.bottleneck = prof.bottleneck
+        report.profile = prof.model_dump(mode="json")
+    return report
+
+
+def render_text(r: CheckReport) -> str:
+    lines = [f"{r.kernel} ({r.nki_file}): {'PASS' if r.ok else 'FAIL'}"]
+    for s in r.sizes:
+        sizes = ", ".join(f"{k}={v}" for k, v in s.sizes.items())
+        if s.error:
+            lines.append(f"  [{sizes}] error: {s.error}")
+            continue
+        for o in s.outputs:
+            lines.append(
+                f"  [{sizes}] {o.name}: {'ok' if o.ok else 'MISMATCH'} max abs "
+                f"{o.max_abs:.3g}, max rel {o.max_rel:.3g}, {o.mismatches}/{o.elements}"
+                " beyond tolerance"
+            )
+    if r.estimate_us is not None:
+        lines.append(
+            f"  estimated {r.estimate_us:.2f} us on the default sizes (bottleneck {r.bottleneck})"
+        )
+    return "\n".join(lines)
+
+
+def main(nki_file: str, cuda: str, kernel: str, argv: list[str] | None = None) -> int:
+    """Entry point of an emitted kernel's `__main__` block: check it against its CUDA source."""
+    ap = argparse.ArgumentParser(description=f"Check {Path(nki_file).name} against {cuda}")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    base = Path(nki_file).resolve().parent
+    cuda_path = (base / cuda).resolve()
+    spec_path = spec_for_source(cuda_path)
+    if spec_path is None:
+        print(f"no spec sidecar next to {cuda_path}; cannot build inputs (see the README)")
+        return 2
+    spec = load_spec(spec_path)
+    if spec.kernel.name != kernel:
+        print(f"{spec_path} describes {spec.kernel.name}, not {kernel}")
+        return 2
+    report = check_kernel(nki_file, spec, seed=args.seed)
+    print(render_text(report))
+    return 0 if report.ok else 1

@@ -1,0 +1,64 @@
+"""Rendering a `Plan` with the family's jinja2 template (StrictUndefined: no silent gaps)."""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+
+import jinja2
+
+from migrator.plan import Plan
+
+
+class EmitError(RuntimeError):
+    """A template produced invalid Python: a bug in a template, never in the user's input."""
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(files("migrator.templates"))),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # Python source, not HTML
+    )
+    env.filters["basename"] = lambda p: Path(str(p)).name
+    env.filters["add_suffix"] = lambda s, suffix: f"{s}{suffix}"
+    env.filters["pyname"] = lambda s: f"{s}_" if keyword.iskeyword(str(s)) else str(s)
+    return env
+
+
+def render(plan: Plan, template: str | None = None) -> str:
+    """NKI source for a plan; checked to be valid Python before it is returned."""
+    name = template or f"{plan.family}.py.j2"
+    text = environment().get_template(name).render(plan=plan)
+    text = tidy(text)
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        raise EmitError(
+            f"template {name} produced invalid Python at line {e.lineno}: {e.msg}\n"
+            + "\n".join(text.splitlines()[max(0, (e.lineno or 1) - 3) : (e.lineno or 1) + 2])
+        ) from e
+    return text
+
+
+def tidy(text: str) -> str:
+    """At most two blank lines in a row, none opening a block or at the end."""
+    out: list[str] = []
+    blank = 0
+    for line in text.splitlines():
+        if not line.strip():
+            blank += 1
+            if blank > 2 or (out and out[-1].rstrip().endswith(":")):
+                continue  # no blank line opening a block
+            out.append("")
+        else:
+            blank = 0
+            out.append(line.rstrip())
+    return "\n".join(out).strip("\n") + "\n"

@@ -1,0 +1,290 @@
+"""The main job: CUDA file in; NKI kernel, migration report and checks out.
+
+front end → pattern classification → plan → template → (optional) numerical check against the
+CUDA interpreter and Trainium constraint check in the emulator. The result is a `Migration`
+(pydantic); the CLI writes `<kernel>_nki.py`, `<kernel>_migration.md` and `.json` from it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from migrator import diagnostics as diag
+from migrator.check import CheckReport, check_kernel
+from migrator.contract import TaskSpec, load_spec, spec_for_source
+from migrator.cuda.frontend import analyze_file
+from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.emit import render
+from migrator.nkiexpr import Untranslatable
+from migrator.patterns.registry import Classification, classify
+from migrator.plan import Plan, PlanError
+
+MIGRATION_VERSION = "1.0"
+Status = Literal["complete", "partial", "failed"]
+
+
+class Construct(BaseModel):
+    """One CUDA construct and what became of it in NKI."""
+
+    cuda: str
+    nki: str
+    line: int | None = None
+    mapped: bool
+
+
+class KernelMigration(BaseModel):
+    kernel: str
+    family: str | None
+    variant: str | None
+    status: Status
+    reasons: list[str] = Field(default_factory=list)
+    rejected: dict[str, list[str]] = Field(default_factory=dict)  # family -> why not
+    constructs: list[Construct] = Field(default_factory=list)
+    diagnostics: list[diag.Diagnostic] = Field(default_factory=list)
+    plan: dict[str, object] | None = None
+    nki_file: str | None = None
+    nki_source: str | None = None
+    check: CheckReport | None = None
+
+    @property
+    def coverage(self) -> tuple[int, int]:
+        return sum(c.mapped for c in self.constructs), len(self.constructs)
+
+
+class Migration(BaseModel):
+    version: str = MIGRATION_VERSION
+    source: str
+    spec: str | None
+    target: str
+    kernels: list[KernelMigration]
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> Status:
+        states = {k.status for k in self.kernels}
+        if not states or states == {"failed"}:
+            return "failed"
+        return "complete" if states == {"complete"} else "partial"
+
+
+def migrate(
+    source: str | Path,
+    *,
+    kernel: str | None = None,
+    spec: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    target: str = "trn2",
+    check: bool = True,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> Migration:
+    """Migrate the `__global__` kernels of a CUDA file (or one of them) to NKI."""
+    t0 = time.perf_counter()
+    tu = analyze_file(source, include_dirs, defines)
+    spec_path = Path(spec) if spec else spec_for_source(source)
+    task = load_spec(spec_path) if spec_path else None
+    out = Path(out_dir) if out_dir else Path(source).parent
+    kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
+    results = [
+        _migrate_kernel(tu, k, task, out, target, check and task is not None) for k in kernels
+    ]
+    return Migration(
+        source=str(source),
+        spec=str(spec_path) if spec_path else None,
+        target=target,
+        kernels=results,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _migrate_kernel(
+    tu: TranslationUnit, k: Kernel, spec: TaskSpec | None, out: Path, target: str, check: bool
+) -> KernelMigration:
+    c = classify(tu, k)
+    km = KernelMigration(
+        kernel=k.name,
+        family=c.family,
+        variant=c.winner.variant if c.winner else None,
+        status="failed",
+        reasons=c.winner.reasons if c.winner else [],
+        rejected={v.family: v.reasons for v in c.verdicts if not v.matched},
+        diagnostics=list(k.diagnostics),
+        constructs=constructs_of(k, c),
+    )
+    nki_path = out / f"{k.name.removesuffix('_kernel')}_nki.py"
+    plan: Plan | None = None
+    if spec is not None and spec.kernel.name != k.name:
+        spec = None  # the sidecar describes another kernel of this file
+    if c.winner is None:
+        km.diagnostics += [d for v in c.verdicts for d in v.diagnostics]
+        why = "; ".join(f"{f}: {r[0]}" for f, r in km.rejected.items() if r)
+        km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
+    elif spec is None:
+        km.diagnostics.append(diag.make("NO_SPEC", k.span, path=tu.file))
+    else:
+        try:
+            plan = _plan(c, tu, k, spec)
+        except PlanError as e:
+            km.diagnostics.append(e.diagnostic)
+    if plan is None:
+        km.constructs = [c.model_copy(update={"mapped": False}) for c in km.constructs]
+        km.nki_source = render_skeleton(tu, k, km)
+        km.status = "partial" if c.winner is not None or km.nki_source else "failed"
+    else:
+        plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
+        km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
+        km.nki_source = render(plan)
+        km.status = "complete"
+    out.mkdir(parents=True, exist_ok=True)
+    nki_path.write_text(km.nki_source, encoding="utf-8")
+    km.nki_file = str(nki_path)
+    if check and plan is not None and spec is not None:
+        km.check = check_kernel(nki_path, spec, plan.nki_name, target=target)
+        if not km.check.ok:
+            km.status = "failed"
+            for s in km.check.sizes:
+                if s.error and "Constraint" in s.error:
+                    km.diagnostics.append(
+                        diag.make("CONSTRAINT_VIOLATION", k.span, detail=s.error[:300])
+                    )
+                elif not s.ok:
+                    bad = [o.name for o in s.outputs if not o.ok]
+                    km.diagnostics.append(
+                        diag.make(
+                            "NUMERIC_MISMATCH",
+                            k.span,
+                            sizes=str(s.sizes),
+                            detail=s.error or f"outputs {', '.join(bad)}",
+                        )
+                    )
+    return km
+
+
+def _plan(c: Classification, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan | None:
+    from migrator.patterns.registry import planner_for
+
+    planner = planner_for(c.winner.family)  # type: ignore[union-attr]
+    if planner is None:
+        raise PlanError(
+            diag.make("NOT_EMITTED", k.span, what=f"the {c.family} family's NKI template")
+        )
+    try:
+        return planner(c.winner, tu, k, spec)
+    except Untranslatable as e:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=str(e))) from e
+
+
+def constructs_of(k: Kernel, c: Classification) -> list[Construct]:
+    """CUDA constructs found in the kernel and the NKI construct each maps to."""
+    matched = c.winner is not None
+    out: list[Construct] = []
+    for p in k.params:
+        if p.pointer_depth:
+            out.append(
+                Construct(
+                    cuda=f"pointer parameter {p.name} ({p.role})",
+                    nki=f"HBM tensor argument ({'returned' if p.role != 'in' else 'input'})",
+                    line=p.span.line,
+                    mapped=matched,
+                )
+            )
+    for v in k.index_vars[:4]:
+        out.append(
+            Construct(
+                cuda=f"index {v.name} = {v.expr.canonical}",
+                nki="tile index (partition x free) from nl.arange",
+                line=v.span.line,
+                mapped=matched,
+            )
+        )
+    for lp in k.loops:
+        nki = {
+            "grid_stride": "affine_range over tiles",
+            "block_stride": "free axis of the tile",
+            "halving": "single free-axis reduction instruction",
+            "counted": "affine_range / unrolled taps",
+        }.get(lp.kind, "sequential_range")
+        out.append(
+            Construct(
+                cuda=f"{lp.kind} loop over {lp.var}", nki=nki, line=lp.span.line, mapped=matched
+            )
+        )
+    for g in k.guards:
+        out.append(
+            Construct(
+                cuda=f"guard if ({g.condition})",
+                nki="tile mask" if g.kind == "bounds" else "whole-tile operation",
+                line=g.span.line,
+                mapped=matched,
+            )
+        )
+    for s in k.shared:
+        out.append(
+            Construct(
+                cuda=f"__shared__ {s.elem_type} {s.name}",
+                nki="SBUF tile",
+                line=s.span.line,
+                mapped=matched,
+            )
+        )
+    for b in k.barriers:
+        out.append(
+            Construct(
+                cuda=b.kind, nki="none needed (program order)", line=b.span.line, mapped=matched
+            )
+        )
+    for r in k.reductions:
+        out.append(
+            Construct(
+                cuda=f"{r.style} {r.op} reduction of {r.target}",
+                nki="nl.matmul PSUM accumulation"
+                if c.family == "matmul"
+                else f"nl.{r.op} along the free axis",
+                line=r.span.line,
+                mapped=matched,
+            )
+        )
+    for call in {(x.name, x.kind) for x in k.calls if x.kind in ("math", "warp", "atomic")}:
+        out.append(
+            Construct(cuda=f"{call[1]} {call[0]}()", nki="nl math / reductions", mapped=matched)
+        )
+    for d in k.diagnostics:
+        if d.severity in ("warning", "error"):
+            out.append(
+                Construct(
+                    cuda=d.message,
+                    nki=f"{d.id}: no mapping",
+                    line=d.span.line if d.span else None,
+                    mapped=False,
+                )
+            )
+    return out
+
+
+def render_skeleton(tu: TranslationUnit, k: Kernel, km: KernelMigration) -> str:
+    """Valid Python with the kernel's signature, the diagnostics at their place, no guesses."""
+    from migrator.emit import environment, tidy
+
+    lines = []
+    try:
+        src = Path(tu.file).read_text(encoding="utf-8").splitlines()
+        body = src[k.span.line - 1 : (k.span.end_line or k.span.line)]
+    except OSError:
+        body = []
+    return tidy(
+        environment()
+        .get_template("skeleton.py.j2")
+        .render(
+            kernel=k,
+            km=km,
+            cuda_file=Path(tu.file).name,
+            cuda_lines=body,
+            nki_name=k.name.removesuffix("_kernel"),
+            lines=lines,
+        )
+    )

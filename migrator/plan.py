@@ -1,0 +1,189 @@
+"""Layout planning: how a matched CUDA kernel becomes NKI tiles, loops and masks.
+
+A `Plan` binds the kernel to the task contract (tensors in calling order, sizes read from input
+shapes, value scalars as keywords), names the tile sizes from the hardware limits, and carries
+the family-specific pieces a template needs (rendered expressions, which tiles to load, where
+each piece came from in the CUDA source). Templates make no decisions: everything is here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
+from migrator.cuda.ir import Kernel, Span, TranslationUnit
+
+# Hardware-derived tile limits (nki-facts §2.3): partitions, PSUM bank width in fp32,
+# matmul stationary/moving free sizes; free size of elementwise tiles is chosen so one DMA moves
+# 2 KiB per partition (fp32), the documented minimum for efficient transfers (nki-facts §6.3).
+PMAX = 128
+PSUM_FMAX = 512
+STATIONARY_FMAX = 128
+MOVING_FMAX = 512
+ELEMENTWISE_FREE = 512
+MAX_ROW_FREE = 8192  # a whole row per partition for row-wise kernels (32 KiB fp32 of 192 KiB)
+
+NL_DTYPES = {
+    "float32": "nl.float32",
+    "float16": "nl.float16",
+    "bfloat16": "nl.bfloat16",
+    "float8_e4m3": "nl.float8_e4m3",
+    "float8_e5m2": "nl.float8_e5m2",
+    "int32": "nl.int32",
+    "int8": "nl.int8",
+    "uint8": "nl.uint8",
+    "int16": "nl.int16",
+    "uint32": "nl.uint32",
+}
+
+
+class TensorArg(BaseModel):
+    name: str  # the NKI kernel's argument / output name
+    param: str  # the CUDA pointer parameter it lives in
+    role: str
+    dtype: str
+    nl_dtype: str
+    shape: list[str]  # Python expressions over size names
+
+    @property
+    def var(self) -> str:
+        """The NKI variable of the output: an `inout` tensor's result needs its own name."""
+        return f"{self.name}_out" if self.role == "inout" else self.name
+
+
+class Plan(BaseModel):
+    """Everything a template needs to render one NKI kernel."""
+
+    family: str
+    variant: str | None = None
+    cuda_kernel: str
+    nki_name: str
+    cuda_file: str
+    tensors: list[TensorArg]
+    value_scalars: list[str] = Field(default_factory=list)
+    sizes: dict[str, str] = Field(default_factory=dict)  # size name -> expr over input shapes
+    params: dict[str, str] = Field(default_factory=dict)  # CUDA scalar param -> NKI expr
+    constants: dict[str, int] = Field(default_factory=dict)  # named tile sizes
+    notes: dict[str, str] = Field(default_factory=dict)  # comment lines mapping to CUDA source
+    fields: dict[str, Any] = Field(default_factory=dict)  # family-specific
+    diagnostics: list[diag.Diagnostic] = Field(default_factory=list)
+
+    @property
+    def inputs(self) -> list[TensorArg]:
+        return [t for t in self.tensors if t.role in ("in", "inout")]
+
+    @property
+    def outputs(self) -> list[TensorArg]:
+        return [t for t in self.tensors if t.role in ("out", "inout")]
+
+    def tensor_for_param(self, param: str) -> TensorArg | None:
+        return next((t for t in self.tensors if t.param == param), None)
+
+
+class PlanError(ValueError):
+    """The kernel cannot be planned; carries the diagnostic to report."""
+
+    def __init__(self, d: diag.Diagnostic) -> None:
+        self.diagnostic = d
+        super().__init__(d.message)
+
+
+def size_expr_to_python(expr: str | int) -> str:
+    """A spec size formula as Python (`ceil_div(N, 256)` → `(N + 255) // 256`)."""
+    if isinstance(expr, int):
+        return str(expr)
+    tree = ast.parse(str(expr), mode="eval")
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id == "ceil_div":
+                a, b = node.args
+                return ast.parse(
+                    f"(({ast.unparse(a)}) + ({ast.unparse(b)}) - 1) // ({ast.unparse(b)})",
+                    mode="eval",
+                ).body
+            return node
+
+        def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+            self.generic_visit(node)
+            if isinstance(node.op, ast.Div):
+                node.op = ast.FloorDiv()  # host C integer division
+            return node
+
+    return ast.unparse(Rewrite().visit(tree))
+
+
+def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: str | None) -> Plan:
+    """The contract side of a plan: arguments, sizes from shapes, scalars."""
+    tensors = [
+        TensorArg(
+            name=t.name,
+            param=t.cuda_param,
+            role=t.role,
+            dtype=t.dtype,
+            nl_dtype=NL_DTYPES.get(t.dtype, f"nl.{t.dtype}"),
+            shape=[size_expr_to_python(d) for d in t.shape],
+        )
+        for t in spec.tensors
+    ]
+    sizes: dict[str, str] = {}
+    for name in spec.sizes:
+        for t in spec.inputs_in_order:
+            if name in t.shape:
+                sizes[name] = f"{t.name}.shape[{t.shape.index(name)}]"
+                break
+        else:
+            raise PlanError(
+                diag.make(
+                    "NOT_EMITTED",
+                    k.span,
+                    what=f"size {name} (it appears in no input's shape, so "
+                    "the NKI kernel cannot read it)",
+                )
+            )
+    params: dict[str, str] = {}
+    for s in spec.scalars:
+        if s.size is not None:
+            params[s.cuda_param] = size_expr_to_python(s.size)
+        else:
+            params[s.cuda_param] = s.name
+    cuda_params = {p.name for p in k.params}
+    for t in spec.tensors:
+        if t.cuda_param not in cuda_params:
+            raise PlanError(
+                diag.make(
+                    "NOT_EMITTED",
+                    k.span,
+                    what=f"tensor {t.name} (no CUDA parameter {t.cuda_param})",
+                )
+            )
+    return Plan(
+        family=family,
+        variant=variant,
+        cuda_kernel=k.name,
+        nki_name=k.name.removesuffix("_kernel") or k.name,
+        cuda_file=tu.file,
+        tensors=tensors,
+        value_scalars=[s.name for s in spec.value_scalars],
+        sizes=sizes,
+        params=params,
+    )
+
+
+def note(span: Span, what: str) -> str:
+    """`from kernel.cu:42 — what` for a comment above the NKI code that implements it."""
+    return f"from {Path(span.file).name}:{span.line} — {what}"
+
+
+def source_line(span: Span) -> str:
+    try:
+        lines = Path(span.file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    return lines[span.line - 1].strip() if 0 < span.line <= len(lines) else ""
