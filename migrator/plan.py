@@ -28,6 +28,12 @@ MOVING_FMAX = 512
 ELEMENTWISE_FREE = 512
 MAX_ROW_FREE = 8192  # a whole row per partition for row-wise kernels (32 KiB fp32 of 192 KiB)
 
+# Local names the templates use; an output tensor with one of these names gets a suffix.
+TEMPLATE_LOCALS = frozenset(
+    "i_p i_f idx in_bounds t r col rows_ok x_tile row_max shifted exps row_sum mean centered "
+    "var rstd ms y acc res tile out_tile a_tile b_tile k m n".split()
+)
+
 NL_DTYPES = {
     "float32": "nl.float32",
     "float16": "nl.float16",
@@ -52,8 +58,11 @@ class TensorArg(BaseModel):
 
     @property
     def var(self) -> str:
-        """The NKI variable of the output: an `inout` tensor's result needs its own name."""
-        return f"{self.name}_out" if self.role == "inout" else self.name
+        """The NKI variable of the output: an `inout` tensor's result needs its own name, and
+        a name a template uses for its own locals is suffixed too."""
+        if self.role == "inout" or self.name in TEMPLATE_LOCALS:
+            return f"{self.name}_out"
+        return self.name
 
 
 class Plan(BaseModel):

@@ -7,16 +7,21 @@ then a store of the whole row. The variant comes from the math of the final map.
 
 from __future__ import annotations
 
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
-
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 
 class RowwiseMatcher:
     family = "rowwise"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         if not k.reductions:
@@ -107,3 +112,54 @@ def _variant(ops: set[str], math: set[str], vectors: list[str]) -> str | None:
     if rsqrt and "sum" in ops:
         return "layernorm" if len(vectors) >= 2 else "rmsnorm" if len(vectors) <= 1 else None
     return None
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """Rows on partitions (P_TILE rows per tile), each whole row along the free axis."""
+    info = match.plan or {}
+    p = bind(tu, k, spec, "rowwise", match.variant)
+    x = p.tensor_for_param(info["input"])
+    out = p.tensor_for_param(info["output"])
+    if x is None or out is None or len(x.shape) != 2:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="a row-wise kernel whose input "
+                                  "is not a 2-D tensor of the task"))
+    st = next(s for s in facts.global_stores(k) if s.array == info["output"])
+    scale = shift = None
+    for node in st.value.walk():
+        if node.kind != "binary" or node.op not in ("*", "+"):
+            continue
+        for a in node.args:
+            if a.kind == "load" and a.name in info["vectors"]:
+                if node.op == "*":
+                    scale = a.name
+                else:
+                    shift = a.name
+    vec = {"scale": scale, "shift": shift}
+    vec_args = {role: p.tensor_for_param(param) for role, param in vec.items() if param}
+    eps = p.params.get(info["eps"]) if info.get("eps") else None
+    if match.variant in ("layernorm", "rmsnorm") and eps is None:
+        eps = None
+    reds = {r.op: r for r in k.reductions}
+    p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
+    loop = k.loops[st.loops[-1]]
+    p.notes = {
+        "rows": note(k.span, f"one CUDA {'block' if 'blockIdx' in info['row_offset'] else 'warp'}"
+                     f" per row (row offset {info['row_offset']})"),
+        "cols": note(loop.span, f"{loop.kind} loop over {loop.var} becomes the free axis"),
+        "max": note(reds["max"].span, f"row max ({reds['max'].style})") if "max" in reds else "",
+        "sum": note(reds["sum"].span, f"row sum ({reds['sum'].style})") if "sum" in reds else "",
+        "store": note(st.span, source_line(st.span)),
+    }
+    p.fields = {
+        "variant": match.variant,
+        "x": x.name,
+        "out": out.var,
+        "rows": x.shape[0],
+        "cols": x.shape[1],
+        "scale": vec_args["scale"].name if vec_args.get("scale") else None,
+        "shift": vec_args["shift"].name if vec_args.get("shift") else None,
+        "eps": eps,
+        "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
+                           "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
+    }
+    return p
