@@ -10,16 +10,30 @@ launches (``blockIdx.z``) are recognised.
 
 from __future__ import annotations
 
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
-
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, IndexExpr, Kernel, Store, TranslationUnit
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+from migrator.plan import (
+    MOVING_FMAX,
+    PMAX,
+    STATIONARY_FMAX,
+    Plan,
+    PlanError,
+    bind,
+    note,
+    source_line,
+)
 
 
 class MatmulMatcher:
     family = "matmul"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         for st in facts.global_stores(k):
@@ -184,3 +198,46 @@ def _epilogue(st: Store, red: Expr) -> dict[str, object]:
     if beta:
         form += f" + {beta} * {st.array}"
     return {"alpha": alpha, "beta": beta, "form": form}
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """PSUM accumulation over K tiles: A^T tiles stationary (via a TensorE transpose when A is
+    row-major), B tiles moving, one [TILE_M, TILE_N] PSUM bank per output tile."""
+    info = match.plan or {}
+    p = bind(tu, k, spec, "matmul", match.variant)
+    a, b, c = (p.tensor_for_param(info[x]) for x in ("a", "b", "c"))
+    if a is None or b is None or c is None:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="matmul operands that are not "
+                                  "tensors of the task"))
+    if info.get("batched"):
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="batched matmul (blockIdx.z)"))
+    if info["b_layout"] != "row-major [K, N]":
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"B stored {info['b_layout']}"))
+    a_transposed = info["a_layout"].startswith("transposed")
+    st = next(s for s in facts.global_stores(k) if s.array == info["c"])
+    red = next((r for r in k.reductions if r.style == "loop_accumulate"), None)
+    p.constants = {"TILE_M": STATIONARY_FMAX, "TILE_K": PMAX, "TILE_N": MOVING_FMAX}
+    m_size, k_size = (a.shape[1], a.shape[0]) if a_transposed else (a.shape[0], a.shape[1])
+    p.notes = {
+        "acc": note(red.span if red else st.span, "the per-thread accumulator becomes a PSUM "
+                    "tile, accumulated over K tiles"),
+        "a": note(st.span, f"{a.name} is {info['a_layout']}: "
+                  + ("loaded as A^T directly" if a_transposed else
+                     "row-major tiles are transposed on the Tensor engine")),
+        "store": note(st.span, source_line(st.span)),
+        "guard": "ragged edges: masked loads into zeroed tiles, masked stores",
+    }
+    alpha = p.params.get(info["alpha"]) if info.get("alpha") else None
+    beta = p.params.get(info["beta"]) if info.get("beta") else None
+    p.fields = {
+        "a": a.name, "b": b.name, "c_in": c.name if c.role == "inout" else None,
+        "out": c.var, "M": m_size, "K": k_size, "N": b.shape[1],
+        "a_transposed": a_transposed, "alpha": alpha, "beta": beta,
+        "dtype": a.nl_dtype,
+        "constant_notes": {
+            "TILE_M": "output rows per tile = stationary free size (gemm_stationary_fmax)",
+            "TILE_K": "contraction per matmul = partitions (pmax)",
+            "TILE_N": "output columns per tile = moving free size = one PSUM bank of fp32",
+        },
+    }
+    return p
