@@ -207,8 +207,11 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p = bind(tu, k, spec, "matmul", match.variant)
     a, b, c = (p.tensor_for_param(info[x]) for x in ("a", "b", "c"))
     if a is None or b is None or c is None:
-        raise PlanError(diag.make("NOT_EMITTED", k.span, what="matmul operands that are not "
-                                  "tensors of the task"))
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED", k.span, what="matmul operands that are not tensors of the task"
+            )
+        )
     if info.get("batched"):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what="batched matmul (blockIdx.z)"))
     if info["b_layout"] != "row-major [K, N]":
@@ -219,20 +222,35 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p.constants = {"TILE_M": STATIONARY_FMAX, "TILE_K": PMAX, "TILE_N": MOVING_FMAX}
     m_size, k_size = (a.shape[1], a.shape[0]) if a_transposed else (a.shape[0], a.shape[1])
     p.notes = {
-        "acc": note(red.span if red else st.span, "the per-thread accumulator becomes a PSUM "
-                    "tile, accumulated over K tiles"),
-        "a": note(st.span, f"{a.name} is {info['a_layout']}: "
-                  + ("loaded as A^T directly" if a_transposed else
-                     "row-major tiles are transposed on the Tensor engine")),
+        "acc": note(
+            red.span if red else st.span,
+            "the per-thread accumulator becomes a PSUM tile, accumulated over K tiles",
+        ),
+        "a": note(
+            st.span,
+            f"{a.name} is {info['a_layout']}: "
+            + (
+                "loaded as A^T directly"
+                if a_transposed
+                else "row-major tiles are transposed on the Tensor engine"
+            ),
+        ),
         "store": note(st.span, source_line(st.span)),
         "guard": "ragged edges: masked loads into zeroed tiles, masked stores",
     }
     alpha = p.params.get(info["alpha"]) if info.get("alpha") else None
     beta = p.params.get(info["beta"]) if info.get("beta") else None
     p.fields = {
-        "a": a.name, "b": b.name, "c_in": c.name if c.role == "inout" else None,
-        "out": c.var, "M": m_size, "K": k_size, "N": b.shape[1],
-        "a_transposed": a_transposed, "alpha": alpha, "beta": beta,
+        "a": a.name,
+        "b": b.name,
+        "c_in": c.name if c.role == "inout" else None,
+        "out": c.var,
+        "M": m_size,
+        "K": k_size,
+        "N": b.shape[1],
+        "a_transposed": a_transposed,
+        "alpha": alpha,
+        "beta": beta,
         "dtype": a.nl_dtype,
         "constant_notes": {
             "TILE_M": "output rows per tile = stationary free size (gemm_stationary_fmax)",

@@ -9,15 +9,23 @@ global accumulator, and per-thread loop accumulation. What is reduced decides th
 
 from __future__ import annotations
 
+from typing import Any
+
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
+from migrator.cuda import poly
+from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.patterns import facts
 from migrator.patterns.registry import MatchResult, Priority
-
-from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note
 
 
 class ReductionMatcher:
     family = "reduction"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         styles = sorted({r.style for r in k.reductions})
@@ -99,3 +107,77 @@ class ReductionMatcher:
 def _final_op(k: Kernel) -> str:
     ops = {r.op for r in k.reductions}
     return ops.pop() if len(ops) == 1 else "+".join(sorted(ops))
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """Reduced groups on partitions, each group's elements along the free axis, one
+    free-axis reduction instruction per tile (the CUDA tree/shuffle has no NKI counterpart)."""
+    info = match.plan or {}
+    p = bind(tu, k, spec, "reduction", match.variant)
+    out = p.tensor_for_param(info["output"])
+    ins = [t for t in (p.tensor_for_param(a) for a in info.get("inputs", [])) if t is not None]
+    if out is None or len(ins) != 1:
+        raise PlanError(
+            diag.make("NOT_EMITTED", k.span, what="a reduction with other than one input tensor")
+        )
+    x = ins[0]
+    if info["op"] not in ("sum", "max", "min"):
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"a {info['op']} reduction"))
+    red = k.reductions[0]
+    p.notes = {
+        "reduce": note(
+            red.span,
+            f"{red.style} {red.op} reduction becomes one nl.{info['op']} along the free axis",
+        ),
+    }
+    fields: dict[str, Any] = {
+        "variant": match.variant,
+        "x": x.name,
+        "out": out.var,
+        "op": info["op"],
+    }
+    if match.variant == "block_partial":
+        chunk = _elements_per_block(k)
+        if chunk is None:
+            raise PlanError(
+                diag.make(
+                    "NOT_EMITTED",
+                    k.span,
+                    what="a per-block reduction whose block extent is not a compile-time constant",
+                )
+            )
+        p.constants = {"P_TILE": PMAX, "CHUNK": chunk}
+        fields.update(n=x.shape[0], groups=out.shape[0])
+        fields["constant_notes"] = {
+            "P_TILE": "reduced groups per tile, one per partition",
+            "CHUNK": "elements one CUDA block reduces (its partial sum)",
+        }
+    elif match.variant == "axis" and len(x.shape) == 2:
+        p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
+        fields.update(rows=x.shape[0], cols=x.shape[1])
+        fields["constant_notes"] = {
+            "P_TILE": "rows per tile, one per partition",
+            "MAX_ROW": "longest row reduced in one instruction",
+        }
+    else:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"a {match.variant} reduction"))
+    p.fields = fields
+    return p
+
+
+def _elements_per_block(k: Kernel) -> int | None:
+    """How many input elements one block reduces: the blockIdx.x stride of its loads."""
+    tparams = [t.name for t in k.template_params if t.kind == "value"]
+    inst = k.instantiations[0] if k.instantiations else []
+    values = {}
+    for name, text in zip(tparams, inst, strict=False):
+        try:
+            values[name] = int(text.rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    for a in k.accesses:
+        if a.space == "global" and a.kind == "read" and a.indices[0].affine:
+            stride = poly.coefficient_of(a.indices[0].as_poly(), "blockIdx.x")
+            if stride and poly.symbols(stride) <= set(values):
+                return poly.evaluate(stride, values)
+    return None

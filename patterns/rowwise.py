@@ -121,8 +121,13 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     x = p.tensor_for_param(info["input"])
     out = p.tensor_for_param(info["output"])
     if x is None or out is None or len(x.shape) != 2:
-        raise PlanError(diag.make("NOT_EMITTED", k.span, what="a row-wise kernel whose input "
-                                  "is not a 2-D tensor of the task"))
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED",
+                k.span,
+                what="a row-wise kernel whose input is not a 2-D tensor of the task",
+            )
+        )
     st = next(s for s in facts.global_stores(k) if s.array == info["output"])
     scale = shift = None
     for node in st.value.walk():
@@ -143,8 +148,11 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     loop = k.loops[st.loops[-1]]
     p.notes = {
-        "rows": note(k.span, f"one CUDA {'block' if 'blockIdx' in info['row_offset'] else 'warp'}"
-                     f" per row (row offset {info['row_offset']})"),
+        "rows": note(
+            k.span,
+            f"one CUDA {'block' if 'blockIdx' in info['row_offset'] else 'warp'}"
+            f" per row (row offset {info['row_offset']})",
+        ),
         "cols": note(loop.span, f"{loop.kind} loop over {loop.var} becomes the free axis"),
         "max": note(reds["max"].span, f"row max ({reds['max'].style})") if "max" in reds else "",
         "sum": note(reds["sum"].span, f"row sum ({reds['sum'].style})") if "sum" in reds else "",
@@ -159,7 +167,9 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "scale": vec_args["scale"].name if vec_args.get("scale") else None,
         "shift": vec_args["shift"].name if vec_args.get("shift") else None,
         "eps": eps,
-        "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
-                           "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
+        "constant_notes": {
+            "P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
+            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)",
+        },
     }
     return p

@@ -7,16 +7,21 @@ memory or from a shared tile filled with halos (loads at ``centre - R`` and ``ce
 
 from __future__ import annotations
 
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
-
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, Kernel, TranslationUnit
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+from migrator.plan import ELEMENTWISE_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 
 class StencilMatcher:
     family = "stencil"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         for st in facts.global_stores(k):
@@ -100,3 +105,47 @@ def _halo(k: Kernel, ld: Expr) -> str | None:
     if len(fills) < 2:
         return None
     return f"shared tile {ld.name} filled by {len(fills)} loads (centre plus halos)"
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """Flat tiles as in elementwise maps; one masked, shifted load per tap (zero outside the
+    array, like the CUDA halo), weights as trace-time constants from the `__constant__` table."""
+    info = match.plan or {}
+    p = bind(tu, k, spec, "stencil", match.variant)
+    x, out = p.tensor_for_param(info["input"] or ""), p.tensor_for_param(info["output"])
+    if x is None or out is None or len(x.shape) != 1:
+        raise PlanError(
+            diag.make("NOT_EMITTED", k.span, what="a stencil over other than one 1-D input tensor")
+        )
+    table = next((c for c in tu.constants if c.name == info.get("weights")), None)
+    if table is None or table.init_values is None:
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED",
+                k.span,
+                what="stencil weights that are not a constant table initialised in the source",
+            )
+        )
+    weights = table.init_values[: info["taps"]]
+    st = next(s for s in facts.global_stores(k) if s.array == info["output"])
+    p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE, "LOW": info["offset_low"]}
+    p.notes = {
+        "weights": note(table.span, f"__constant__ {table.name}[{len(weights)}]"),
+        "halo": note(
+            k.shared[0].span if k.shared else k.span,
+            "shared tile with halos: each tap is a shifted load instead, zero outside the array",
+        ),
+        "store": note(st.span, source_line(st.span)),
+    }
+    p.fields = {
+        "x": x.name,
+        "out": out.var,
+        "n": x.shape[0],
+        "weights": weights,
+        "constant_notes": {
+            "P_TILE": "partitions per tile",
+            "F_TILE": "elements per partition",
+            "LOW": "offset of the first tap (-radius)",
+        },
+    }
+    return p

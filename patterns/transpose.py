@@ -7,15 +7,20 @@ padded by one column against bank conflicts).
 
 from __future__ import annotations
 
+from migrator import diagnostics as diag
+from migrator.contract import TaskSpec
+from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.patterns import facts
 from migrator.patterns.registry import MatchResult, Priority
-
-from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.plan import PMAX, Plan, PlanError, bind, note, source_line
 
 
 class TransposeMatcher:
     family = "transpose"
     priority: Priority = "default"
+
+    def plan(self, match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+        return plan_kernel(match, tu, k, spec)
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         stores = facts.global_stores(k)
@@ -104,3 +109,37 @@ def _minor_axis(idx) -> str | None:  # type: ignore[no-untyped-def]
         if p.get((f"threadIdx.{axis}",)) == 1:
             return axis
     return None
+
+
+def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """128 x 128 tiles: load, transpose on the Tensor engine, store at the swapped position."""
+    info = match.plan or {}
+    p = bind(tu, k, spec, "transpose", match.variant)
+    x, out = p.tensor_for_param(info["input"]), p.tensor_for_param(info["output"])
+    if x is None or out is None or len(x.shape) != 2:
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED",
+                k.span,
+                what="a transpose whose input is not a 2-D tensor of the task",
+            )
+        )
+    st = facts.global_stores(k)[0]
+    p.constants = {"TILE": PMAX}
+    p.notes = {
+        "tile": note(
+            k.shared[0].span if k.shared else k.span,
+            "the shared-memory tile (and its bank-conflict padding) becomes an SBUF "
+            "tile; the Tensor engine transposes it, so no padding is needed",
+        ),
+        "store": note(st.span, source_line(st.span)),
+    }
+    p.fields = {
+        "x": x.name,
+        "out": out.var,
+        "rows": x.shape[0],
+        "cols": x.shape[1],
+        "dtype": x.nl_dtype,
+        "constant_notes": {"TILE": "rows and columns per tile (pmax; TensorE transpose limit)"},
+    }
+    return p

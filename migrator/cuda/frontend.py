@@ -166,6 +166,7 @@ def _collect_top_level(
                     dynamic="extern" in quals and space == "shared",
                     bytes=nbytes,
                     has_initializer=d.init is not None,
+                    init_values=_initializer_values(parsed, d.init),
                     span=parsed.span(node),
                 )
                 if space == "shared":
@@ -183,6 +184,21 @@ def _collect_top_level(
     for child in parsed.root.named_children:
         visit(child, None)
     return functions, constants, shared, instantiations
+
+
+def _initializer_values(parsed: ParsedSource, init: Node | None) -> list[float] | None:
+    """`{0.1f, -2.0f, 3}` as numbers (for `__constant__` tables); None if not all literal."""
+    if init is None or init.type != "initializer_list":
+        return None
+    values: list[float] = []
+    for item in init.named_children:
+        text = parsed.text(item).replace(" ", "")
+        try:
+            values.append(float(text.rstrip("fFlLuU") if not text.lower().startswith("0x")
+                                else int(text.rstrip("uUlL"), 16)))  # fmt: skip
+        except ValueError:
+            return None
+    return values
 
 
 def _template_args(parsed: ParsedSource, args: Node | None) -> list[str]:

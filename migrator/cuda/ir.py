@@ -91,6 +91,7 @@ class ArrayDecl(_Node):
     bytes: int | None = None
     bindings: dict[str, int] = Field(default_factory=dict)  # template values used for dims
     has_initializer: bool = False
+    init_values: list[float] | None = None  # a constant initializer list, when all numeric
     span: Span
 
 
