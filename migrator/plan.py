@@ -30,8 +30,36 @@ MAX_ROW_FREE = 8192  # a whole row per partition for row-wise kernels (32 KiB fp
 
 # Local names the templates use; an output tensor with one of these names gets a suffix.
 TEMPLATE_LOCALS = frozenset(
-    "i_p i_f idx in_bounds t r col rows_ok x_tile row_max shifted exps row_sum mean centered "
-    "var rstd ms y acc res tile out_tile a_tile b_tile k m n".split()
+    [
+        "i_p",
+        "i_f",
+        "idx",
+        "in_bounds",
+        "t",
+        "r",
+        "col",
+        "rows_ok",
+        "x_tile",
+        "row_max",
+        "shifted",
+        "exps",
+        "row_sum",
+        "mean",
+        "centered",
+        "var",
+        "rstd",
+        "ms",
+        "y",
+        "acc",
+        "res",
+        "tile",
+        "out_tile",
+        "a_tile",
+        "b_tile",
+        "k",
+        "m",
+        "n",
+    ]
 )
 
 NL_DTYPES = {

@@ -10,12 +10,13 @@ launches (``blockIdx.z``) are recognised.
 
 from __future__ import annotations
 
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, IndexExpr, Kernel, Store, TranslationUnit
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
 from migrator.plan import (
     MOVING_FMAX,
     PMAX,

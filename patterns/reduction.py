@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
 from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note
 
 

@@ -7,12 +7,13 @@ then a store of the whole row. The variant comes from the math of the final map.
 
 from __future__ import annotations
 
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
 from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 

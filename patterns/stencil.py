@@ -7,12 +7,13 @@ memory or from a shared tile filled with halos (loads at ``centre - R`` and ``ce
 
 from __future__ import annotations
 
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, Kernel, TranslationUnit
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
 from migrator.plan import ELEMENTWISE_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 

@@ -7,11 +7,12 @@ padded by one column against bank conflicts).
 
 from __future__ import annotations
 
+from migrator.patterns import facts
+from migrator.patterns.registry import MatchResult, Priority
+
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
 from migrator.plan import PMAX, Plan, PlanError, bind, note, source_line
 
 
