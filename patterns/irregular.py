@@ -20,7 +20,7 @@ class IrregularMatcher:
         found: list[diag.Diagnostic] = []
         reasons: list[str] = []
         for a in k.accesses:
-            if a.space == "global" and a.kind == "atomic" and not a.indices[0].affine:
+            if a.kind == "atomic" and not a.indices[0].affine:
                 op = next((r.op for r in k.reductions if r.target == a.array), "update")
                 found.append(diag.make("HISTOGRAM", a.span, op=op, array=a.array))
                 reasons.append(f"histogram: atomic {op} into {a.array}[{a.indices[0].text}]")

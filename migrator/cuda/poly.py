@@ -119,7 +119,10 @@ def render(a: Poly) -> str:
     if not a:
         return "0"
     parts: list[str] = []
-    for m in sorted(a, key=_term_rank):
+    order = sorted(a, key=_term_rank)
+    first_pos = next((i for i, m in enumerate(order) if a[m] > 0), 0)
+    order.insert(0, order.pop(first_pos))  # read `tid - offset`, not `-offset + tid`
+    for m in order:
         c = a[m]
         body = "*".join(sorted(m, key=_factor_rank))
         if not m:

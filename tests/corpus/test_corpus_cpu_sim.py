@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from migrator.contract import TaskSpec, load_spec, make_inputs
+from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parents[1] / "corpus"
@@ -74,6 +74,9 @@ def _for_cpu(src: str) -> str:
     )
 
 
+C_TYPES = {"float32": "float", "int32": "int", "uint32": "unsigned int"}
+
+
 def _build(spec: TaskSpec, workdir: Path) -> ctypes.CDLL:
     cu = spec.cuda_source_path()
     src = cu.read_text(encoding="utf-8")
@@ -85,7 +88,8 @@ def _build(spec: TaskSpec, workdir: Path) -> ctypes.CDLL:
         if "cudaStream_t" in decl:
             args.append("nullptr")
         elif name in tensors:
-            args.append(f"(float*)ptrs[{tensors[name]}]")
+            ctype = C_TYPES[spec.tensors[tensors[name]].dtype]
+            args.append(f"({ctype}*)ptrs[{tensors[name]}]")
         elif name in scalars:
             args.append(f"scal[{scalars[name]}]")
         else:
@@ -116,9 +120,11 @@ def test_kernel_matches_reference_on_cpu(spec_path: Path, tmp_path: Path) -> Non
         inputs = make_inputs(spec, sizes, seed=1)
         bufs = []
         for t in spec.tensors:
-            assert t.dtype == "float32", "the CPU harness passes every tensor as float*"
+            assert t.dtype in C_TYPES, f"the CPU harness has no C type for {t.dtype}"
             if t.role == "out":
-                bufs.append(np.full(spec.shape_of(t, sizes), np.nan, dtype=np.float32))
+                dt = np_dtype(t.dtype)
+                fill = np.nan if dt.kind == "f" else np.iinfo(dt).max  # poison unwritten outputs
+                bufs.append(np.full(spec.shape_of(t, sizes), fill, dtype=dt))
             else:
                 bufs.append(np.ascontiguousarray(inputs[t.name]).copy())
         ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])

@@ -18,6 +18,8 @@ from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 SPEC_PATHS = sorted(CORPUS.glob("*.toml"))
 FAMILIES = {"elementwise", "reduction", "rowwise", "matmul", "transpose", "stencil"}
+# kernels kept in the corpus to exercise diagnostics: no automatic migration exists
+UNSUPPORTED_FAMILIES = {"scan", "histogram"}
 MAX_THREADS_PER_BLOCK = 1024
 
 
@@ -58,7 +60,8 @@ def test_corpus_has_at_least_twelve_tasks_covering_all_families() -> None:
     assert len(specs) >= 12
     families = {s.kernel.family for s in specs}
     assert families >= FAMILIES, f"missing families: {sorted(FAMILIES - families)}"
-    assert families <= FAMILIES, f"unknown families: {sorted(families - FAMILIES)}"
+    known = FAMILIES | UNSUPPORTED_FAMILIES
+    assert families <= known, f"unknown families: {sorted(families - known)}"
 
 
 def test_every_source_has_a_spec_and_reference() -> None:

@@ -142,6 +142,23 @@ EXPECT: dict[str, dict[str, Any]] = {
         "accesses": {("c_weights", "read"): ["k + 3"], ("s", "read"): ["k + threadIdx.x + 3"]},
         "constants": ["c_weights"],
     },
+    "scan_block": {
+        "kernel": "scan_block_kernel",
+        "roles": {"in": "in", "out": "out", "n": "scalar"},
+        "shared": {"buf": [256]},
+        "barriers": 3,
+        "loops": ["doubling"],
+        "accesses": {("buf", "read"): ["threadIdx.x - offset"]},
+    },
+    "histogram": {
+        "kernel": "histogram_kernel",
+        "roles": {"keys": "in", "bins": "inout", "n": "scalar"},
+        "shared": {"local": [64]},
+        "barriers": 2,
+        "loops": ["block_stride", "grid_stride", "block_stride"],
+        "reductions": {("local", "atomic"), ("bins", "atomic")},
+        "calls": {"atomicAdd": "atomic"},
+    },
 }
 
 

@@ -64,6 +64,13 @@ inline void sim_yield(int state) {
 }
 inline void __syncthreads() { sim_yield(AT_BLOCK); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+// Fibers switch only at barriers/shuffles, so a read-modify-write is already atomic here.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  T old = *address;
+  *address = old + value;
+  return old;
+}
 
 template <typename T>
 T __shfl_down_sync(unsigned, T v, int delta) {
