@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+# Not the repository root: `python -m` puts the working directory first on sys.path, and the
+# source tree's `migrator/` lacks `migrator.patterns`/`migrator.templates` (mapped at install).
+NEUTRAL_CWD = Path(tempfile.gettempdir())
+
+
+def run(*args: str, cwd: Path = NEUTRAL_CWD) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "migrator.cli", *args],
         capture_output=True, text=True, cwd=cwd, timeout=120,
