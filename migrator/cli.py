@@ -21,11 +21,9 @@ from pathlib import Path
 from migrator import __version__
 from migrator import diagnostics as diag
 from migrator.api import inspect
-from migrator.cuda.interp import run_cli
 from migrator.cuda.parse import render_with_caret
 from migrator.cuda.source import SourceError
 from migrator.cuda.summary import render
-from migrator.nki import profile_cli
 
 EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, EXIT_FAILED, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -135,12 +133,19 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type: ignore[type-arg]
     "inspect": _register_inspect,
     "diagnostics": _register_diagnostics,
-    "run": run_cli.register,
-    "profile": profile_cli.register,
+    "run": lambda sub: _register_from("migrator.cuda.interp.run_cli", sub),
+    "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _register_from(module: str, sub: argparse._SubParsersAction) -> object:  # type: ignore[type-arg]
+    """Import a stage's CLI module only when its command is built (keeps `migrate` fast)."""
+    import importlib
+
+    return importlib.import_module(module).register(sub)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="migrate",
         description="cuda2nki: migrate CUDA kernels to NKI (AWS Trainium/Inferentia) and score "
@@ -150,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cuda2nki {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in COMMANDS.values():
-        register(sub)
+    for name, register in COMMANDS.items():
+        if only is None or name == only:
+            register(sub)
     return parser
 
 
@@ -179,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in argv if not a.startswith("-")), None)
     is_file = first is not None and first not in COMMANDS
-    parser = build_migrate_parser() if is_file else build_parser()
+    parser = build_migrate_parser() if is_file else build_parser(first)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse already printed usage or help
