@@ -26,6 +26,7 @@ PSUM_FMAX = 512
 STATIONARY_FMAX = 128
 MOVING_FMAX = 512
 ELEMENTWISE_FREE = 512
+BN_STATS_FMAX = 512  # nisa.bn_stats free-size limit (nki-facts §2.3)
 MAX_ROW_FREE = 8192  # a whole row per partition for row-wise kernels (32 KiB fp32 of 192 KiB)
 
 # Local names the templates use; an output tensor with one of these names gets a suffix.

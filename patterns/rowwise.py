@@ -14,7 +14,16 @@ from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note, source_line
+from migrator.plan import (
+    BN_STATS_FMAX,
+    MAX_ROW_FREE,
+    PMAX,
+    Plan,
+    PlanError,
+    bind,
+    note,
+    source_line,
+)
 
 
 class RowwiseMatcher:
@@ -147,6 +156,8 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         eps = None
     reds = {r.op: r for r in k.reductions}
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
+    if match.variant == "layernorm":
+        p.constants["BN_FMAX"] = BN_STATS_FMAX
     loop = k.loops[st.loops[-1]]
     p.notes = {
         "rows": note(
@@ -168,9 +179,11 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "scale": vec_args["scale"].name if vec_args.get("scale") else None,
         "shift": vec_args["shift"].name if vec_args.get("shift") else None,
         "eps": eps,
+        "uses_isa": match.variant == "layernorm",
         "constant_notes": {
             "P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
             "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)",
+            "BN_FMAX": "bn_stats free-size limit (nl.tile_size.bn_stats_fmax)",
         },
     }
     return p
