@@ -75,3 +75,14 @@ def test_emitted_text_matches_golden_file(stem: str, tmp_path: Path) -> None:
     assert got == golden.read_text(), (
         f"emitted NKI for {stem} changed; review the diff and run with UPDATE_GOLDEN=1 to accept"
     )
+
+
+def test_library_api_at_package_level(tmp_path: Path) -> None:
+    import migrator
+
+    tu = migrator.inspect(CORPUS / "vector_add.cu")
+    assert isinstance(tu, migrator.TranslationUnit)
+    m = migrator.migrate(CORPUS / "vector_add.cu", out_dir=tmp_path, check=False)
+    assert isinstance(m, migrator.Migration) and m.kernels[0].status == "complete"
+    again = migrator.Migration.model_validate_json(m.model_dump_json())
+    assert again.kernels[0].nki_source == m.kernels[0].nki_source
