@@ -356,8 +356,16 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "NO_SPEC",
         "warning",
         "medium",
-        "no spec sidecar for {path}: tensor shapes and sizes are unknown",
+        "no spec sidecar for {path}, and none could be inferred: {why}",
         "Write <kernel>.toml next to the .cu (see README, Task contract) to get a runnable kernel.",
+    ),
+    DiagnosticKind(
+        "C2N2010",
+        "INFERRED_SPEC",
+        "note",
+        "low",
+        "no spec sidecar: inferred the task ({shapes}) and wrote it to {path}",
+        "Review the inferred shapes and sizes; keep the file as <kernel>.toml to make them yours.",
     ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(

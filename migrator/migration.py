@@ -90,9 +90,7 @@ def migrate(
     task = load_spec(spec_path) if spec_path else None
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
-    results = [
-        _migrate_kernel(tu, k, task, out, target, check and task is not None) for k in kernels
-    ]
+    results = [_migrate_kernel(tu, k, task, out, target, check) for k in kernels]
     return Migration(
         source=str(source),
         spec=str(spec_path) if spec_path else None,
@@ -124,13 +122,14 @@ def _migrate_kernel(
         km.diagnostics += [d for v in c.verdicts for d in v.diagnostics]
         why = "; ".join(f"{f}: {r[0]}" for f, r in km.rejected.items() if r)
         km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
-    elif spec is None:
-        km.diagnostics.append(diag.make("NO_SPEC", k.span, path=tu.file))
     else:
-        try:
-            plan = _plan(c, tu, k, spec)
-        except PlanError as e:
-            km.diagnostics.append(e.diagnostic)
+        if spec is None:
+            spec = _inferred(tu, k, km, out)
+        if spec is not None:
+            try:
+                plan = _plan(c, tu, k, spec)
+            except PlanError as e:
+                km.diagnostics.append(e.diagnostic)
     if plan is None:
         km.constructs = [c.model_copy(update={"mapped": False}) for c in km.constructs]
         km.nki_source = render_skeleton(tu, k, km)
@@ -163,6 +162,27 @@ def _migrate_kernel(
                         )
                     )
     return km
+
+
+def _inferred(tu: TranslationUnit, k: Kernel, km: KernelMigration, out: Path) -> TaskSpec | None:
+    """No sidecar: infer the task from the kernel and its launch site, and write it out."""
+    from migrator.infer import InferenceError, infer_spec, to_toml
+
+    try:
+        spec = infer_spec(tu, k)
+    except InferenceError as e:
+        km.diagnostics.append(diag.make("NO_SPEC", k.span, path=tu.file, why=str(e)))
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{k.name.removesuffix('_kernel')}.inferred.toml"
+    source = os.path.relpath(tu.file, out)  # the sidecar names its .cu relative to itself
+    spec = spec.model_copy(
+        update={"path": str(path), "kernel": spec.kernel.model_copy(update={"source": source})}
+    )
+    path.write_text(to_toml(spec), encoding="utf-8")
+    shapes = ", ".join(f"{t.name}[{', '.join(map(str, t.shape))}]" for t in spec.tensors)
+    km.diagnostics.append(diag.make("INFERRED_SPEC", k.span, path=str(path), shapes=shapes))
+    return spec
 
 
 def _plan(c: Classification, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan | None:

@@ -8,6 +8,7 @@ before callers, so pointer roles propagate through helper calls.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -514,6 +515,9 @@ def _launch_sites(
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
             used = _dependencies(parsed, cfg, host_values)
+            if args_node is not None:  # sizes passed as arguments are host-side sizes too
+                used |= _dependencies(parsed, args_node, host_values)
+                used = dict(sorted(used.items()))
             sites.append(
                 LaunchSite(
                     kernel=name,
@@ -533,7 +537,12 @@ def _launch_sites(
 
 
 def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
-    """Local definitions and parameters of a host function: name -> expression text."""
+    """Local definitions and parameters of a host function: name -> expression text.
+
+    Straight-line reassignments replace a definition (with the old value substituted for the
+    name, so `blocks = blocks > 128 ? 128 : blocks` keeps its meaning); assignments inside
+    branches or loops cannot be resolved statically and are marked `<conditional: ...>`.
+    """
     defs: dict[str, str] = {}
     fdecl = function_declarator(fn)
     plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
@@ -542,7 +551,9 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
         d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
         if d is not None:
             defs[d.name] = f"<parameter of {fname}>"
-    for n in _walk(fn):
+    body = fn.child_by_field_name("body")
+    top = set(body.named_children) if body is not None else set()
+    for n in _walk_in_order(fn):
         if n.type == "declaration":
             tname = base_type_text(parsed, n)
             for child in n.children_by_field_name("declarator"):
@@ -555,9 +566,25 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
                     defs[d.name] = " ".join(parsed.text(d.init).split())
         elif n.type == "assignment_expression":
             left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-            if left is not None and right is not None and left.type == "identifier":
-                defs.setdefault(parsed.text(left), " ".join(parsed.text(right).split()))
+            if left is None or right is None or left.type != "identifier":
+                continue
+            name, value = parsed.text(left), " ".join(parsed.text(right).split())
+            stmt = n.parent
+            straight = stmt is not None and stmt in top
+            if straight and parsed.text(n.child_by_field_name("operator")) == "=":  # type: ignore[arg-type]
+                old = defs.get(name)
+                if old is not None and not old.startswith("<"):
+                    value = re.sub(rf"\b{re.escape(name)}\b", f"({old})", value)
+                defs[name] = value
+            elif name in defs and not defs[name].startswith("<parameter"):
+                defs[name] = f"<conditional: {defs[name]} or {value}>"
     return defs
+
+
+def _walk_in_order(node: Node):  # type: ignore[no-untyped-def]
+    yield node
+    for c in node.named_children:
+        yield from _walk_in_order(c)
 
 
 def _dependencies(parsed: ParsedSource, cfg: Node, defs: dict[str, str]) -> dict[str, str]:

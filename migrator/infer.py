@@ -1,0 +1,310 @@
+"""Inferring a task spec from the CUDA source when no sidecar exists.
+
+Sizes are the host launch function's integer parameters; the launch configuration is the launch
+site's grid/block with host locals substituted; scalar kernel arguments are sizes (integers) or
+values (floats, with stated defaults); each tensor's logical shape comes from its index
+expressions and the bounds that guard them: ``A[row*K + k]`` with ``row < M`` and a loop
+``k < K`` is ``A[M, K]``; ``out[blockIdx.x]`` is ``out[grid.x]``. What cannot be inferred is
+reported, never guessed; the inferred spec is written out for the user to review.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from migrator.contract import TaskSpec
+from migrator.cuda import poly
+from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
+
+DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
+          "unsigned": "uint32", "__half": "float16", "half": "float16",
+          "__nv_bfloat16": "bfloat16", "int32_t": "int32", "uint32_t": "uint32"}  # fmt: skip
+DEFAULT_1D, DEFAULT_2D = 65536, 256
+SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
+
+
+class InferenceError(ValueError):
+    """The spec cannot be inferred; the message says what is missing."""
+
+
+def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
+    site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
+    if site is None:
+        raise InferenceError(f"no launch of {k.name} in {tu.file} (grid and block are unknown)")
+    host = _Host({n: v for n, v in site.host_values.items() if not v.startswith("<parameter")})
+    host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
+    resolve = host.resolve
+    bindings = _template_bindings(k, site)
+    tensors, scalars = [], []
+    args = dict(zip([p.name for p in k.params], site.args, strict=False))
+    bounds = _bounds(k, host, args, site)
+    size_names: set[str] = set()
+    ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
+    for p in k.params:
+        if not p.pointer_depth:
+            continue
+        shape = _shape(k, p.name, bounds, ties)
+        if shape is None:
+            raise InferenceError(f"the extent of {p.name} cannot be read from its indices")
+        dtype = DTYPES.get(_base(p.base_type, bindings))
+        if dtype is None or p.role == "unused":
+            raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
+        size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
+        tensors.append({"name": _pyname(p.name), "param": p.name, "role": p.role,
+                        "dtype": dtype, "shape": shape})  # fmt: skip
+    for p in k.params:
+        if p.pointer_depth:
+            continue
+        arg = _clean(resolve(args.get(p.name, p.name)))
+        dtype = DTYPES.get(_base(p.base_type, bindings))
+        if dtype is None:
+            raise InferenceError(f"parameter {p.name} has type {p.base_type}")
+        names = set(re.findall(r"[A-Za-z_]\w*", arg))
+        if dtype.startswith("float"):
+            value = 1e-5 if p.name.lower().startswith("eps") else _literal(arg, 0.5)
+            scalars.append({"name": p.name, "dtype": dtype, "value": value})
+        elif p.name in ties:
+            scalars.append({"name": p.name, "dtype": dtype, "size": ties[p.name]})
+        elif names and names <= host_params:
+            size_names |= names
+            scalars.append({"name": p.name, "dtype": dtype, "size": arg})
+        else:
+            raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
+    size_names -= set(ties) - {v for v in ties.values()}
+    grid, block = host.dim3(site.grid), host.dim3(site.block)
+    smem = _clean(resolve(site.shared_bytes or "0"))
+    for expr in [*grid, *block, smem]:
+        size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - {"ceil_div", "min", "max"}
+    unknown = size_names - host_params
+    if unknown:
+        raise InferenceError(f"sizes {sorted(unknown)} are not host parameters")
+    one_d = all(len(t["shape"]) == 1 for t in tensors)
+    sizes = {n: DEFAULT_1D if one_d else DEFAULT_2D for n in sorted(size_names)}
+    # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
+    pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
+    sets = [{n: pool[(i + j) % len(pool)] for i, n in enumerate(sizes)} for j in range(2)]
+    order = {"in": 0, "inout": 1, "out": 2}
+    tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
+    data: dict[str, Any] = {
+        "kernel": {"name": k.name, "family": "inferred", "source": Path(tu.file).name,
+                   "template_args": [_number(a) for a in site.template_args]},
+        "sizes": sizes, "size_sets": sets, "tensors": tensors, "scalars": scalars,
+        "launch": {"grid": grid, "block": block, "shared_bytes": smem},
+        "path": tu.file.removesuffix(".cu") + ".inferred.toml",
+    }  # fmt: skip
+    spec = TaskSpec.model_validate(data)
+    for sset in spec.all_size_sets():  # every formula must evaluate
+        spec.launch_config(sset)
+        for t in spec.tensors:
+            spec.shape_of(t, sset)
+    return spec
+
+
+def to_toml(spec: TaskSpec) -> str:
+    """The inferred spec as a sidecar the user can review and keep."""
+    lines = ["# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",
+             "[kernel]", f'name = "{spec.kernel.name}"', f'family = "{spec.kernel.family}"',
+             f'source = "{spec.kernel.source}"',
+             f"template_args = {list(spec.kernel.template_args)!r}".replace("'", '"'), "",
+             "[sizes]"] + [f"{n} = {v}" for n, v in spec.sizes.items()]  # fmt: skip
+    for s in spec.size_sets:
+        lines += ["", "[[size_sets]]"] + [f"{n} = {v}" for n, v in s.items()]
+    for t in spec.tensors:
+        shape = ", ".join(f'"{d}"' for d in t.shape)
+        lines += ["", "[[tensors]]", f'name = "{t.name}"', f'role = "{t.role}"']
+        lines += [f'dtype = "{t.dtype}"', f"shape = [{shape}]", f'param = "{t.cuda_param}"']
+    for s in spec.scalars:
+        lines += ["", "[[scalars]]", f'name = "{s.name}"', f'dtype = "{s.dtype}"']
+        lines.append(f'size = "{s.size}"' if s.size is not None else f"value = {s.value!r}")
+    g = ", ".join(f'"{x}"' for x in spec.launch.grid)
+    b = ", ".join(f'"{x}"' for x in spec.launch.block)
+    lines += ["", "[launch]", f"grid = [{g}]", f"block = [{b}]",
+              f'shared_bytes = "{spec.launch.shared_bytes}"']  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+_SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
+           "sizeof(unsigned int)": "4", "sizeof(__half)": "2"}  # fmt: skip
+
+
+class _Host:
+    """Host-side definitions of one launch site: expressions resolved to host parameters."""
+
+    def __init__(self, host: dict[str, str]) -> None:
+        self.host = host
+
+    def resolve(self, text: str, depth: int = 0) -> str:
+        if text.startswith("<conditional"):
+            raise InferenceError(f"the launch depends on a value set under a branch ({text})")
+        out = _min_max(text)
+        for k, v in _SIZEOF.items():
+            out = out.replace(k, v)
+        if depth <= 8:
+            for name, value in self.host.items():
+                if not value.startswith("dim3") and re.search(rf"\b{re.escape(name)}\b", out):
+                    sub = f"({self.resolve(value, depth + 1)})"
+                    out = re.sub(rf"\b{re.escape(name)}\b", sub, out)
+        out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
+        return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
+
+    def dim3(self, text: str) -> list[Any]:
+        source = self.host.get(text.strip(), text)
+        if not str(source).startswith("dim3"):
+            source = text
+        inner = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", source, re.S)
+        parts = _split_args(inner.group(1)) if inner else [source]
+        return [_int_or_text(self.resolve(part)) for part in parts]
+
+
+def _min_max(text: str) -> str:
+    """`a > B ? B : a` and friends (clamping idioms) as `min(a, B)` / `max(a, B)`."""
+    t = r"([\w()+\-*/ ]+?)"
+    text = re.sub(rf"{t}\s*>\s*{t}\s*\?\s*\2\s*:\s*\1", r"min(\1, \2)", text)
+    text = re.sub(rf"{t}\s*<\s*{t}\s*\?\s*\2\s*:\s*\1", r"max(\1, \2)", text)
+    return text
+
+
+def _clean(expr: str) -> str:
+    """Drop redundant parentheses (`((n))` → `n`) so the spec reads like hand-written ones."""
+    import ast
+
+    try:
+        return ast.unparse(ast.parse(expr, mode="eval"))
+    except SyntaxError:
+        return expr
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    return [*parts, cur.strip()] if cur.strip() else parts
+
+
+def _int_or_text(s: str) -> Any:
+    try:
+        return int(_clean(s))
+    except ValueError:
+        return _clean(s)
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text.rstrip("uUlL"), 0)
+    except ValueError:
+        return text
+
+
+def _literal(text: str, default: float) -> float:
+    try:
+        return float(text.rstrip("fF"))
+    except ValueError:
+        return default
+
+
+def _base(t: str, bindings: dict[str, str]) -> str:
+    t = t.replace("const", "").strip()
+    return bindings.get(t, t)
+
+
+def _pyname(name: str) -> str:
+    import keyword
+
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _template_bindings(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    return {t.name: a for t, a in zip(k.template_params, site.template_args, strict=False)}
+
+
+Bounds = list[tuple[poly.Poly, str]]  # bounded index polynomial, exclusive upper bound
+
+
+def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> Bounds:
+    """Index polynomials with an upper bound from a guard, a loop condition or the grid."""
+    out: Bounds = []
+
+    def host_expr(e: IndexExpr) -> str | None:
+        if not e.affine:
+            return None
+        text = poly.render(e.as_poly())
+        for param, arg in args.items():
+            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
+        return _clean(text)
+
+    def add(p: poly.Poly, limit: str | None) -> None:
+        if limit and p and all(q != p for q, _ in out):
+            out.append((p, limit))
+
+    for g in k.guards:
+        for c in g.checks:
+            upper = (c.op == "<" and not g.early_exit) or (c.op == ">=" and g.early_exit)
+            if upper and c.index.affine:
+                add(c.index.as_poly(), host_expr(c.limit))
+    for lp in k.loops:
+        if lp.var and lp.cmp == "<" and lp.bound is not None:
+            add(poly.sym(lp.var), host_expr(lp.bound))
+    for axis, g in zip("xyz", host.dim3(site.grid), strict=False):
+        add(poly.sym(f"blockIdx.{axis}"), str(g))
+    return out
+
+
+def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[str] | None:
+    """Extents of a tensor; a leading-dimension parameter used as a row stride is recorded in
+    `ties` as equal to the row's extent (the contract's tensors are dense)."""
+    best: list[str] | None = None
+    for a in k.accesses:
+        if a.array != param or a.space != "global" or not a.indices[0].affine:
+            continue
+        found = _decompose(a.indices[0].as_poly(), bounds)
+        if found is None:
+            continue
+        dims, pieces = found
+        if len(pieces) == 2:
+            (outer, _), (inner, inner_limit) = pieces
+            syms = poly.symbols(outer)
+            if poly.constant_value(inner) == 1 and len(outer) == 1 and len(syms) == 1:
+                (ld,) = syms
+                if ld != inner_limit:
+                    ties[ld] = inner_limit
+        if best is None or len(dims) > len(best):
+            best = dims
+    return best
+
+
+def _decompose(
+    p: poly.Poly, bounds: Bounds
+) -> tuple[list[str], list[tuple[poly.Poly, str]]] | None:
+    """``sum(stride_i * bounded_i) + const`` → extents ordered outermost first."""
+    for q, limit in bounds:
+        if poly.constant_value(poly.sub(p, q)) is not None:
+            return [limit], [({(): 1}, limit)]  # bounded itself (up to a constant halo offset)
+    pieces: list[tuple[poly.Poly, str]] = []  # (stride, extent)
+    rest = dict(p)
+    for q, limit in sorted(bounds, key=lambda b: -len(b[0])):
+        anchor = next((m[0] for m, c in q.items() if len(m) == 1 and c == 1
+                       and not m[0].startswith(("blockDim", "gridDim"))), None)  # fmt: skip
+        if anchor is None:
+            continue
+        stride = poly.coefficient_of(rest, anchor)
+        if not stride:
+            continue
+        part = poly.mul(stride, q)
+        if any(rest.get(m) != c for m, c in part.items()):
+            continue
+        rest = poly.sub(rest, part)
+        pieces.append((stride, limit))
+    if not pieces or poly.constant_value(rest) is None:
+        return None
+    pieces.sort(key=lambda sl: (poly.constant_value(sl[0]) == 1, len(sl[0])))
+    return [limit for _, limit in pieces], pieces

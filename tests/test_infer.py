@@ -1,0 +1,62 @@
+"""Spec inference: without a sidecar, shapes, sizes and the launch come from the CUDA source."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from migrator.contract import load_spec
+from migrator.cuda.frontend import analyze_file
+from migrator.infer import InferenceError, infer_spec
+from migrator.migration import migrate
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+INFERABLE = [
+    "vector_add", "saxpy", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_naive",
+    "reduce_sum_shared", "reduce_warp_shuffle", "transpose_tiled", "stencil_1d",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", INFERABLE)
+def test_inferred_shapes_match_the_hand_written_spec(stem: str) -> None:
+    written = load_spec(CORPUS / f"{stem}.toml")
+    tu = analyze_file(CORPUS / f"{stem}.cu")
+    inferred = infer_spec(tu, tu.kernel(written.kernel.name))
+    sizes = written.sizes
+    # the same tensors (by CUDA parameter) with the same extents at the written spec's sizes,
+    # once the inferred size names are bound through the kernel's scalar arguments
+    bind = {s.cuda_param: written.scalar_value(s, sizes) for s in written.scalars if s.size}
+    inferred_sizes = {n: bind.get(n, v) for n, v in inferred.sizes.items()}
+    for t in written.tensors:
+        it = next(x for x in inferred.tensors if x.cuda_param == t.cuda_param)
+        assert it.role == t.role
+        assert inferred.shape_of(it, inferred_sizes) == written.shape_of(t, sizes), t.name
+    assert inferred.launch_config(inferred_sizes) == written.launch_config(sizes)
+
+
+@pytest.mark.parametrize("stem", INFERABLE)
+def test_migration_without_sidecar_is_complete_and_checked(stem: str, tmp_path: Path) -> None:
+    shutil.copy(CORPUS / f"{stem}.cu", tmp_path / f"{stem}.cu")
+    spec = load_spec(CORPUS / f"{stem}.toml")
+    m = migrate(tmp_path / f"{stem}.cu", kernel=spec.kernel.name, out_dir=tmp_path / "out")
+    (k,) = m.kernels
+    assert k.status == "complete", [d.render() for d in k.diagnostics]
+    assert "C2N2010" in {d.id for d in k.diagnostics}
+    assert k.check is not None and k.check.ok and len(k.check.sizes) == 3
+    inferred = tmp_path / "out" / f"{spec.kernel.name.removesuffix('_kernel')}.inferred.toml"
+    assert load_spec(inferred).kernel.name == spec.kernel.name  # the written sidecar loads
+
+
+def test_inference_says_what_it_could_not_infer(tmp_path: Path) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text(
+        "__global__ void k(float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 1.0f;\n}\n"
+    )
+    tu = analyze_file(src)
+    with pytest.raises(InferenceError, match="no launch of k"):
+        infer_spec(tu, tu.kernel("k"))
+    m = migrate(src, out_dir=tmp_path)
+    assert any(d.id == "C2N2009" and "no launch" in d.message for d in m.kernels[0].diagnostics)
