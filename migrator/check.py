@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from migrator.contract import TaskSpec, load_spec, make_inputs, spec_for_source
+from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype, spec_for_source
 
 # Default closeness per output dtype (|got - want| <= atol * max(1, max|want|) + rtol * |want|):
 # fp32 differences
@@ -57,6 +57,24 @@ class CheckReport(BaseModel):
     estimate_us: float | None = None
     bottleneck: str | None = None
     profile: dict[str, Any] | None = None
+
+
+LOW_PRECISION = ("bfloat16", "float16", "float8_e4m3", "float8_e5m2")
+
+
+def with_dtype(spec: TaskSpec, dtype: str) -> TaskSpec:
+    """The task with its float32 tensors in `dtype` (the `--dtype` policy: bf16 data, fp32
+    accumulation on the engines and in PSUM)."""
+    tensors = [t.model_copy(update={"dtype": dtype}) if t.dtype == "float32" else t
+               for t in spec.tensors]  # fmt: skip
+    return spec.model_copy(update={"tensors": tensors})
+
+
+def cuda_view(spec: TaskSpec) -> TaskSpec:
+    """The task as the float32 CUDA kernel sees it."""
+    tensors = [t.model_copy(update={"dtype": "float32"}) if t.dtype in LOW_PRECISION else t
+               for t in spec.tensors]  # fmt: skip
+    return spec.model_copy(update={"tensors": tensors})
 
 
 def _tolerance(spec: TaskSpec, dtype: str) -> tuple[float, float]:
@@ -117,7 +135,16 @@ def check_kernel(
         res = SizeCheck(sizes=dict(sizes))
         ins = make_inputs(spec, sizes, seed)
         t0 = time.perf_counter()
-        want = run_spec(spec, sizes, seed=seed, inputs=ins)
+        # the CUDA original computes on float32: low-precision task inputs are given to it
+        # widened, and its outputs are rounded to the task's dtype before comparing
+        cuda_spec = cuda_view(spec)
+        want = run_spec(
+            cuda_spec, sizes, seed=seed,
+            inputs={t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c
+                    in zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)},
+        )  # fmt: skip
+        want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
+                                                            strict=False)]  # fmt: skip
         res.cuda_seconds = time.perf_counter() - t0
         args = [ins[t.name].copy() for t in spec.inputs_in_order]
         kwargs = {s.name: s.value for s in spec.value_scalars}

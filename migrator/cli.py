@@ -61,6 +61,18 @@ def _defines(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _sizes(text: str | None) -> dict[str, int] | None:
+    if not text:
+        return None
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        if not name.strip() or not value.strip().isdigit():
+            raise UsageError(f"--sizes {text}: expected NAME=INT[,NAME=INT...]")
+        out[name.strip()] = int(value)
+    return out
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     tu = inspect(args.file, include_dirs=args.include_dirs, defines=_defines(args.defines))
     if args.kernel:
@@ -115,7 +127,8 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
     m = migrate(
         args.file, kernel=args.kernel, spec=args.spec, out_dir=args.out, target=args.target,
-        check=args.check, include_dirs=args.include_dirs, defines=_defines(args.defines),
+        check=args.check, dtype=args.dtype, sizes=_sizes(args.sizes),
+        include_dirs=args.include_dirs, defines=_defines(args.defines),
     )  # fmt: skip
     out_dir = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).stem
@@ -173,6 +186,12 @@ def build_migrate_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="run the generated kernel against the CUDA interpreter (default: on)",
+    )
+    p.add_argument("--sizes", help="an extra size set for the check, e.g. M=1000,N=333")
+    p.add_argument(
+        "--dtype",
+        choices=["bfloat16", "float16"],
+        help="tensors in this dtype (fp32 accumulation); default: the spec's",
     )
     p.add_argument("--json", action="store_true", help="print the migration as JSON")
     p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)

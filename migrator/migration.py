@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
-from migrator.check import CheckReport, check_kernel
+from migrator.check import CheckReport, check_kernel, with_dtype
 from migrator.contract import TaskSpec, load_spec, spec_for_source
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
@@ -80,6 +80,8 @@ def migrate(
     out_dir: str | Path | None = None,
     target: str = "trn2",
     check: bool = True,
+    dtype: str | None = None,
+    sizes: dict[str, int] | None = None,
     include_dirs: list[str | Path] | None = None,
     defines: dict[str, str] | None = None,
 ) -> Migration:
@@ -88,9 +90,10 @@ def migrate(
     tu = analyze_file(source, include_dirs, defines)
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = load_spec(spec_path) if spec_path else None
+    options = {"dtype": dtype, "sizes": sizes}
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
-    results = [_migrate_kernel(tu, k, task, out, target, check) for k in kernels]
+    results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]
     return Migration(
         source=str(source),
         spec=str(spec_path) if spec_path else None,
@@ -101,7 +104,13 @@ def migrate(
 
 
 def _migrate_kernel(
-    tu: TranslationUnit, k: Kernel, spec: TaskSpec | None, out: Path, target: str, check: bool
+    tu: TranslationUnit,
+    k: Kernel,
+    spec: TaskSpec | None,
+    out: Path,
+    target: str,
+    check: bool,
+    options: dict[str, Any],
 ) -> KernelMigration:
     c = classify(tu, k)
     km = KernelMigration(
@@ -125,6 +134,8 @@ def _migrate_kernel(
     else:
         if spec is None:
             spec = _inferred(tu, k, km, out)
+        if spec is not None and options.get("dtype"):
+            spec = with_dtype(spec, options["dtype"])
         if spec is not None:
             try:
                 plan = _plan(c, tu, k, spec)
@@ -143,7 +154,10 @@ def _migrate_kernel(
     nki_path.write_text(km.nki_source, encoding="utf-8")
     km.nki_file = str(nki_path)
     if check and plan is not None and spec is not None:
-        km.check = check_kernel(nki_path, spec, plan.nki_name, target=target)
+        extra = [spec.resolve_sizes(options["sizes"])] if options.get("sizes") else []
+        km.check = check_kernel(
+            nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
+        )
         if not km.check.ok:
             km.status = "failed"
             for s in km.check.sizes:

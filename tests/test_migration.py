@@ -86,3 +86,15 @@ def test_library_api_at_package_level(tmp_path: Path) -> None:
     assert isinstance(m, migrator.Migration) and m.kernels[0].status == "complete"
     again = migrator.Migration.model_validate_json(m.model_dump_json())
     assert again.kernels[0].nki_source == m.kernels[0].nki_source
+
+
+@pytest.mark.parametrize(("stem", "sizes"), [("matmul_tiled", {"M": 300, "N": 700, "K": 129}),
+                                             ("softmax_row", {"R": 300, "C": 129})])  # fmt: skip
+def test_bf16_policy_and_extra_sizes(stem: str, sizes: dict[str, int], tmp_path: Path) -> None:
+    spec = load_spec(CORPUS / f"{stem}.toml")
+    m = migrate(CORPUS / f"{stem}.cu", kernel=spec.kernel.name, out_dir=tmp_path,
+                dtype="bfloat16", sizes=sizes)  # fmt: skip
+    (k,) = m.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok
+    assert k.check.sizes[-1].sizes == {**spec.sizes, **sizes}
+    assert "nl.bfloat16" in (k.nki_source or "")
