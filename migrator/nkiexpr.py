@@ -29,7 +29,9 @@ MATH: dict[str, str] = {
     "powf": "nl.power", "pow": "nl.power",
     "floorf": "nl.floor", "ceilf": "nl.ceil", "truncf": "nl.trunc",
 }  # fmt: skip
-_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/"}
+# nl functions rather than Python operators: legacy NKI operators do not broadcast along the
+# partition axis, and a row vector ([1, F]) meets full tiles in broadcasts
+_BINARY = {"+": "nl.add", "-": "nl.subtract", "*": "nl.multiply", "/": "nl.divide"}
 _COMPARE = {
     "<": "nl.less", "<=": "nl.less_equal", ">": "nl.greater", ">=": "nl.greater_equal",
     "==": "nl.equal", "!=": "nl.not_equal",
@@ -66,7 +68,7 @@ def render(
         if k == "binary":
             a, b = (go(x) for x in n.args)
             if n.op in _BINARY:
-                return f"({a} {_BINARY[n.op]} {b})"
+                return f"{_BINARY[n.op]}({a}, {b})"
             if n.op in _COMPARE:
                 return f"{_COMPARE[n.op]}({a}, {b})"
             raise Untranslatable(f"operator {n.op} in {n.text!r}")

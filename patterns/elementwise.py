@@ -168,14 +168,37 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p = bind(tu, k, spec, "elementwise", match.variant)
     layout = (match.plan or {})["layout"]
     stores = facts.global_stores(k)
-    loads: dict[str, str] = {}
+    kinds: dict[str, str] = (match.plan or {}).get("inputs", {})
+    loads: dict[str, dict[str, str]] = {}
 
     def tile_of(ld: Expr) -> str:
         t = p.tensor_for_param(ld.name or "")
         if t is None:
             raise Untranslatable(f"{ld.name} is not a tensor of the task")
-        loads.setdefault(t.name, f"{t.name}_tile")
-        return loads[t.name]
+        kind = kinds.get(ld.name or "", "same")
+        # a row vector indexed by the column is one partition wide ([1, F]); a column vector
+        # indexed by the row is one element per partition ([P, 1]); nl ops broadcast both
+        index = (
+            "i_f"
+            if kind.startswith("row-vector")
+            else "i_p"
+            if kind.startswith("column-vector")
+            else "idx"
+            if layout["kind"] == "1d"
+            else "i_p, i_f"
+        )
+        if kind == "scalar":
+            raise Untranslatable(f"{ld.name} is read at a fixed index (a scalar load)")
+        loads.setdefault(
+            t.name,
+            {
+                "tensor": t.name,
+                "var": f"{t.name}_tile",
+                "index": index,
+                "masked": "same" in kind or kind.startswith("same"),
+            },
+        )
+        return loads[t.name]["var"]
 
     rendered = []
     for st in stores:
@@ -215,7 +238,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     fields: dict[str, Any] = {
         "kind": layout["kind"],
         "summary": ", ".join(f"{r['tensor']} = {r['expr']}" for r in rendered),
-        "loads": [{"tensor": name, "var": var} for name, var in loads.items()],
+        "loads": list(loads.values()),
         "stores": rendered,
         "size_params": {},
         "constant_notes": {

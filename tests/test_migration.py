@@ -98,3 +98,24 @@ def test_bf16_policy_and_extra_sizes(stem: str, sizes: dict[str, int], tmp_path:
     assert k.status == "complete" and k.check is not None and k.check.ok
     assert k.check.sizes[-1].sizes == {**spec.sizes, **sizes}
     assert "nl.bfloat16" in (k.nki_source or "")
+
+
+def test_row_and_column_vector_broadcasts_without_a_sidecar(tmp_path: Path) -> None:
+    src = tmp_path / "bias.cu"
+    src.write_text(
+        "__global__ void bias_relu(const float* x, const float* bias, const float* scale,\n"
+        "                          float* y, int R, int C) {\n"
+        "  int r = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r < R && c < C) y[r * C + c] = fmaxf(x[r * C + c] * scale[r] + bias[c], 0.0f);\n"
+        "}\n"
+        "void launch(const float* x, const float* bias, const float* scale, float* y, int R,\n"
+        "            int C) {\n"
+        "  dim3 block(32, 8);\n  dim3 grid((C + 31) / 32, (R + 7) / 8);\n"
+        "  bias_relu<<<grid, block>>>(x, bias, scale, y, R, C);\n}\n"
+    )
+    m = migrate(src, out_dir=tmp_path / "out")
+    (k,) = m.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok
+    source = k.nki_source or ""
+    assert "nl.load(bias[i_f]" in source and "nl.load(scale[i_p]" in source

@@ -1,4 +1,4 @@
-"""Elementwise map: out = (alpha * x_tile) + beta
+"""Elementwise map: out = nl.add(nl.multiply(alpha, x_tile), beta)
 
 Migrated by cuda2nki from scale_2d_pitch.cu (kernel `scale_2d_pitch_kernel`, family elementwise, 2d).
 Calling convention (cuda2nki task contract 1.0):
@@ -38,5 +38,5 @@ def scale_2d_pitch(x, *, alpha, beta):
             in_bounds = (i_p < R) & (i_f < C)
             x_tile = nl.load(x[i_p, i_f], mask=in_bounds)
             # from scale_2d_pitch.cu:16 — out[row * ld_out + col] = alpha * in[row * ld_in + col] + beta;
-            nl.store(out[i_p, i_f], value=(alpha * x_tile) + beta, mask=in_bounds)
+            nl.store(out[i_p, i_f], value=nl.add(nl.multiply(alpha, x_tile), beta), mask=in_bounds)
     return out

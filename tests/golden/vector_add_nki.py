@@ -1,4 +1,4 @@
-"""Elementwise map: c = a_tile + b_tile
+"""Elementwise map: c = nl.add(a_tile, b_tile)
 
 Migrated by cuda2nki from vector_add.cu (kernel `vector_add_kernel`, family elementwise, 1d).
 Calling convention (cuda2nki task contract 1.0):
@@ -38,5 +38,5 @@ def vector_add(a, b):
         a_tile = nl.load(a[idx], mask=in_bounds)
         b_tile = nl.load(b[idx], mask=in_bounds)
         # from vector_add.cu:12 — c[i] = a[i] + b[i];
-        nl.store(c[idx], value=a_tile + b_tile, mask=in_bounds)
+        nl.store(c[idx], value=nl.add(a_tile, b_tile), mask=in_bounds)
     return c
