@@ -41,11 +41,10 @@ class RowwiseMatcher:
             return self._no(k, "does not write its output inside a loop over a row")
         st = stores[-1]
         loop = k.loops[st.loops[-1]]
-        if loop.kind not in ("block_stride", "thread_dependent") or loop.var is None:
+        if loop.kind not in ("block_stride", "thread_dependent", "counted") or loop.var is None:
             return self._no(
                 k,
-                f"the output loop #{loop.id} is {loop.kind}, not a block- or "
-                "warp-stride loop over the columns",
+                f"the output loop #{loop.id} is {loop.kind}, not a loop over the columns",
             )
         idx = st.index[0]
         if not idx.affine or poly.coefficient_of(idx.as_poly(), loop.var) != {(): 1}:
@@ -56,8 +55,11 @@ class RowwiseMatcher:
             )
         row = poly.sub(idx.as_poly(), poly.sym(loop.var))
         row_syms = poly.symbols(row)
-        if any("threadIdx" in s and "floordiv" not in s for s in row_syms):
+        per_thread_row = loop.kind == "counted"  # one thread walks a whole row
+        if not per_thread_row and any("threadIdx" in s and "floordiv" not in s for s in row_syms):
             return self._no(k, "the row offset depends on the thread within the row")
+        if per_thread_row and not any("threadIdx" in s for s in row_syms):
+            return self._no(k, "a counted column loop, but every thread gets the same row")
         ops = {r.op for r in k.reductions}
         math = facts.calls(st.value)
         loads = facts.loads(st.value, space="global")
@@ -162,8 +164,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p.notes = {
         "rows": note(
             k.span,
-            f"one CUDA {'block' if 'blockIdx' in info['row_offset'] else 'warp'}"
-            f" per row (row offset {info['row_offset']})",
+            f"one CUDA {_unit(info['row_offset'])} per row (row offset {info['row_offset']})",
         ),
         "cols": note(loop.span, f"{loop.kind} loop over {loop.var} becomes the free axis"),
         "max": note(reds["max"].span, f"row max ({reds['max'].style})") if "max" in reds else "",
@@ -187,3 +188,9 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         },
     }
     return p
+
+
+def _unit(row_offset: str) -> str:
+    if "floordiv" in row_offset:
+        return "warp"
+    return "thread" if "threadIdx" in row_offset else "block"

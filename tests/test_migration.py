@@ -119,3 +119,15 @@ def test_row_and_column_vector_broadcasts_without_a_sidecar(tmp_path: Path) -> N
     assert k.status == "complete" and k.check is not None and k.check.ok
     source = k.nki_source or ""
     assert "nl.load(bias[i_f]" in source and "nl.load(scale[i_p]" in source
+
+
+@pytest.mark.parametrize(
+    ("name", "variant"),
+    [("rmsnorm_thread_per_row", "rmsnorm"), ("log_softmax_thread_per_row", "log_softmax")],
+)
+def test_thread_per_row_normalisations(name: str, variant: str, tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent / "data" / f"{name}.cu"
+    m = migrate(src, out_dir=tmp_path)
+    (k,) = m.kernels
+    assert (k.family, k.variant, k.status) == ("rowwise", variant, "complete")
+    assert k.check is not None and k.check.ok
