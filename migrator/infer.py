@@ -266,6 +266,13 @@ def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[
     for a in k.accesses:
         if a.array != param or a.space != "global" or not a.indices[0].affine:
             continue
+        const = poly.constant_value(a.indices[0].as_poly())
+        if const is not None:  # x[0], x[3]: a small fixed-size buffer (an accumulator)
+            if best is None:
+                best = [str(const + 1)]
+            elif len(best) == 1 and best[0].isdigit():
+                best = [str(max(int(best[0]), const + 1))]
+            continue
         found = _decompose(a.indices[0].as_poly(), bounds)
         if found is None:
             continue

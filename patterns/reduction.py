@@ -18,7 +18,7 @@ from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.plan import MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note
+from migrator.plan import ELEMENTWISE_FREE, MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note
 
 
 class ReductionMatcher:
@@ -117,10 +117,12 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p = bind(tu, k, spec, "reduction", match.variant)
     out = p.tensor_for_param(info["output"])
     ins = [t for t in (p.tensor_for_param(a) for a in info.get("inputs", [])) if t is not None]
-    if out is None or len(ins) != 1:
+    if out is None or (len(ins) != 1 and match.variant != "atomic_total"):
         raise PlanError(
             diag.make("NOT_EMITTED", k.span, what="a reduction with other than one input tensor")
         )
+    if match.variant == "atomic_total":
+        return _plan_atomic_total(match, tu, k, p, out)
     x = ins[0]
     if info["op"] not in ("sum", "max", "min"):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"a {info['op']} reduction"))
@@ -182,3 +184,54 @@ def _elements_per_block(k: Kernel) -> int | None:
             if stride and poly.symbols(stride) <= set(values):
                 return poly.evaluate(stride, values)
     return None
+
+
+def _plan_atomic_total(
+    match: MatchResult, tu: TranslationUnit, k: Kernel, p: Plan, out: Any
+) -> Plan:
+    """A global accumulator: per-partition partial sums over 1-D tiles, then one matmul with a
+    ones vector reduces across partitions (the Tensor engine is the cross-partition adder)."""
+    from migrator import nkiexpr
+
+    term = None
+    for st in k.stores:
+        v = st.value
+        if v.kind == "reduce" and v.style == "loop_accumulate" and v.op == "sum" and v.args:
+            term = v.args[-1]
+            break
+    if term is None or out.role != "inout":
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="an atomic total whose per-element "
+                                  "term is not a loop accumulation"))  # fmt: skip
+    loads: dict[str, str] = {}
+
+    def tile_of(ld: Any) -> str:
+        t = p.tensor_for_param(ld.name or "")
+        if t is None or len(t.shape) != 1:
+            raise nkiexpr.Untranslatable(f"{ld.name} is not a 1-D tensor of the task")
+        loads.setdefault(t.name, f"{t.name}_tile")
+        return loads[t.name]
+
+    try:
+        expr = nkiexpr.render(term, tile_of, p.params)
+    except nkiexpr.Untranslatable as e:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=str(e))) from e
+    first = p.tensor_for_param(next(iter(_params_of(term))))
+    red = next(r for r in k.reductions if r.style == "atomic")
+    p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
+    p.notes = {
+        "reduce": note(
+            red.span,
+            "atomicAdd into a global accumulator: per-partition sums, "
+            "then a ones-vector matmul across partitions",
+        ),  # fmt: skip
+    }
+    p.fields = {
+        "variant": "atomic_total", "term": expr, "loads": loads, "n": first.shape[0] if first
+        else "?", "out": out.var, "out_in": out.name, "op": "sum",
+        "constant_notes": {"P_TILE": "partitions per tile", "F_TILE": "elements per partition"},
+    }  # fmt: skip
+    return p
+
+
+def _params_of(e: Any) -> list[str]:
+    return [n.name for n in e.walk() if n.kind == "load" and n.name]

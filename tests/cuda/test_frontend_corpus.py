@@ -150,6 +150,19 @@ EXPECT: dict[str, dict[str, Any]] = {
         "loops": ["doubling"],
         "accesses": {("buf", "read"): ["threadIdx.x - offset"]},
     },
+    "dot_atomic": {
+        "kernel": "dot_atomic_kernel",
+        "roles": {"x": "in", "y": "in", "result": "inout", "n": "scalar"},
+        "shared": {"partial": [256]},
+        "barriers": 2,
+        "loops": ["grid_stride", "halving"],
+        "reductions": {
+            ("sum", "loop_accumulate"),
+            ("partial", "shared_tree"),
+            ("result", "atomic"),
+        },
+        "accesses": {("result", "atomic"): ["0"]},
+    },
     "histogram": {
         "kernel": "histogram_kernel",
         "roles": {"keys": "in", "bins": "inout", "n": "scalar"},

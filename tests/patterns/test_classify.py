@@ -37,6 +37,7 @@ EXPECT = {
     ("matmul_tiled", "sgemm_tiled_kernel"): ("matmul", "shared_tiled", "alpha * acc + beta * C"),
     ("transpose_tiled", "transpose_tiled_kernel"): ("transpose", "shared_tiled", "padded"),
     ("stencil_1d", "stencil_1d_kernel"): ("stencil", "1d", "7 taps"),
+    ("dot_atomic", "dot_atomic_kernel"): ("reduction", "atomic_total", "global accumulator"),
 }
 
 
