@@ -215,13 +215,15 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         )
     if info.get("batched"):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what="batched matmul (blockIdx.z)"))
-    if info["b_layout"] != "row-major [K, N]":
-        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"B stored {info['b_layout']}"))
     a_transposed = info["a_layout"].startswith("transposed")
+    b_transposed = info["b_layout"].startswith("transposed")
     st = next(s for s in facts.global_stores(k) if s.array == info["c"])
     red = next((r for r in k.reductions if r.style == "loop_accumulate"), None)
-    p.constants = {"TILE_M": STATIONARY_FMAX, "TILE_K": PMAX, "TILE_N": MOVING_FMAX}
+    # a transposed B ([N, K]) is turned on the Tensor engine, at most 128 columns at a time
+    p.constants = {"TILE_M": STATIONARY_FMAX, "TILE_K": PMAX,
+                   "TILE_N": PMAX if b_transposed else MOVING_FMAX}  # fmt: skip
     m_size, k_size = (a.shape[1], a.shape[0]) if a_transposed else (a.shape[0], a.shape[1])
+    n_size = b.shape[0] if b_transposed else b.shape[1]
     p.notes = {
         "acc": note(
             red.span if red else st.span,
@@ -248,8 +250,9 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "out": c.var,
         "M": m_size,
         "K": k_size,
-        "N": b.shape[1],
+        "N": n_size,
         "a_transposed": a_transposed,
+        "b_transposed": b_transposed,
         "alpha": alpha,
         "beta": beta,
         "dtype": a.nl_dtype,

@@ -131,3 +131,13 @@ def test_thread_per_row_normalisations(name: str, variant: str, tmp_path: Path) 
     (k,) = m.kernels
     assert (k.family, k.variant, k.status) == ("rowwise", variant, "complete")
     assert k.check is not None and k.check.ok
+
+
+def test_transposed_operands_matmul(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent / "data" / "matmul_transposed.cu"
+    m = migrate(src, out_dir=tmp_path)
+    (k,) = m.kernels
+    assert (k.family, k.status) == ("matmul", "complete") and k.check is not None and k.check.ok
+    assert (
+        k.plan is not None and k.plan["fields"]["a_transposed"] and k.plan["fields"]["b_transposed"]
+    )
