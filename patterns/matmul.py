@@ -11,7 +11,7 @@ launches (``blockIdx.z``) are recognised.
 from __future__ import annotations
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
@@ -29,7 +29,7 @@ from migrator.plan import (
 )
 
 
-class MatmulMatcher:
+class MatmulMatcher(FamilyMatcher):
     family = "matmul"
     priority: Priority = "default"
 
@@ -44,7 +44,7 @@ class MatmulMatcher:
             red, a, b = found
             ops = [_operand(k, x) for x in (a, b)]
             if any(o is None for o in ops):
-                return self._no(
+                return self.reject(
                     k,
                     "the product's operands are not loads of global matrices "
                     "(directly or through shared tiles)",
@@ -52,11 +52,11 @@ class MatmulMatcher:
             (a_name, a_idx, a_via), (b_name, b_idx, b_via) = ops  # type: ignore[misc]
             kvars = _reduction_vars(k, red, a_idx, b_idx)
             if not kvars:
-                return self._no(k, "no reduction variable is shared by both operands' indices")
+                return self.reject(k, "no reduction variable is shared by both operands' indices")
             a_lay = _layout(a_idx, kvars, "y")
             b_lay = _layout(b_idx, kvars, "x")
             if a_lay is None or b_lay is None:
-                return self._no(
+                return self.reject(
                     k,
                     f"operand layouts not recognised ({a_name}: {a_idx.canonical};"
                     f" {b_name}: {b_idx.canonical})",
@@ -93,10 +93,7 @@ class MatmulMatcher:
                     "k_vars": kvars,
                 },
             )
-        return self._no(k, "no store of a sum of products (no matmul accumulation)")
-
-    def _no(self, k: Kernel, why: str) -> MatchResult:
-        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+        return self.reject(k, "no store of a sum of products (no matmul accumulation)")
 
 
 def _product_reduction(e: Expr) -> tuple[Expr, Expr, Expr] | None:

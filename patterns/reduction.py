@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
@@ -21,7 +21,7 @@ from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.plan import ELEMENTWISE_FREE, MAX_ROW_FREE, PMAX, Plan, PlanError, bind, note
 
 
-class ReductionMatcher:
+class ReductionMatcher(FamilyMatcher):
     family = "reduction"
     priority: Priority = "default"
 
@@ -31,7 +31,7 @@ class ReductionMatcher:
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         styles = sorted({r.style for r in k.reductions})
         if not styles:
-            return self._no(k, "combines no values (no accumulator, tree, shuffle or atomic)")
+            return self.reject(k, "combines no values (no accumulator, tree, shuffle or atomic)")
         stores = facts.global_stores(k)
         atomics = [r for r in k.reductions if r.style == "atomic"]
         if not stores and atomics:
@@ -41,7 +41,9 @@ class ReductionMatcher:
                 for a in k.accesses
                 if a.array == target and a.kind == "atomic"
             ):
-                return self._no(k, f"atomics into {target} at a data-dependent index (histogram)")
+                return self.reject(
+                    k, f"atomics into {target} at a data-dependent index (histogram)"
+                )
             return MatchResult(
                 family=self.family,
                 kernel=k.name,
@@ -54,13 +56,13 @@ class ReductionMatcher:
                 plan={"variant": "atomic_total", "output": target, "op": atomics[0].op},
             )
         if not stores:
-            return self._no(k, "writes no global memory")
+            return self.reject(k, "writes no global memory")
         out = stores[-1]
         idx = out.index[0]
         # a rowwise normalisation writes whole rows after reducing; a reduction writes one value
         # per block/row, outside any column loop
         if out.loops:
-            return self._no(
+            return self.reject(
                 k,
                 f"stores {out.array} inside loop(s) {out.loops}: it writes many "
                 "values per reduced group (rowwise or stencil, not a reduction)",
@@ -81,7 +83,7 @@ class ReductionMatcher:
             variant = "axis"
             reasons.append(f"one result per block: {out.array}[{idx.canonical}]")
         else:
-            return self._no(k, f"result index {idx.canonical or idx.text} is not per block/row")
+            return self.reject(k, f"result index {idx.canonical or idx.text} is not per block/row")
         thread_sel = [k.guards[g] for g in out.guards if k.guards[g].kind == "thread_select"]
         if thread_sel:
             reasons.append(f"written by one thread ({thread_sel[-1].condition})")
@@ -100,9 +102,6 @@ class ReductionMatcher:
                 "styles": styles,
             },
         )
-
-    def _no(self, k: Kernel, why: str) -> MatchResult:
-        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
 
 
 def _final_op(k: Kernel) -> str:

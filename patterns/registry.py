@@ -44,6 +44,16 @@ class Matcher(Protocol):
     def match(self, tu: TranslationUnit, kernel: Kernel) -> MatchResult: ...
 
 
+class FamilyMatcher:
+    """A convenient base for matchers: `reject` builds the not-matched verdict with its reason."""
+
+    family: str
+    priority: Priority = "default"
+
+    def reject(self, k: Kernel, why: str) -> MatchResult:
+        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+
+
 _MATCHERS: list[Matcher] = []
 _loaded_entry_points = False
 

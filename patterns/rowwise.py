@@ -8,7 +8,7 @@ then a store of the whole row. The variant comes from the math of the final map.
 from __future__ import annotations
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
@@ -26,7 +26,7 @@ from migrator.plan import (
 )
 
 
-class RowwiseMatcher:
+class RowwiseMatcher(FamilyMatcher):
     family = "rowwise"
     priority: Priority = "default"
 
@@ -35,20 +35,20 @@ class RowwiseMatcher:
 
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         if not k.reductions:
-            return self._no(k, "reduces nothing before its map")
+            return self.reject(k, "reduces nothing before its map")
         stores = [s for s in facts.global_stores(k) if s.loops]
         if not stores:
-            return self._no(k, "does not write its output inside a loop over a row")
+            return self.reject(k, "does not write its output inside a loop over a row")
         st = stores[-1]
         loop = k.loops[st.loops[-1]]
         if loop.kind not in ("block_stride", "thread_dependent", "counted") or loop.var is None:
-            return self._no(
+            return self.reject(
                 k,
                 f"the output loop #{loop.id} is {loop.kind}, not a loop over the columns",
             )
         idx = st.index[0]
         if not idx.affine or poly.coefficient_of(idx.as_poly(), loop.var) != {(): 1}:
-            return self._no(
+            return self.reject(
                 k,
                 f"{st.array} is written at {idx.canonical or idx.text}, not at "
                 f"row*cols + {loop.var}",
@@ -57,9 +57,9 @@ class RowwiseMatcher:
         row_syms = poly.symbols(row)
         per_thread_row = loop.kind == "counted"  # one thread walks a whole row
         if not per_thread_row and any("threadIdx" in s and "floordiv" not in s for s in row_syms):
-            return self._no(k, "the row offset depends on the thread within the row")
+            return self.reject(k, "the row offset depends on the thread within the row")
         if per_thread_row and not any("threadIdx" in s for s in row_syms):
-            return self._no(k, "a counted column loop, but every thread gets the same row")
+            return self.reject(k, "a counted column loop, but every thread gets the same row")
         ops = {r.op for r in k.reductions}
         math = facts.calls(st.value)
         loads = facts.loads(st.value, space="global")
@@ -78,10 +78,10 @@ class RowwiseMatcher:
             f"({', '.join(sorted({r.style for r in k.reductions}))})",
         ]
         if row_input is None:
-            return self._no(k, "the map does not read the input row at the output index")
+            return self.reject(k, "the map does not read the input row at the output index")
         variant = _variant(ops, math, vectors)
         if variant is None:
-            return self._no(
+            return self.reject(
                 k,
                 f"math {sorted(math)} with reductions {sorted(ops)} is not a "
                 "softmax, log-softmax, layernorm or rmsnorm",
@@ -108,9 +108,6 @@ class RowwiseMatcher:
                 "eps": eps,
             },
         )
-
-    def _no(self, k: Kernel, why: str) -> MatchResult:
-        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
 
 
 def _variant(ops: set[str], math: set[str], vectors: list[str]) -> str | None:

@@ -8,7 +8,7 @@ memory or from a shared tile filled with halos (loads at ``centre - R`` and ``ce
 from __future__ import annotations
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
@@ -17,7 +17,7 @@ from migrator.cuda.ir import Expr, Kernel, TranslationUnit
 from migrator.plan import ELEMENTWISE_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 
-class StencilMatcher:
+class StencilMatcher(FamilyMatcher):
     family = "stencil"
     priority: Priority = "default"
 
@@ -74,10 +74,7 @@ class StencilMatcher:
                         "shared_tile": src.name if src.space == "shared" else None,
                     },
                 )
-        return self._no(k, "no store of a short constant-range weighted sum of neighbours")
-
-    def _no(self, k: Kernel, why: str) -> MatchResult:
-        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+        return self.reject(k, "no store of a short constant-range weighted sum of neighbours")
 
 
 def _is_data(ld: Expr, var: str) -> bool:

@@ -8,7 +8,7 @@ padded by one column against bank conflicts).
 from __future__ import annotations
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
@@ -16,7 +16,7 @@ from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.plan import PMAX, Plan, PlanError, bind, note, source_line
 
 
-class TransposeMatcher:
+class TransposeMatcher(FamilyMatcher):
     family = "transpose"
     priority: Priority = "default"
 
@@ -26,15 +26,15 @@ class TransposeMatcher:
     def match(self, tu: TranslationUnit, k: Kernel) -> MatchResult:
         stores = facts.global_stores(k)
         if len(stores) != 1:
-            return self._no(k, f"writes {len(stores)} global outputs, not one")
+            return self.reject(k, f"writes {len(stores)} global outputs, not one")
         st = stores[0]
         value = st.value
         if value.kind != "load":
-            return self._no(k, "the output value is computed, not copied")
+            return self.reject(k, "the output value is computed, not copied")
         if value.space == "shared":
             return self._tiled(k, st, value)
         if value.space != "global":
-            return self._no(k, "the copied value does not come from memory")
+            return self.reject(k, "the copied value does not come from memory")
         out_axes = _minor_axis(st.index[0])
         in_axes = _minor_axis(value.index[0])
         if out_axes and in_axes and out_axes != in_axes:
@@ -49,23 +49,23 @@ class TransposeMatcher:
                 ],
                 plan={"variant": "naive", "input": value.name, "output": st.array},
             )
-        return self._no(k, "copy without a change of contiguous axis")
+        return self.reject(k, "copy without a change of contiguous axis")
 
     def _tiled(self, k: Kernel, st, value) -> MatchResult:  # type: ignore[no-untyped-def]
         tile = next((s for s in k.shared if s.name == value.name), None)
         if tile is None or len(tile.dims) != 2:
-            return self._no(k, "the copy goes through a shared array that is not a 2-D tile")
+            return self.reject(k, "the copy goes through a shared array that is not a 2-D tile")
         fills = [s for s in k.stores if s.array == tile.name]
         if not fills:
-            return self._no(k, f"nothing writes the tile {tile.name}")
+            return self.reject(k, f"nothing writes the tile {tile.name}")
         fill = fills[0]
         src = fill.value
         if src.kind != "load" or src.space != "global":
-            return self._no(k, f"{tile.name} is not filled by a plain global load")
+            return self.reject(k, f"{tile.name} is not filled by a plain global load")
         w = [facts.key(i) for i in fill.index]
         r = [facts.key(i) for i in value.index]
         if w != list(reversed(r)):
-            return self._no(
+            return self.reject(
                 k,
                 f"{tile.name} is written as [{']['.join(w)}] and read as "
                 f"[{']['.join(r)}], not with swapped indices",
@@ -96,9 +96,6 @@ class TransposeMatcher:
                 "padded": padded,
             },
         )
-
-    def _no(self, k: Kernel, why: str) -> MatchResult:
-        return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
 
 
 def _minor_axis(idx) -> str | None:  # type: ignore[no-untyped-def]

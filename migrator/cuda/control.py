@@ -71,17 +71,7 @@ class ControlMixin(BodyState):
             span=self.p.span(node),
         )
         self.facts.loops.append(loop)
-        self.loop_stack.append(loop.id)
-        self.branch_depth += 1
-        for part in (cond, update):
-            if part is not None:
-                self.expr(part, "read")
-        body = node.child_by_field_name("body")
-        if body is not None:
-            self.stmt(body)
-        self.branch_depth -= 1
-        self.loop_stack.pop()
-        self.finish_loop(loop.id, assigned)  # type: ignore[attr-defined]
+        self._loop_body(loop, node, assigned, [cond, update])
         self.env.pop()
 
     def _loop_bound(
@@ -163,11 +153,17 @@ class ControlMixin(BodyState):
         )
         self.facts.loops.append(loop)
         assigned = self._enter_loop(node)
+        self._loop_body(loop, node, assigned, [node.child_by_field_name("condition")])
+
+    def _loop_body(
+        self, loop: Loop, node: Node, assigned: set[str], header: list[Node | None]
+    ) -> None:
+        """Condition/update and body inside the loop's context; then settle accumulators."""
         self.loop_stack.append(loop.id)
         self.branch_depth += 1
-        cond = node.child_by_field_name("condition")
-        if cond is not None:
-            self.expr(cond, "read")
+        for part in header:
+            if part is not None:
+                self.expr(part, "read")
         body = node.child_by_field_name("body")
         if body is not None:
             self.stmt(body)

@@ -18,6 +18,7 @@ from migrator.cuda.builtins import BLOCK_SYMBOLS, DIM_SYMBOLS, THREAD_SYMBOLS
 from migrator.cuda.decl import callee_name
 from migrator.cuda.indexing import Var, parse_int_literal
 from migrator.cuda.ir import Expr, Store
+from migrator.cuda.memory import peel_subscripts
 
 _INDEX_BUILTINS = THREAD_SYMBOLS | BLOCK_SYMBOLS | DIM_SYMBOLS
 
@@ -155,14 +156,7 @@ class ExprMixin(BodyState):
         return Expr(kind="call", op=name, args=args, text=text)
 
     def _e_load(self, node: Node) -> Expr:
-        indices: list[Node] = []
-        base = node
-        while base.type == "subscript_expression":
-            idx = base.child_by_field_name("indices")
-            if idx is not None and idx.named_children:
-                indices.append(idx.named_children[0])
-            base = base.child_by_field_name("argument")  # type: ignore[assignment]
-        indices.reverse()
+        base, indices = peel_subscripts(node)
         return self._load(node, base, indices)
 
     def _e_deref(self, node: Node) -> Expr:
@@ -182,20 +176,13 @@ class ExprMixin(BodyState):
 
     # --- state updates (called by the statement walker) --------------------------------------
     def record_store(self, node: Node, left: Node, op: str, right: Node | None) -> None:
-        indices: list[Node] = []
-        base = left
-        while base.type == "subscript_expression":
-            idx = base.child_by_field_name("indices")
-            if idx is not None and idx.named_children:
-                indices.append(idx.named_children[0])
-            base = base.child_by_field_name("argument")  # type: ignore[assignment]
+        base, indices = peel_subscripts(left)
         if base.type == "field_expression":  # v4[i].x = ...: a partial store, keep the vector
             return
         if left.type == "pointer_expression":
             base = left.child_by_field_name("argument")  # type: ignore[assignment]
         elif left.type != "subscript_expression":
             return
-        indices.reverse()
         found = self.located(base, indices)  # type: ignore[attr-defined]
         if found is None:
             return

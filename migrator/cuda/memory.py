@@ -61,14 +61,7 @@ class MemoryMixin(BodyState):
             self.expr(arg, kind)
 
     def _subscript(self, node: Node, kind: str) -> None:
-        indices: list[Node] = []
-        base = node
-        while base.type == "subscript_expression":
-            idx = base.child_by_field_name("indices")
-            if idx is not None and idx.named_children:
-                indices.append(idx.named_children[0])
-            base = base.child_by_field_name("argument")  # type: ignore[assignment]
-        indices.reverse()
+        base, indices = peel_subscripts(node)
         for idx in indices:
             self.expr(idx, "read")
         self._record(node, base, indices, kind)
@@ -260,6 +253,19 @@ def _type_descriptor_base(p: ParsedSource, node: Node | None) -> str | None:
         return None
     t = node.child_by_field_name("type")
     return " ".join(p.text(t).split()) if t is not None else None
+
+
+def peel_subscripts(node: Node) -> tuple[Node, list[Node]]:
+    """``s[i][j]`` → (``s``, [i, j]): the array expression and its indices, outermost first."""
+    indices: list[Node] = []
+    base = node
+    while base.type == "subscript_expression":
+        idx = base.child_by_field_name("indices")
+        if idx is not None and idx.named_children:
+            indices.append(idx.named_children[0])
+        base = base.child_by_field_name("argument")  # type: ignore[assignment]
+    indices.reverse()
+    return base, indices
 
 
 def subscript_base(node: Node) -> Node:
