@@ -44,6 +44,7 @@ class SizeCheck(BaseModel):
     sizes: dict[str, int]
     outputs: list[OutputCheck] = Field(default_factory=list)
     error: str | None = None  # constraint violation or crash in the NKI kernel
+    cuda_error: str | None = None  # the CUDA original could not be run (a problem of the input)
     ok: bool = False
     nki_seconds: float = 0.0
     cuda_seconds: float = 0.0
@@ -126,6 +127,7 @@ def check_kernel(
     """Run the NKI kernel and the CUDA original on the same inputs at each size set."""
     import migrator.nki as mn
     from migrator.cuda.interp import run_spec
+    from migrator.cuda.interp.findings import InterpError
 
     module = mn.load_kernel_module(nki_file)
     name = nki_name or spec.kernel.name.removesuffix("_kernel")
@@ -138,11 +140,16 @@ def check_kernel(
         # the CUDA original computes on float32: low-precision task inputs are given to it
         # widened, and its outputs are rounded to the task's dtype before comparing
         cuda_spec = cuda_view(spec)
-        want = run_spec(
+        try:
+            want = run_spec(
             cuda_spec, sizes, seed=seed,
-            inputs={t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c
-                    in zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)},
-        )  # fmt: skip
+                inputs={t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c
+                        in zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)},
+            )  # fmt: skip
+        except InterpError as e:  # the original does not run: nothing to compare against
+            res.cuda_error = str(e)
+            results.append(res)
+            continue
         want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
                                                             strict=False)]  # fmt: skip
         res.cuda_seconds = time.perf_counter() - t0

@@ -367,6 +367,14 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "no spec sidecar: inferred the task ({shapes}) and wrote it to {path}",
         "Review the inferred shapes and sizes; keep the file as <kernel>.toml to make them yours.",
     ),
+    DiagnosticKind(
+        "C2N2011",
+        "CUDA_RUN_FAILED",
+        "warning",
+        "medium",
+        "the CUDA original could not be run for the numerical check: {detail}",
+        "Fix the CUDA source (it must compile with nvcc), or run with --no-check.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

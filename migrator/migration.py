@@ -158,7 +158,11 @@ def _migrate_kernel(
         km.check = check_kernel(
             nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
         )
-        if not km.check.ok:
+        cuda_errors = [s.cuda_error for s in km.check.sizes if s.cuda_error]
+        if cuda_errors:  # the input kernel itself does not run: report it, do not blame emission
+            km.status = "partial"
+            km.diagnostics.append(diag.make("CUDA_RUN_FAILED", k.span, detail=cuda_errors[0][:300]))
+        elif not km.check.ok:
             km.status = "failed"
             for s in km.check.sizes:
                 if s.error and "Constraint" in s.error:

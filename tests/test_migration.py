@@ -141,3 +141,23 @@ def test_transposed_operands_matmul(tmp_path: Path) -> None:
     assert (
         k.plan is not None and k.plan["fields"]["a_transposed"] and k.plan["fields"]["b_transposed"]
     )
+
+
+def test_a_cuda_original_that_cannot_run_is_reported_not_blamed_on_emission(
+    tmp_path: Path,
+) -> None:
+    from migrator.check import check_kernel
+
+    good = migrate(CORPUS / "vector_add.cu", out_dir=tmp_path, check=False).kernels[0]
+    bad_dir = tmp_path / "bad"
+    bad_dir.mkdir()
+    src = (CORPUS / "vector_add.cu").read_text().replace(
+        "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + undeclared_name;"
+    )
+    (bad_dir / "vector_add.cu").write_text(src)
+    spec = load_spec(CORPUS / "vector_add.toml").model_copy(
+        update={"path": str(bad_dir / "vector_add.toml")}
+    )
+    report = check_kernel(good.nki_file, spec, "vector_add", profile=False)  # type: ignore[arg-type]
+    assert not report.ok
+    assert all(s.cuda_error and "undeclared_name" in s.cuda_error for s in report.sizes)
