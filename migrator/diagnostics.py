@@ -256,11 +256,11 @@ _ROWS: tuple[DiagnosticKind, ...] = (
     ),
     DiagnosticKind(
         "C2N1502",
-        "UNINITIALIZED_SHARED_READ",
+        "UNINITIALIZED_READ",
         "warning",
         "medium",
-        "read of uninitialised shared memory: {detail}",
-        "Write the shared array (and __syncthreads()) before any thread reads it.",
+        "read of uninitialised memory (shared array, local variable or local array): {detail}",
+        "Write it before any thread reads it (for shared memory: and __syncthreads() between).",
     ),
     DiagnosticKind(
         "C2N1503",

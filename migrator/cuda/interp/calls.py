@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tree_sitter import Node
 
+from migrator.cuda.interp import coop
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
@@ -58,10 +59,20 @@ class CallMixin:
         assert fnode is not None and args_node is not None
         arg_nodes = [a for a in args_node.named_children if a.type != "comment"]
         targs: Node | None = None
+        if fnode.type == "field_expression":  # `g.sync()`: a member of a cooperative group
+            return self._member_call(fnode, arg_nodes, mask, node)
+        qualified = fnode.type == "qualified_identifier"
+        if qualified:  # `cg::reduce(...)`, `cg::tiled_partition<32>(...)`
+            inner = fnode.child_by_field_name("name")
+            while inner is not None and inner.type == "qualified_identifier":
+                inner = inner.child_by_field_name("name")
+            fnode = inner or fnode
         if fnode.type == "template_function":
             targs = fnode.child_by_field_name("arguments")
             fnode = fnode.child_by_field_name("name") or fnode
         name = self.parsed.text(fnode)
+        if qualified and name in coop.FREE:
+            return coop.FREE[name](self, node, targs, arg_nodes, mask)
         if name in CASTS:
             assert targs is not None
             t = self.type_of_descriptor(targs.named_children[0])
@@ -78,9 +89,23 @@ class CallMixin:
         if builtin is not None:
             args = [self.ev(a, mask) for a in arg_nodes]
             return builtin(self, args, mask, node)
+        if name in coop.FREE:  # `using namespace cooperative_groups;`
+            return coop.FREE[name](self, node, targs, arg_nodes, mask)
         if name in self.program.functions:
             raise self.error(node, f"{name} is not a __device__ function")
         raise self.unsupported(node, f"call of unknown function {name!r}")
+
+    def _member_call(
+        self: Machine, fnode: Node, arg_nodes: list[Node], mask: np.ndarray, node: Node
+    ) -> Val:
+        recv = fnode.child_by_field_name("argument")
+        field = fnode.child_by_field_name("field")
+        assert recv is not None and field is not None
+        obj = self.ev(recv, mask)
+        if obj.ctype.kind != "object":
+            raise self.unsupported(node, f"member function call on {obj.ctype}")
+        args = [self.ev(a, mask) for a in arg_nodes]
+        return coop.method(self, obj, self.parsed.text(field), args, mask, node)
 
     # --- device functions ------------------------------------------------------------------
     def call_device(

@@ -14,7 +14,8 @@ from typing import Literal
 import ml_dtypes
 import numpy as np
 
-Kind = Literal["bool", "int", "float", "vec", "ptr", "array", "void"]
+# object: cooperative groups and functors; struct: a local aggregate (fields in `fields`)
+Kind = Literal["bool", "int", "float", "vec", "ptr", "array", "void", "object", "struct"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class CType:
     rank: int = 0  # integer conversion rank (bool < char < short < int < long long)
     elem: CType | None = None
     count: int = 1  # vector lanes or array length (outermost dimension)
+    fields: tuple[tuple[str, CType], ...] = ()  # structs: (name, type) in declaration order
 
     @property
     def is_arith(self) -> bool:
@@ -54,8 +56,29 @@ class CType:
             return 8
         if self.kind == "void":
             return 1
+        if self.kind == "struct":  # fields at their natural alignment, padded to the largest
+            off = 0
+            for _, f in self.fields:
+                off = -(-off // f.align) * f.align + f.size
+            return -(-off // self.align) * self.align if self.fields else 1
         assert self.dtype is not None
         return self.dtype.itemsize
+
+    @property
+    def align(self) -> int:
+        """alignof(): CUDA aligns float2/int2 to 8 and float4/int4 to 16 bytes."""
+        if self.kind == "struct":
+            return max((f.align for _, f in self.fields), default=1)
+        if self.kind == "array":
+            assert self.elem is not None
+            return self.elem.align
+        if self.kind == "vec":
+            assert self.elem is not None
+            return self.elem.size * (self.count if self.count in (2, 4) else 1)
+        return self.size
+
+    def field_index(self, name: str) -> int | None:
+        return next((k for k, (n, _) in enumerate(self.fields) if n == name), None)
 
     @property
     def scalar(self) -> CType:
@@ -142,6 +165,7 @@ NAMED: dict[str, CType] = {
 for _base, _t in (("float", FLOAT), ("double", DOUBLE), ("int", INT), ("uint", UINT)):
     for _n in (1, 2, 3, 4):
         NAMED[f"{_base}{_n}"] = vec(_t, _n)
+NAMED["dim3"] = CType("dim3", "vec", UINT.dtype, elem=UINT, count=3)  # uint3 with 1-defaults
 
 # Sign-agnostic spelling normalisation for sized_type_specifier ("unsigned long int" etc.).
 _SIZED: dict[tuple[bool, str], CType] = {

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
 
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+INDEX_MEMO_SIZE = 8  # widened index arrays kept per batch (see `scaled_index`)
 DIM3 = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 # Constants from headers the preprocessor skips (<cfloat>, <climits>, <math_constants.h>).
@@ -60,6 +61,7 @@ class ExprMixin:
     """Expression evaluation; mixed into `Machine`."""
 
     def init_exprs(self: Machine) -> None:
+        self.index_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._expr: dict[str, Callable[[Node, np.ndarray], Val]] = {
             "number_literal": self._e_number,
             "char_literal": self._e_char,
@@ -121,6 +123,10 @@ class ExprMixin:
         b = self.lookup(name)
         if b is not None:
             return self.as_val(b, node, mask)
+        if name in DIM3:  # `dim3 d = blockDim;`: the whole vector
+            t3 = ct.NAMED["dim3"]
+            comps = tuple(self._dim3_component(name, k) for k in range(3))
+            return Val(t3, comps=comps)
         if name in HEADER_CONSTANTS:
             t, v = HEADER_CONSTANTS[name]
             return scalar(self.float_t if t == ct.FLOAT else t, v)
@@ -153,6 +159,9 @@ class ExprMixin:
         k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
         if k is None or k > 2:
             raise self.error(node, f"{which} has fields x, y, z")
+        return self._dim3_component(which, k)
+
+    def _dim3_component(self: Machine, which: str, k: int) -> Val:
         g = self.geo
         table = {
             "threadIdx": lambda: g.thread_index(k),
@@ -164,7 +173,13 @@ class ExprMixin:
 
     def _component(self: Machine, node: Node, base: Val) -> Val:
         f = node.child_by_field_name("field")
-        k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
+        fname = self.parsed.text(f) if f is not None else ""
+        if base.ctype.kind == "struct":
+            k = base.ctype.field_index(fname)
+            if k is None or base.comps is None:
+                raise self.error(node, f"{base.ctype} has no field {fname!r}")
+            return base.comps[k]
+        k = COMPONENTS.get(fname)
         if base.comps is None or k is None or k >= len(base.comps):
             raise self.unsupported(node, f"field access {self.parsed.text(node)!r}")
         return base.comps[k]
@@ -193,8 +208,15 @@ class ExprMixin:
             base: LValue = MemLV(p, p.ctype.elem)
         else:
             base = self.lvalue(arg, mask)
-        k = COMPONENTS.get(self.parsed.text(f))
         t = base.ctype
+        if t.kind == "struct":
+            ks = t.field_index(self.parsed.text(f))
+            if ks is None:
+                raise self.error(node, f"{t} has no field {self.parsed.text(f)!r}")
+            if isinstance(base, MemLV):
+                raise self.unsupported(node, f"struct {t} in memory (only local structs)")
+            return CompLV(base, ks, t.fields[ks][1])
+        k = COMPONENTS.get(self.parsed.text(f))
         if t.kind != "vec" or k is None or k >= t.count or t.elem is None:
             raise self.unsupported(node, f"field access {self.parsed.text(node)!r} on {t}")
         return CompLV(base, k, t.elem)
@@ -240,11 +262,31 @@ class ExprMixin:
         esize = p.buf.elem.size
         if p.ctype.elem.size % esize:
             raise self.unsupported(node, f"{p.ctype} into a {p.buf.elem} buffer")
-        stride = p.ctype.elem.size // esize
-        delta = np.asarray(i.data).astype(np.int64)
-        if stride * sign != 1:
-            delta = delta * (stride * sign)
-        return Val(p.ctype, np.add(p.data, delta if delta.ndim else delta[()]), buf=p.buf)
+        k = (p.ctype.elem.size // esize) * sign
+        d = i.data
+        if np.ndim(d) == 0:
+            delta = np.asarray(d).astype(np.int64)[()] * np.int64(k)
+            return Val(p.ctype, np.add(p.data, delta), buf=p.buf)
+        scaled = self.scaled_index(d, k)
+        if np.ndim(p.data) == 0 and p.data == 0:
+            return Val(p.ctype, scaled, buf=p.buf)
+        return Val(p.ctype, scaled + p.data, buf=p.buf)
+
+    def scaled_index(self: Machine, d: np.ndarray, k: int) -> np.ndarray:
+        """`d` widened to int64 (wrapping, as astype does) times `k`, memoised by the array's
+        identity: values are never modified in place, so `As[ty][k]` in a loop widens and
+        scales `ty` once. The memo holds its key arrays (no id reuse) and stays small."""
+        key = (id(d), k)
+        hit = self.index_memo.get(key)
+        if hit is not None and hit[0] is d:
+            return hit[1]
+        out = d.astype(np.int64)
+        if k != 1:
+            out *= k
+        if len(self.index_memo) >= INDEX_MEMO_SIZE:
+            self.index_memo.pop(next(iter(self.index_memo)))
+        self.index_memo[key] = (d, out)
+        return out
 
     # --- operators -----------------------------------------------------------------------------
     def _e_binary(self: Machine, node: Node, mask: np.ndarray) -> Val:
@@ -435,6 +477,18 @@ class ExprMixin:
             return scalar(ct.ULONG, self.type_of_descriptor(tnode).size)
         vnode = node.child_by_field_name("value")
         assert vnode is not None
+        inner = vnode
+        while inner.type == "parenthesized_expression":
+            inner = inner.named_children[-1]
+        if inner.type == "identifier":  # `sizeof(T)` with T a typedef parses as a value
+            name = self.parsed.text(inner)
+            b = self.lookup(name)
+            if isinstance(b, TypeName):
+                return scalar(ct.ULONG, b.ctype.size)
+            if b is None and name in self.program.structs:
+                return scalar(ct.ULONG, self.struct_type(name, self.program.structs[name]).size)
+            if b is None and name in self.types:
+                return scalar(ct.ULONG, self.types[name].size)
         return scalar(ct.ULONG, self.ev(vnode, mask).ctype.size)
 
     def _e_comma(self: Machine, node: Node, mask: np.ndarray) -> Val:
@@ -452,22 +506,16 @@ class ExprMixin:
 def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:
     """Fused `x*y ± z` (mul_left) or `z ± x*y`, rounded once to float32 (see `_try_fma`).
 
-    The ufuncs take float32 operands with `dtype=float64`, so numpy widens inside the loop
-    instead of materialising three float64 copies first.
+    The float64 product is exact (24+24 bits < 53). Everything happens in one preallocated
+    float64 array: fresh multi-megabyte temporaries cost page faults that dominate the math.
     """
     xs, ys, zs = (v.data if v.ctype == ct.FLOAT else convert(v, ct.DOUBLE).data for v in (x, y, z))
-    prod = np.multiply(xs, ys, dtype=np.float64)
+    shape = np.broadcast_shapes(np.shape(xs), np.shape(ys), np.shape(zs))
+    acc = np.empty(shape, dtype=np.float64)
+    np.multiply(xs, ys, out=acc, dtype=np.float64)
     if mul_left:
-        r = (
-            np.add(prod, zs, dtype=np.float64)
-            if op == "+"
-            else np.subtract(prod, zs, dtype=np.float64)
-        )
+        (np.add if op == "+" else np.subtract)(acc, zs, out=acc, dtype=np.float64)
     else:
-        r = (
-            np.add(zs, prod, dtype=np.float64)
-            if op == "+"
-            else np.subtract(zs, prod, dtype=np.float64)
-        )
-    out = np.asarray(r).astype(np.float32)
+        (np.add if op == "+" else np.subtract)(zs, acc, out=acc, dtype=np.float64)
+    out = acc.astype(np.float32)
     return Val(ct.FLOAT, out if out.ndim else out[()])

@@ -1,10 +1,10 @@
 """Sanitizer-grade findings and errors, always with kernel, block, thread and source line.
 
-Findings (uninitialised shared reads, shared-memory races, warp masks naming inactive lanes,
-out-of-bounds accesses in `oob="report"` mode) are values collected in the run and returned, so
-one run can report many problems. Errors (out-of-bounds in `oob="raise"` mode, a barrier not
-reached by every live thread, unsupported constructs) stop the run and carry the same
-coordinates. Repeats of one kind at one source line are reported once (with a count).
+Findings (uninitialised shared or local reads, shared-memory races, warp masks naming inactive
+lanes, out-of-bounds accesses in `oob="report"` mode) are values collected in the run and
+returned, so one run can report many problems. Errors (out-of-bounds in `oob="raise"` mode, a
+barrier not reached by every live thread, unsupported constructs) stop the run and carry the
+same coordinates. Repeats of one kind at one source line are reported once (with a count).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ class Geometry:
         bx, by, bz = self.block
         self.threads = bx * by * bz
         self.n = self.n_blocks * self.threads
+        self.lane_rows = self.n  # rows of per-lane (local) memory; a LaneView keeps its parent's
         self.full = np.ones(self.n, dtype=bool)
         self._cache: dict[str, Any] = {}
 
@@ -57,6 +58,17 @@ class Geometry:
         return self._memo(
             "tid", lambda: np.tile(np.arange(self.threads, dtype=np.int64), self.n_blocks)
         )
+
+    @property
+    def tid16(self) -> np.ndarray:
+        """`tid` as int16 (< 1024 threads per block), the race tables' dtype."""
+        return self._memo("tid16", lambda: self.tid.astype(np.int16))
+
+    def row_base(self, per: str, size: int) -> np.ndarray:
+        """First flat element of each lane's row in a per-block or per-lane buffer of `size`
+        elements per row (`blk * size` / `lane * size`), built once per batch."""
+        rows = self.blk if per == "block" else self.lane
+        return self._memo(f"{per}*{size}", lambda: rows * size)
 
     def thread_index(self, k: int) -> Any:
         """threadIdx.x/y/z (k = 0/1/2) as uint32 over lanes (a scalar if uniform)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from tree_sitter import Node
 
+from migrator.cuda.interp import coop
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.calls import CallMixin
 from migrator.cuda.interp.ctypes_ import CType
@@ -110,6 +111,18 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
                 return b.ctype
             if text in self.types:
                 return self.types[text]
+            if text in self.program.structs:
+                return self.struct_type(text, self.program.structs[text])
+        if t == "struct_specifier":
+            name_node, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+            name = self.parsed.text(name_node) if name_node is not None else f"<struct@{node.id}>"
+            if body is not None:
+                return self.struct_type(name, body)
+            if name in self.program.structs:
+                return self.struct_type(name, self.program.structs[name])
+        group = coop.group_type(text.split("::")[-1])
+        if group is not None and t in ("type_identifier", "qualified_identifier", "template_type"):
+            return group
         if t == "type_descriptor":
             return self.type_of_descriptor(node)
         if t == "qualified_identifier":
@@ -117,6 +130,32 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
             if name in self.types:
                 return self.types[name]
         raise self.unsupported(node, f"unknown type {text!r}")
+
+    def struct_type(self, name: str, body: Node) -> CType:
+        """A struct's type from its field list (scalar, vector and pointer fields)."""
+        hit = self.types.get(name)
+        if hit is not None and hit.kind == "struct":
+            return hit
+        fields: list[tuple[str, CType]] = []
+        for fd in body.named_children:
+            if fd.type != "field_declaration":
+                continue
+            tnode = fd.child_by_field_name("type")
+            assert tnode is not None
+            base = self.base_type(tnode)
+            for d in fd.children_by_field_name("declarator"):
+                t = base
+                while d.type == "pointer_declarator":
+                    t = ct.ptr(t)
+                    inner = d.child_by_field_name("declarator")
+                    assert inner is not None
+                    d = inner
+                if d.type != "field_identifier":
+                    raise self.unsupported(d, f"struct field {self.parsed.text(d)!r}")
+                fields.append((self.parsed.text(d), t))
+        st = CType(name, "struct", fields=tuple(fields))
+        self.types[name] = st
+        return st
 
     def type_of_descriptor(self, node: Node) -> CType:
         """Type of a `type_descriptor` (casts, template arguments, sizeof)."""
@@ -215,6 +254,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
 
     def as_val(self, b: Binding, node: Node, mask: np.ndarray) -> Val:
         if isinstance(b, Var):
+            b.check_read(self, mask, node)
             return b.val
         if isinstance(b, TypeName):
             raise self.error(node, "a type used as a value")

@@ -66,12 +66,13 @@ class Buffer:
         per: str,
         mode: str,
         track: bool = False,
+        races: bool = True,
     ) -> Buffer:
         assert elem.dtype is not None
         n = size * rows
         data = np.full(n, poison(elem.dtype, mode), dtype=elem.dtype)
         init = np.zeros(n, dtype=bool) if track else None
-        race = RaceTracker(n) if track else None
+        race = RaceTracker(n) if track and races else None  # no tables when races=False
         return cls(name, space, data, elem, size, per, init, race)  # type: ignore[arg-type]
 
 
@@ -96,25 +97,23 @@ def _resolve(
     w = _width(ctype)
     off = np.asarray(off, dtype=np.int64)
     last = buf.size - w  # last valid start offset
-    # one unsigned compare catches both ends: a negative offset viewed as uint64 is huge
-    bad = off.view(np.uint64) > np.uint64(last) if last >= 0 else np.ones(off.shape, bool)
     if w > 1:
         bad_align = (off % w) != 0
         if bad_align.any():
             m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
-    if bad.any():
+    # two reductions (no temporary) in the common in-bounds case; the mask only when needed
+    if off.size and (last < 0 or off.min() < 0 or off.max() > last):
+        # one unsigned compare catches both ends: a negative offset viewed as uint64 is huge
+        bad = off.view(np.uint64) > np.uint64(last) if last >= 0 else np.ones(off.shape, bool)
         m.oob(node, buf, off, bad, idx, write)
         keep = ~bad
         idx = (np.flatnonzero(mask)[keep]) if idx is None else idx[keep]
         off = off[keep]
-    if buf.per == "block":
-        rows = m.geo.blk if idx is None else m.geo.blk[idx]
-        flat = rows * buf.size + off
-    elif buf.per == "lane":
-        rows = m.geo.lane if idx is None else idx
-        flat = rows * buf.size + off
+    if buf.per in ("block", "lane"):
+        base = m.geo.row_base(buf.per, buf.size)
+        flat = (base if idx is None else base[idx]) + off
     else:
-        flat = np.asarray(off, dtype=np.int64)
+        flat = off
     return buf, idx, flat
 
 
@@ -123,6 +122,8 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
     buf, idx, flat = _resolve(m, ptr, ctype, mask, node, write=False)
     if buf.space == "shared":
         _check_shared_read(m, buf, idx, flat, ctype, node)
+    elif buf.init is not None and not buf.fully_initialised():  # a local array
+        _check_init(m, buf, idx, flat, ctype, node, "local array")
     if ctype.kind == "vec":
         assert ctype.elem is not None
         comps = tuple(_gather(m, buf, idx, flat + k, ctype.elem) for k in range(ctype.count))
@@ -132,9 +133,9 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
 
 def _gather(m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType) -> Val:
     if idx is None:
-        return Val(ct, buf.data[flat])
+        return Val(ct, np.take(buf.data, flat))  # np.take: faster than fancy indexing
     out = np.full(m.geo.n, poison(buf.data.dtype, m.options.uninit), dtype=buf.data.dtype)
-    out[idx] = buf.data[flat]
+    out[idx] = np.take(buf.data, flat)
     return Val(ct, out)
 
 
@@ -151,6 +152,9 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
         raise m.error(node, f"store to __constant__ memory {buf.name!r}")
     if buf.space == "shared":
         _check_shared_write(m, buf, idx, flat, ctype, node)
+    elif buf.init is not None and not buf.all_init:
+        for k in range(_width(ctype)):
+            buf.init[flat + k] = True
     parts = value.comps if value.comps is not None else (value,)
     for k, part in enumerate(parts):
         d = lanes(part, m.geo.n)
@@ -158,24 +162,17 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
-    return m.geo.tid if idx is None else m.geo.tid[idx]
+    tid = m.geo.tid16  # the race tables' narrow dtype (races.TID)
+    return tid if idx is None else tid[idx]
 
 
 def _check_shared_read(
     m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType, node: object
 ) -> None:
+    if buf.init is not None and not buf.fully_initialised():
+        _check_init(m, buf, idx, flat, ct, node, "shared memory")
     for k in range(_width(ct)):
         f = flat + k if k else flat
-        if buf.init is not None and not buf.fully_initialised():
-            uninit = ~buf.init[f]
-            if uninit.any():
-                m.finding(
-                    node,
-                    "uninitialized_read",
-                    f"read of uninitialised shared memory "
-                    f"{buf.name!r} at index {int((f % buf.size)[uninit][0])}",
-                    _lanes_mask(m, idx, uninit),
-                )
         if buf.race is not None and m.options.races:
             race = buf.race.read(f, _tids(m, idx))
             if race is not None and race.any():
@@ -187,6 +184,30 @@ def _check_shared_read(
                     "thread since the last __syncthreads()",
                     _lanes_mask(m, idx, race),
                 )
+
+
+def _check_init(
+    m: Machine,
+    buf: Buffer,
+    idx: np.ndarray | None,
+    flat: np.ndarray,
+    ct: CType,
+    node: object,
+    what: str,
+) -> None:
+    """Report lanes reading elements that no store has written (`buf.init`)."""
+    assert buf.init is not None
+    for k in range(_width(ct)):
+        f = flat + k if k else flat
+        uninit = ~buf.init[f]
+        if uninit.any():
+            m.finding(
+                node,
+                "uninitialized_read",
+                f"read of uninitialised {what} {buf.name!r} at index "
+                f"{int((f % buf.size)[uninit][0])}",
+                _lanes_mask(m, idx, uninit),
+            )
 
 
 def _check_shared_write(

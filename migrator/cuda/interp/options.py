@@ -27,6 +27,9 @@ class InterpOptions:
     uninit: fill of fresh shared/local memory: NaN/iinfo.max ("nan") or zero.
     block_batch: blocks run at once (None: as many as fit a lane budget of ~1M lanes).
     races: check shared-memory races between barriers.
+    compact: run statements that few lanes execute over just those lanes (gather, run,
+        scatter; `compact.py`). False evaluates every statement over all lanes: the slow
+        reference path the fast one is tested against.
     """
 
     fmad: bool = True
@@ -36,6 +39,7 @@ class InterpOptions:
     uninit: Literal["nan", "zero"] = "nan"
     block_batch: int | None = None
     races: bool = True
+    compact: bool = True
     max_loop_iterations: int = 1 << 20
 
     def __post_init__(self) -> None:
@@ -47,7 +51,7 @@ class InterpOptions:
             not isinstance(self.block_batch, int) or self.block_batch < 1
         ):
             raise ValueError(f"block_batch={self.block_batch!r}: expected a positive int or None")
-        for name in ("fmad", "fast_math", "shadow_f64", "races"):
+        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
         if self.max_loop_iterations < 1:

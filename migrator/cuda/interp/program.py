@@ -8,6 +8,7 @@ Built once per `ParsedSource` and reused by every batch of blocks. Host function
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
@@ -47,6 +48,8 @@ class Program:
     parsed: ParsedSource
     functions: dict[str, list[Function]] = field(default_factory=dict)
     globals: list[Node] = field(default_factory=list)  # file-scope declarations, in order
+    compact_cache: dict[int, Any] = field(default_factory=dict)  # node id -> compact.Safety
+    structs: dict[str, Node] = field(default_factory=dict)  # `struct S {...};` bodies by name
 
     @classmethod
     def build(cls, parsed: ParsedSource) -> Program:
@@ -66,6 +69,10 @@ class Program:
                     self._add(inner, child.child_by_field_name("parameters"))
             elif child.type in ("declaration", "type_definition", "alias_declaration"):
                 self.globals.append(child)
+            elif child.type == "struct_specifier":  # `struct S { ... };`
+                name, body = child.child_by_field_name("name"), child.child_by_field_name("body")
+                if name is not None and body is not None:
+                    self.structs[self.parsed.text(name)] = body
             elif child.type in ("namespace_definition", "linkage_specification"):
                 body = child.child_by_field_name("body")
                 if body is not None:

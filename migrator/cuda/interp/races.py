@@ -1,34 +1,38 @@
 """Shared-memory race detection between barriers (compute-sanitizer racecheck, vectorised).
 
-Per shared buffer and per barrier interval we keep, for every address, the smallest and largest
-linear thread id that wrote it and that read it. An access by thread t conflicts when another
-thread (min != t or max != t) wrote the address, or, for a write, read it. Two lanes of one
-statement writing the same address show up as min != max after the update. `__syncthreads()`
-starts a new interval (reset). Thread ids are per block and addresses include the block row, so
-different blocks never conflict (they have different shared memory).
+Per shared buffer and per barrier interval we keep, for every address, who wrote it and who
+read it, each as one int16: `NONE` (-1, nobody), a thread id (exactly that thread), or `MANY`
+(-2, two or more threads). An access by thread t conflicts when an address was written by
+someone other than t, or, for a write, read by someone other than t: `v not in (NONE, t)`.
+Two lanes of one statement writing one address make it `MANY`. `__syncthreads()` starts a new
+interval (reset). Thread ids are per block and addresses include the block row, so different
+blocks never conflict (they have different shared memory).
 
-Reads are recorded lazily: the reader table only matters to a later write in the same
-interval, so reads are queued and folded in (two `ufunc.at` scatters) when a write comes or
-the queue grows large; a barrier drops the queue. In a tiled matmul the inner loop only reads
-shared memory between barriers, so its reads cost one gather each and no scatter.
+An update is one gather, one `np.where` and one scatter per table when the addresses of a
+statement are distinct (the usual `s[tid]`); repeated addresses are first grouped (sort and
+`reduceat`), the slow path. Reads are recorded lazily: the reader table only matters to a later
+write in the same interval, so reads are queued and folded in when a write comes or the queue
+grows large; a barrier drops the queue. In a tiled matmul the inner loop only reads shared
+memory between barriers, so its reads cost one gather each and no scatter.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-NONE = np.iinfo(np.int64).max
+TID = np.int16  # thread ids inside a block are < 1024: narrow tables move less memory
+NONE = -1
+MANY = -2
 PENDING_LIMIT = 1 << 23  # queued read lanes before they are folded in
 
 
 class RaceTracker:
     def __init__(self, n: int) -> None:
-        self.w_min = np.full(n, NONE, dtype=np.int64)
-        self.w_max = np.full(n, -1, dtype=np.int64)
-        self.r_min = np.full(n, NONE, dtype=np.int64)
-        self.r_max = np.full(n, -1, dtype=np.int64)
+        self.writer = np.full(n, NONE, dtype=TID)
+        self.reader = np.full(n, NONE, dtype=TID)
         self.dirty = False
         self.written = False  # any write in this interval (reads race only with writes)
+        self.read_any = False  # any read folded into `reader` in this interval
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.pending_n = 0
 
@@ -37,24 +41,16 @@ class RaceTracker:
         self.pending.clear()
         self.pending_n = 0
         self.written = False
+        self.read_any = False
         if self.dirty:
-            for a, v in (
-                (self.w_min, NONE),
-                (self.w_max, -1),
-                (self.r_min, NONE),
-                (self.r_max, -1),
-            ):
-                a.fill(v)
+            self.writer.fill(NONE)
+            self.reader.fill(NONE)
             self.dirty = False
-
-    @staticmethod
-    def _other(lo: np.ndarray, hi: np.ndarray, tid: np.ndarray) -> np.ndarray:
-        return (lo != NONE) & ((lo != tid) | (hi != tid))
 
     def read(self, flat: np.ndarray, tid: np.ndarray) -> np.ndarray | None:
         """Record reads of `flat` by `tid` (active lanes only); returns lanes that race
         (None: nothing was written in this interval, so no read can race)."""
-        race = self._other(self.w_min[flat], self.w_max[flat], tid) if self.written else None
+        race = _other(self.writer[flat], tid) if self.written else None
         self.pending.append((flat, np.broadcast_to(tid, flat.shape)))
         self.pending_n += flat.size
         if self.pending_n > PENDING_LIMIT:
@@ -63,34 +59,61 @@ class RaceTracker:
 
     def _fold(self) -> None:
         for flat, tid in self.pending:
-            _scatter_min_max(self.r_min, self.r_max, flat, tid)
+            _record(self.reader, flat, tid, empty=not self.read_any)
+            self.read_any = True
         self.pending.clear()
         self.pending_n = 0
         self.dirty = True
 
     def write(self, flat: np.ndarray, tid: np.ndarray) -> np.ndarray:
-        """Record writes; returns lanes that race (other writer/reader, or a same-statement
-        write of the same address by another lane)."""
+        """Record writes; returns lanes that race (another writer or reader in this interval,
+        or another lane of this statement writing the same address)."""
         if self.pending:
             self._fold()
-        race = self._other(self.w_min[flat], self.w_max[flat], tid)
-        race |= self._other(self.r_min[flat], self.r_max[flat], tid)
-        _scatter_min_max(self.w_min, self.w_max, flat, tid)
-        race |= self.w_min[flat] != self.w_max[flat]
+        # a table with nothing recorded since the barrier needs no gather
+        if self.written:
+            race = _other(self.writer[flat], tid)
+            if self.read_any:
+                race |= _other(self.reader[flat], tid)
+        elif self.read_any:
+            race = _other(self.reader[flat], tid)
+        else:
+            race = np.zeros(flat.shape, dtype=bool)
+        if _record(self.writer, flat, tid, empty=not self.written):
+            race |= self.writer[flat] == MANY  # same-statement writers of one address
         self.dirty = True
         self.written = True
         return race
 
 
-def _scatter_min_max(lo: np.ndarray, hi: np.ndarray, flat: np.ndarray, tid: np.ndarray) -> None:
-    """lo[f] = min(lo[f], tid), hi[f] = max(hi[f], tid) for every access, duplicates included.
+def _other(owner: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Accesses by someone other than `tid` (owner is neither nobody nor tid itself)."""
+    return (owner != NONE) & (owner != tid)
 
-    Fast path: strictly increasing addresses (the usual `s[tid]`) have no duplicates, so a plain
-    fancy assignment is exact; otherwise the unbuffered `ufunc.at` (the reference path).
+
+def _merge(old: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Owner after `tid` (a thread id or MANY) accesses an address owned by `old`."""
+    return np.where((old == NONE) | (old == tid), tid, np.asarray(MANY, dtype=TID)).astype(
+        TID, copy=False
+    )
+
+
+def _record(table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool) -> bool:
+    """table[f] = merge(table[f], tid) for every access, repeated addresses included.
+
+    Fast path: strictly increasing addresses have no repeats, so one fancy assignment is exact
+    (a plain store of `tid` when the table is `empty`, all NONE). Otherwise accesses are grouped
+    by address first: a group of one thread id keeps it, a group of several becomes MANY.
+    Returns whether addresses repeated.
     """
     if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
-        lo[flat] = np.minimum(lo[flat], tid)
-        hi[flat] = np.maximum(hi[flat], tid)
-    else:
-        np.minimum.at(lo, flat, tid)
-        np.maximum.at(hi, flat, tid)
+        table[flat] = tid if empty else _merge(table[flat], tid)
+        return False
+    order = np.argsort(flat, kind="stable")
+    f, t = flat[order], np.broadcast_to(tid, flat.shape)[order]
+    starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+    lo, hi = np.minimum.reduceat(t, starts), np.maximum.reduceat(t, starts)
+    group = np.where(lo == hi, lo, np.asarray(MANY, dtype=TID)).astype(TID, copy=False)
+    addr = f[starts]
+    table[addr] = _merge(table[addr], group)
+    return True

@@ -28,7 +28,7 @@ from migrator.cuda.interp.stmts import DECL_WORDS
 from migrator.cuda.interp.values import Val, scalar
 from migrator.cuda.parse import ParsedSource, parse_file, parse_text
 
-LANE_BUDGET = 1 << 20
+LANE_BUDGET = 1 << 18  # lanes per batch: int64 lane arrays of 2 MiB stay cache-friendly
 
 
 @dataclass
@@ -158,6 +158,10 @@ def _bind_args(
         if name not in args:
             raise LaunchError(f"missing argument {name!r} ({t})", m.span(p), m.kernel)
         a = args[name]
+        if t.kind == "struct" or t.scalar.kind == "struct" or (t.elem and t.elem.kind == "struct"):
+            raise LaunchError(
+                f"struct parameter {name!r} ({t}) is not supported", m.span(p), m.kernel
+            )
         if t.kind in ("ptr", "array"):
             assert t.elem is not None
             out[name] = (ct.ptr(t.elem), _pointer_arg(m, name, t.elem, a, arrays))

@@ -36,6 +36,24 @@ class Var:
     ctype: CType
     val: Val
     const: bool = False
+    # declared without an initialiser: lanes that have stored to it so far (None: all have),
+    # and its name for the `uninitialized_read` finding
+    init: np.ndarray | None = None
+    name: str = ""
+
+    def check_read(self, m: Machine, mask: np.ndarray, node: object) -> None:
+        """Report lanes of `mask` reading this variable before storing to it."""
+        if self.init is None:
+            return
+        bad = mask & ~self.init
+        if bad.any():
+            m.finding(node, "uninitialized_read", f"read of uninitialised local {self.name!r}", bad)
+            self.init = self.init | bad  # report each lane once; it now holds poison
+
+    def mark_stored(self, mask: np.ndarray) -> None:
+        if self.init is not None:
+            init = self.init | mask
+            self.init = None if init.all() else init
 
 
 @dataclass
@@ -47,6 +65,11 @@ class VarLV:
         return self.var.ctype
 
     def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        self.var.check_read(m, mask, node)
+        return self.var.val
+
+    def peek(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        """The value without counting as a read (a component store rewrites the rest)."""
         return self.var.val
 
     def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
@@ -57,6 +80,7 @@ class VarLV:
             self.var.val = v
         else:
             self.var.val = select(mask, v, self.var.val)
+        self.var.mark_stored(mask)
 
 
 @dataclass
@@ -86,16 +110,26 @@ class CompLV:
         assert v.comps is not None
         return v.comps[self.k]
 
+    def peek(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        v = _peek(self.base, m, mask, node)
+        assert v.comps is not None
+        return v.comps[self.k]
+
     def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
         if isinstance(self.base, MemLV):
             p = self.base.ptr
             memory.store(m, Val(p.ctype, p.data + self.k, buf=p.buf), v, mask, node)
             return
-        old = self.base.load(m, mask, node)
+        old = _peek(self.base, m, mask, node)
         assert old.comps is not None
         comps = list(old.comps)
         comps[self.k] = v
         self.base.store(m, Val(old.ctype, comps=tuple(comps)), mask, node)
+
+
+def _peek(lv: LValue, m: Machine, mask: np.ndarray, node: object) -> Val:
+    peek = getattr(lv, "peek", None)
+    return peek(m, mask, node) if peek is not None else lv.load(m, mask, node)
 
 
 @dataclass
@@ -116,6 +150,7 @@ class Loop:
     brk: np.ndarray
     cont: np.ndarray
     is_switch: bool = False
+    used: bool = False  # some lane broke or continued (else the masks are all False)
 
 
 @dataclass
@@ -127,6 +162,7 @@ class Frame:
     ret: np.ndarray  # lanes that executed `return`
     retval: Val | None = None
     loops: list[Loop] = field(default_factory=list)
+    returned: bool = False  # some lane returned (else `ret` is all False)
 
     def lookup(self, name: str) -> Binding | None:
         for s in reversed(self.scopes):
@@ -137,9 +173,15 @@ class Frame:
 
     def live(self, mask: np.ndarray) -> np.ndarray:
         """Lanes of `mask` still running here (not returned, not broken or continued)."""
-        m = mask & ~self.ret
+        m = mask & ~self.ret if self.returned else mask  # flags skip all-False masks
         for lp in reversed(self.loops):  # up to and including the innermost real loop
-            m &= ~(lp.brk | lp.cont)
+            if lp.used:
+                m = m & ~(lp.brk | lp.cont)
             if not lp.is_switch:
                 break
         return m
+
+    def running(self, mask: np.ndarray, loop: Loop) -> np.ndarray:
+        """Lanes of `mask` still in `loop` (not broken out of it, not returned)."""
+        m = mask & ~loop.brk if loop.used else mask
+        return m & ~self.ret if self.returned else m

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tree_sitter import Node
 
+from migrator.cuda.interp import compact, coop
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.memory import Buffer, poison
 from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
 from migrator.cuda.interp.values import Val, convert, select
+from migrator.cuda.interp.values import scalar as ct_scalar
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
@@ -55,13 +57,24 @@ class StmtMixin:
         }
 
     def exec(self: Machine, node: Node, mask: np.ndarray) -> None:
-        if node.type in IGNORED:
+        kind = node.type
+        if kind in IGNORED:
             return
-        fn = self._stmt.get(node.type)
+        fn = self._stmt.get(kind)
         if fn is None:
-            raise self.unsupported(node, f"statement {node.type}")
-        if node.type != "compound_statement":
-            self.count(mask)
+            raise self.unsupported(node, f"statement {kind}")
+        active = int(np.count_nonzero(mask))
+        n = self.geo.n
+        if (
+            self.options.compact
+            and n >= compact.MIN_LANES
+            and active <= compact.MAX_FRACTION * n
+            and kind in compact.COMPACT_TYPES
+            and compact.try_compacted(self, node, mask)
+        ):
+            return
+        if kind != "compound_statement":
+            self.thread_statements += active
             self.current = node  # where an unexpected internal error is reported
         fn(node, mask)
 
@@ -77,8 +90,17 @@ class StmtMixin:
             self.frame.scopes.pop()
 
     def _s_expr(self: Machine, node: Node, mask: np.ndarray) -> None:
-        if node.named_children:
-            self.ev(node.named_children[0], mask)
+        if not node.named_children:
+            return
+        expr = node.named_children[0]
+        decl = coop.misparsed_declaration(self, expr)
+        if decl is not None:  # `cg::thread_block_tile<32> t = ...;`
+            t, name, init = decl
+            v = self.uninit_value(t) if init is None else self.ev(init, mask)
+            v = self.convert_to(v, t, expr)
+            self.declare(self.parsed.text(name), Var(t, v))
+            return
+        self.ev(expr, mask)
 
     # --- declarations -------------------------------------------------------------------------
     def _s_declaration(self: Machine, node: Node, mask: np.ndarray) -> None:
@@ -112,46 +134,98 @@ class StmtMixin:
             else:
                 # `const float* p`: the const is the pointee's; p itself may be reassigned
                 const = ("const" in words or "constexpr" in words) and t.kind != "ptr"
-                self.declare(name, self._local(decl, t, init, mask, const))
+                self.declare(name, self._local(decl, t, init, mask, const, name))
 
     def _local(
-        self: Machine, decl: Node, t: ct.CType, init: Node | None, mask: np.ndarray, const: bool
+        self: Machine,
+        decl: Node,
+        t: ct.CType,
+        init: Node | None,
+        mask: np.ndarray,
+        const: bool,
+        name: str = "",
     ) -> Var:
-        if init is None:
-            return Var(t, self.uninit_value(t))
-        if init.type == "initializer_list":
+        if init is None:  # poison, and reads before a store are reported
+            tracked = t.kind != "object"
+            lanes_init = np.zeros(self.geo.n, dtype=bool) if tracked else None
+            return Var(t, self.uninit_value(t), init=lanes_init, name=name)
+        if init.type in ("initializer_list", "argument_list"):  # `float2 v = {..}`, `dim3 d(..)`
+            if t.kind == "struct":
+                return Var(t, self._struct_init(t, init, mask))
             if t.kind != "vec":
                 raise self.unsupported(init, f"brace initialiser for {t}")
             assert t.elem is not None
-            comps = tuple(convert(self.ev(c, mask), t.elem) for c in init.named_children)
-            return Var(t, Val(t, comps=comps))
+            comps = [convert(self.ev(c, mask), t.elem) for c in init.named_children]
+            if len(comps) > t.count:
+                raise self.error(init, f"{len(comps)} initialisers for {t}")
+            fill = 1 if t.name == "dim3" else 0  # dim3's constructor defaults are 1
+            comps += [ct_scalar(t.elem, fill) for _ in range(t.count - len(comps))]
+            return Var(t, Val(t, comps=tuple(comps)))
         v = self.convert_to(self.ev(init, mask), t, decl)
         # a const initialised for only some lanes is still per-lane; keep it a normal Var
         return Var(t, v, const=const and mask.all())
 
+    def _struct_init(self: Machine, t: ct.CType, init: Node, mask: np.ndarray) -> Val:
+        """`S s = {a, b};`: fields in order; fields without an initialiser are zero (C)."""
+        items = init.named_children
+        if len(items) > len(t.fields):
+            raise self.error(init, f"{len(items)} initialisers for {t}")
+        comps = []
+        for k, (_, ft) in enumerate(t.fields):
+            if k < len(items):
+                if items[k].type == "initializer_list":
+                    comps.append(self._local(items[k], ft, items[k], mask, False).val)
+                else:
+                    comps.append(self.convert_to(self.ev(items[k], mask), ft, items[k]))
+            else:
+                comps.append(self._zero(ft))
+        return Val(t, comps=tuple(comps))
+
+    def _zero(self: Machine, t: ct.CType) -> Val:
+        if t.kind in ("vec", "struct"):
+            parts = [f for _, f in t.fields] if t.kind == "struct" else [t.elem] * t.count
+            return Val(t, comps=tuple(self._zero(p) for p in parts if p is not None))
+        if t.kind == "ptr":
+            return Val(t, np.int64(0), buf=None)
+        return ct_scalar(t, 0)
+
     def uninit_value(self: Machine, t: ct.CType) -> Val:
         """An uninitialised local: poison, so reading it shows up in results."""
+        if t.kind == "struct":
+            return Val(t, comps=tuple(self.uninit_value(f) for _, f in t.fields))
         if t.kind == "vec":
             assert t.elem is not None
             return Val(t, comps=tuple(self.uninit_value(t.elem) for _ in range(t.count)))
         if t.kind == "ptr":
             return Val(t, np.int64(0), buf=None)
+        if t.kind == "object":  # a group declared before it is assigned
+            return Val(t, np.int8(0))
         assert t.dtype is not None
         return Val(t, np.full(self.geo.n, poison(t.dtype, self.options.uninit), dtype=t.dtype))
 
     def _local_array(
         self: Machine, decl: Node, name: str, t: ct.CType, init: Node | None, mask: np.ndarray
     ) -> Var:
+        if t.scalar.kind == "struct":
+            raise self.unsupported(decl, f"array of struct {t.scalar} (only struct locals)")
         size = t.size // t.scalar.size
-        buf = Buffer.fresh(name, "local", t.scalar, size, self.geo.n, "lane", self.options.uninit)
-        if init is not None and init.type == "initializer_list":
+        rows = self.geo.lane_rows  # one row per lane of the batch (a LaneView indexes a subset)
+        buf = Buffer.fresh(name, "local", t.scalar, size, rows, "lane", self.options.uninit)
+        if init is None:  # reads of elements no lane stored are reported (memory.py)
+            buf.init = np.zeros(buf.data.size, dtype=bool)
+        elif init.type == "initializer_list":
+            buf.data[:] = 0  # C aggregate initialisation: elements without an initialiser are 0
             for k, c in enumerate(init.named_children):
                 v = convert(self.ev(c, mask), t.scalar)
-                buf.data[k::size] = np.broadcast_to(np.asarray(v.data), (self.geo.n,))
+                buf.data[self.geo.lane * size + k] = np.broadcast_to(
+                    np.asarray(v.data), (self.geo.n,)
+                )
         return Var(t, Val(t, np.int64(0), buf=buf), const=True)
 
     def _shared(self: Machine, node: Node, name: str, t: ct.CType, extern: bool) -> Var:
         elem = t.scalar
+        if elem.kind == "struct":
+            raise self.unsupported(node, f"__shared__ struct {elem} (only struct locals)")
         if extern:
             if self.dynamic_shared is None:
                 size = self.shared_bytes // elem.size
@@ -164,6 +238,7 @@ class StmtMixin:
                     "block",
                     self.options.uninit,
                     track=True,
+                    races=self.options.races,
                 )
             buf = self.dynamic_shared
             if buf.elem != elem:
@@ -186,6 +261,7 @@ class StmtMixin:
                 "block",
                 self.options.uninit,
                 track=True,
+                races=self.options.races,
             )
             self.shared[key] = buf
         if t.kind != "array":  # a shared scalar: an lvalue into its one-element buffer
@@ -233,14 +309,16 @@ class StmtMixin:
                         node,
                         f"loop ran {it} iterations; raise max_loop_iterations if this is intended",
                     )
-                active = active & ~loop.brk & ~self.frame.ret
+                active = self.frame.running(active, loop)
                 if (test_first or it > 0) and cond is not None:
                     active = self.truth(cond, active)
                 if not active.any():
                     break
                 self.exec(body, active)
-                loop.cont[:] = False  # continued lanes rejoin for the update and next test
-                active = active & ~loop.brk & ~self.frame.ret
+                if loop.used:  # continued lanes rejoin for the update and next test
+                    loop.cont[:] = False
+                    loop.used = bool(loop.brk.any())
+                active = self.frame.running(active, loop)
                 if update is not None and active.any():
                     self.ev(update, active)
         finally:
@@ -283,13 +361,16 @@ class StmtMixin:
     def _s_break(self: Machine, node: Node, mask: np.ndarray) -> None:
         if not self.frame.loops:
             raise self.unsupported(node, "break outside a loop (switch is not supported)")
-        self.frame.loops[-1].brk |= mask
+        loop = self.frame.loops[-1]
+        loop.brk |= mask
+        loop.used = True
 
     def _s_continue(self: Machine, node: Node, mask: np.ndarray) -> None:
         loop = next((lp for lp in reversed(self.frame.loops) if not lp.is_switch), None)
         if loop is None:
             raise self.error(node, "continue outside a loop")
         loop.cont |= mask
+        loop.used = True
 
     def _s_switch(self: Machine, node: Node, mask: np.ndarray) -> None:
         """Lanes enter at their matching `case` (or `default`) and fall through until
@@ -353,3 +434,4 @@ class StmtMixin:
             v = self.convert_to(self.ev(node.named_children[0], mask), f.ret_type, node)
             f.retval = v if f.retval is None or mask.all() else select(mask, v, f.retval)
         f.ret |= mask
+        f.returned = True

@@ -57,6 +57,8 @@ def convert(v: Val, to: CType) -> Val:
     src = v.ctype
     if src == to:
         return v
+    if to.kind == "struct" or src.kind == "struct":
+        raise TypeError(f"cannot convert {src} to {to}")
     if to.kind == "vec":
         if src.kind != "vec" or src.count != to.count or v.comps is None:
             raise TypeError(f"cannot convert {src} to {to}")

@@ -293,7 +293,7 @@ def test_auto_printf_and_unsupported_constructs_name_the_line(krun: Runner) -> N
     krun(src, "k", 1, 2, o=o)
     assert o.tolist() == [3.0, 5.0]
     bad = """
-    struct P { float a; };
+    union P { float a; int b; };
     __global__ void k(float* o) {
       P p;
       o[0] = 1.0f;

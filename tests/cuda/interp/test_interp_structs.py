@@ -1,0 +1,106 @@
+"""Simple structs as locals: fields, brace initialisation, by-value passing and returns.
+
+Structs in memory (pointer parameters, shared or local arrays of structs) are not modelled
+and raise; every test here would give a different number if fields were mixed up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from migrator.cuda.interp import RunResult
+from migrator.cuda.interp.findings import LaunchError, UnsupportedError
+
+Runner = Callable[..., RunResult]
+
+
+def test_struct_fields_init_copy_and_device_functions(krun: Runner) -> None:
+    src = """
+    struct Acc { float sum; int n; float2 mm; };
+    typedef struct { float lo, hi; } Range;
+
+    __device__ Acc push(Acc a, float x) {
+      a.sum += x; a.n += 1;
+      a.mm.x = fminf(a.mm.x, x); a.mm.y = fmaxf(a.mm.y, x);
+      return a;
+    }
+    __device__ void widen(Range& r, float by) { r.lo -= by; r.hi += by; }
+
+    __global__ void k(const float* in, float* out) {
+      int t = threadIdx.x;
+      Acc a = {0.0f, 0, {1e30f, -1e30f}};
+      for (int j = 0; j < 4; ++j) a = push(a, in[t * 4 + j]);
+      Acc b = a;          // a copy: changing b leaves a alone
+      b.n = 100;
+      Range r = {a.mm.x, a.mm.y};
+      widen(r, 0.5f);
+      out[t * 6 + 0] = a.sum;
+      out[t * 6 + 1] = (float)a.n;
+      out[t * 6 + 2] = (float)b.n;
+      out[t * 6 + 3] = r.lo;
+      out[t * 6 + 4] = r.hi;
+      out[t * 6 + 5] = (float)sizeof(Acc) + (float)sizeof(Range) * 100.0f;
+    }"""
+    x = np.random.default_rng(2).standard_normal(32).astype(np.float32)
+    out = np.zeros(8 * 6, np.float32)
+    krun(src, "k", 1, 8, **{"in": x, "out": out})
+    got = out.reshape(8, 6)
+    xs = x.reshape(8, 4)
+    sums = np.zeros(8, np.float32)
+    for j in range(4):
+        sums = (sums + xs[:, j]).astype(np.float32)
+    np.testing.assert_array_equal(got[:, 0], sums)
+    assert (got[:, 1] == 4).all() and (got[:, 2] == 100).all()
+    np.testing.assert_array_equal(got[:, 3], xs.min(axis=1) - np.float32(0.5))
+    np.testing.assert_array_equal(got[:, 4], xs.max(axis=1) + np.float32(0.5))
+    assert (got[:, 5] == 16 + 8 * 100).all()  # float, int, float2 (8-aligned) -> 16 bytes
+
+
+def test_partial_initialiser_zero_fills_and_divergent_field_store(krun: Runner) -> None:
+    src = """
+    struct P { int a; int b; int c; };
+    __global__ void k(int* out) {
+      int t = threadIdx.x;
+      P p = {7};
+      if (t % 2) p.b = t;
+      out[t] = p.a * 10000 + p.b * 100 + p.c;
+    }"""
+    out = np.zeros(6, np.int32)
+    res = krun(src, "k", 1, 6, out=out)
+    np.testing.assert_array_equal(out, [70000 + 100 * (t if t % 2 else 0) for t in range(6)])
+    assert res.findings == []
+
+
+def test_field_store_into_uninitialised_struct_is_not_a_read(krun: Runner) -> None:
+    src = """
+    struct P { float a; float b; };
+    __global__ void k(float* out) {
+      P p;
+      p.a = 1.0f;
+      p.b = 2.0f;
+      float4 v;
+      v.x = 3.0f; v.y = 0.0f; v.z = 0.0f; v.w = 0.0f;
+      out[threadIdx.x] = p.a + p.b + v.x;
+    }"""
+    out = np.zeros(4, np.float32)
+    res = krun(src, "k", 1, 4, out=out)
+    assert (out == 6).all() and res.findings == []
+
+
+def test_structs_in_memory_are_unsupported(krun: Runner) -> None:
+    shared = """
+    struct P { float a; };
+    __global__ void k(float* out) {
+      __shared__ P s[4];
+      out[0] = 1.0f;
+    }"""
+    with pytest.raises(UnsupportedError, match="struct"):
+        krun(shared, "k", 1, 4, out=np.zeros(1, np.float32))
+    param = """
+    struct P { float a; };
+    __global__ void k(P* ps, float* out) { out[0] = 1.0f; }"""
+    with pytest.raises(LaunchError, match="struct parameter 'ps'"):
+        krun(param, "k", 1, 1, ps=np.zeros(1, np.float32), out=np.zeros(1, np.float32))
