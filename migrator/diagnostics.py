@@ -245,6 +245,14 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "launch of {name} has {count} configuration argument(s); grid and block are required",
         "Write kernel<<<grid, block[, shared_bytes[, stream]]>>>(...) as nvcc requires.",
     ),
+    DiagnosticKind(
+        "C2N1019",
+        "AMBIGUOUS_COMPARISON",
+        "warning",
+        "low",
+        "`{text}` was parsed as a template argument list (the C++ `a < b && c > d` ambiguity)",
+        "Put the comparisons in parentheses: (a < b) && (c > d).",
+    ),
     # --- C2N15xx: CUDA interpreter findings (sanitizer-grade) -----------------------
     DiagnosticKind(
         "C2N1501",

@@ -29,61 +29,89 @@ class StencilMatcher(FamilyMatcher):
             for red in facts.reduces(st.value):
                 if red.op != "sum" or red.loop is None:
                     continue
-                loop = k.loops[red.loop]
-                lo = loop.start.as_poly() if loop.start and loop.start.affine else None
-                hi = loop.bound.as_poly() if loop.bound and loop.bound.affine else None
-                lo_c = poly.constant_value(lo) if lo is not None else None
-                hi_c = poly.constant_value(hi) if hi is not None else None
-                if lo_c is None or hi_c is None or loop.var is None:
-                    continue
-                taps = [
-                    ld
-                    for ld in facts.loads(red.args[-1])
-                    if ld.index and loop.var in ld.index[-1].variant
-                ]
-                data = [ld for ld in taps if _is_data(ld, loop.var)]
-                if not data:
-                    continue
-                src = data[0]
-                radius_hi = hi_c - (1 if loop.cmp == "<" else 0)
-                width = radius_hi - lo_c + 1
-                weights = [ld.name for ld in taps if ld is not src]
-                halo = _halo(k, src) if src.space == "shared" else None
-                reasons = [
-                    f"{st.array}[{st.index[0].canonical}] = sum over {loop.var} in "
-                    f"[{lo_c}, {radius_hi}] of "
-                    + (f"{weights[0]}[...] * " if weights else "")
-                    + f"{src.name}[{src.index[-1].canonical}]",
-                    f"{width} taps" + (f", weights from {weights[0]}" if weights else ""),
-                ]
-                if halo:
-                    reasons.append(halo)
-                return MatchResult(
-                    family=self.family,
-                    kernel=k.name,
-                    matched=True,
-                    variant="1d",
-                    reasons=reasons,
-                    plan={
-                        "variant": "1d",
-                        "output": st.array,
-                        "input": _global_source(k, src),
-                        "taps": width,
-                        "offset_low": lo_c,
-                        "weights": weights[0] if weights else None,
-                        "shared_tile": src.name if src.space == "shared" else None,
-                    },
-                )
+                found = self._taps(k, st, red)
+                if found is not None:
+                    return found
         return self.reject(k, "no store of a short constant-range weighted sum of neighbours")
+
+    def _taps(self, k: Kernel, st, red: Expr) -> MatchResult | None:  # type: ignore[no-untyped-def]
+        """A sum over one tap loop (1-D) or two nested ones (2-D) of weight x shifted load."""
+        loops, term = [], red
+        while term.kind == "reduce" and term.op == "sum" and term.loop is not None:
+            span = _const_range(k.loops[term.loop])
+            if span is None:
+                return None
+            loops.append((k.loops[term.loop].var, span))
+            term = term.args[-1]
+        if not loops or len(loops) > 2:
+            return None
+        tap_vars = [v for v, _ in loops]
+        loads = facts.loads(term)
+        data = [ld for ld in loads if all(_is_data(ld, v) for v in tap_vars)]
+        if not data:
+            return None
+        src = data[0]
+        weights = [ld.name for ld in loads if ld is not src]
+        variant = f"{len(loops)}d"
+        ranges = ", ".join(f"{v} in [{lo}, {hi}]" for v, (lo, hi) in loops)
+        n_taps = 1
+        for _, (lo, hi) in loops:
+            n_taps *= hi - lo + 1
+        reasons = [
+            f"{st.array}[{st.index[0].canonical}] = sum over {ranges} of "
+            + (f"{weights[0]}[...] * " if weights else "")
+            + f"{src.name}[{']['.join(i.canonical or i.text for i in src.index)}]",
+            f"{n_taps} taps" + (f", weights from {weights[0]}" if weights else ""),
+        ]
+        halo = _halo(k, src) if src.space == "shared" else None
+        if halo:
+            reasons.append(halo)
+        return MatchResult(
+            family=self.family,
+            kernel=k.name,
+            matched=True,
+            variant=variant,
+            reasons=reasons,
+            plan={
+                "variant": variant,
+                "output": st.array,
+                "input": _global_source(k, src),
+                "taps": n_taps,
+                "ranges": [list(r) for _, r in loops],
+                "offset_low": loops[-1][1][0],
+                "weights": weights[0] if weights else None,
+                "shared_tile": src.name if src.space == "shared" else None,
+            },
+        )
+
+
+def _const_range(loop) -> tuple[int, int] | None:  # type: ignore[no-untyped-def]
+    """Inclusive constant bounds of a tap loop (`for (k = -R; k <= R; ++k)`)."""
+    if loop.var is None or loop.start is None or loop.bound is None:
+        return None
+    if not (loop.start.affine and loop.bound.affine):
+        return None
+    lo = poly.constant_value(loop.start.as_poly())
+    hi = poly.constant_value(loop.bound.as_poly())
+    if lo is None or hi is None or loop.cmp not in ("<", "<="):
+        return None
+    return lo, hi - (1 if loop.cmp == "<" else 0)
 
 
 def _is_data(ld: Expr, var: str) -> bool:
-    """A tap reads at ``centre + var`` (thread-dependent), unlike a weight ``w[var + R]``."""
+    """A tap reads at ``centre + var`` in some dimension (thread-dependent), unlike a weight
+    ``w[var + R]``."""
+    for idx in ld.index:
+        if (
+            idx.affine
+            and any("threadIdx" in s or "blockIdx" in s for s in idx.variant)
+            and poly.coefficient_of(idx.as_poly(), var) == {(): 1}
+        ):
+            return True
+    # a flat 2-D index `(y + ky) * W + x + kx`: the var's coefficient is a size (the row pitch)
     idx = ld.index[-1]
-    return (
-        idx.affine
-        and any("threadIdx" in s or "blockIdx" in s for s in idx.variant)
-        and poly.coefficient_of(idx.as_poly(), var) == {(): 1}
+    return bool(idx.affine and poly.coefficient_of(idx.as_poly(), var)) and any(
+        "threadIdx" in s for s in idx.variant
     )
 
 
@@ -111,9 +139,10 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     info = match.plan or {}
     p = bind(tu, k, spec, "stencil", match.variant)
     x, out = p.tensor_for_param(info["input"] or ""), p.tensor_for_param(info["output"])
-    if x is None or out is None or len(x.shape) != 1:
+    dims = 2 if match.variant == "2d" else 1
+    if x is None or out is None or len(x.shape) != dims:
         raise PlanError(
-            diag.make("NOT_EMITTED", k.span, what="a stencil over other than one 1-D input tensor")
+            diag.make("NOT_EMITTED", k.span, what=f"a {dims}-D stencil whose input is not {dims}-D")
         )
     table = next((c for c in tu.constants if c.name == info.get("weights")), None)
     if table is None or table.init_values is None:
@@ -125,8 +154,18 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
             )
         )
     weights = table.init_values[: info["taps"]]
+    if len(weights) != info["taps"]:
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"{table.name} has fewer values "
+                                  f"than the {info['taps']} taps"))  # fmt: skip
     st = next(s for s in facts.global_stores(k) if s.array == info["output"])
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE, "LOW": info["offset_low"]}
+    if dims == 2:
+        (lo_y, hi_y), (lo_x, hi_x) = info["ranges"]
+        width = hi_x - lo_x + 1
+        # each tap: (row offset, column offset, weight), from the row-major weight table
+        taps = [(dy, dx, weights[(dy - lo_y) * width + (dx - lo_x)])
+                for dy in range(lo_y, hi_y + 1) for dx in range(lo_x, hi_x + 1)]  # fmt: skip
+        p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
     p.notes = {
         "weights": note(table.span, f"__constant__ {table.name}[{len(weights)}]"),
         "halo": note(
@@ -136,10 +175,14 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "store": note(st.span, source_line(st.span)),
     }
     p.fields = {
+        "dims": dims,
         "x": x.name,
         "out": out.var,
         "n": x.shape[0],
+        "rows": x.shape[0],
+        "cols": x.shape[-1],
         "weights": weights,
+        "taps": taps if dims == 2 else [],
         "constant_notes": {
             "P_TILE": "partitions per tile",
             "F_TILE": "elements per partition",

@@ -20,10 +20,10 @@ CORPUS = ROOT / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared",
              "reduce_warp_shuffle", "softmax_row", "layernorm", "matmul_naive", "matmul_tiled",
-             "transpose_tiled", "stencil_1d", "dot_atomic"]  # fmt: skip
+             "transpose_tiled", "stencil_1d", "dot_atomic", "conv2d_3x3"]  # fmt: skip
 UNSUPPORTED = {"scan_block": "C2N2004", "histogram": "C2N2003"}
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
-                  "transpose_tiled", "reduce_sum_shared", "stencil_1d"]  # fmt: skip
+                  "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)
@@ -151,8 +151,10 @@ def test_a_cuda_original_that_cannot_run_is_reported_not_blamed_on_emission(
     good = migrate(CORPUS / "vector_add.cu", out_dir=tmp_path, check=False).kernels[0]
     bad_dir = tmp_path / "bad"
     bad_dir.mkdir()
-    src = (CORPUS / "vector_add.cu").read_text().replace(
-        "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + undeclared_name;"
+    src = (
+        (CORPUS / "vector_add.cu")
+        .read_text()
+        .replace("c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + undeclared_name;")
     )
     (bad_dir / "vector_add.cu").write_text(src)
     spec = load_spec(CORPUS / "vector_add.toml").model_copy(

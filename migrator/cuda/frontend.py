@@ -193,6 +193,12 @@ def _initializer_values(parsed: ParsedSource, init: Node | None) -> list[float] 
         return None
     values: list[float] = []
     for item in init.named_children:
+        if item.type == "initializer_list":  # a row of a 2-D table: flattened row-major
+            row = _initializer_values(parsed, item)
+            if row is None:
+                return None
+            values.extend(row)
+            continue
         text = parsed.text(item).replace(" ", "")
         try:
             values.append(float(text.rstrip("fFlLuU") if not text.lower().startswith("0x")

@@ -35,6 +35,10 @@ class MemoryMixin(BodyState):
             self.expr(right, "read")
         if left is None:
             return
+        if _has_template_call(left):  # `x < a && y > b = ...` cannot be an lvalue: a misparse
+            self.facts.diagnostics.append(
+                diag.make("AMBIGUOUS_COMPARISON", self.p.span(node), text=self.p.text(node)[:60])
+            )
         self.expr(left, "write" if op == "=" else "update")
         style = self._maybe_reduction(node, left, op, right)  # type: ignore[attr-defined]
         if left.type in ("subscript_expression", "pointer_expression"):
@@ -272,3 +276,13 @@ def subscript_base(node: Node) -> Node:
     while node.type == "subscript_expression":
         node = node.child_by_field_name("argument")  # type: ignore[assignment]
     return node
+
+
+def _has_template_call(node: Node) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "template_function":
+            return True
+        stack.extend(n.named_children)
+    return False

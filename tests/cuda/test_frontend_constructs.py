@@ -304,3 +304,12 @@ def test_launch_without_block_is_an_input_error() -> None:
         tu_of("__global__ void k(float* x) {}\nvoid h(float* x) { k<<<4>>>(x); }\n")
     (d,) = e.value.diagnostics
     assert d.id == "C2N1018" and d.span is not None and d.span.line == 2
+
+
+def test_comparison_chain_misread_as_template_is_flagged() -> None:
+    k = one(
+        "__global__ void k(float* out, const float* in, int H, int W) {\n"
+        "  int y = threadIdx.y, x = threadIdx.x;\n"
+        "  out[0] = (y >= 0 && y < H && x >= 0 && x < W) ? in[0] : 0.0f;\n}\n"
+    )
+    assert "C2N1019" in diag_ids(k)

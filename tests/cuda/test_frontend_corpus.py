@@ -163,6 +163,15 @@ EXPECT: dict[str, dict[str, Any]] = {
         },
         "accesses": {("result", "atomic"): ["0"]},
     },
+    "conv2d_3x3": {
+        "kernel": "conv2d_3x3_kernel",
+        "roles": {"in": "in", "out": "out", "H": "scalar", "W": "scalar"},
+        "shared": {"s": [18, 18]},
+        "barriers": 1,
+        "loops": ["block_stride", "block_stride", "counted", "counted"],
+        "constants": ["c_w"],
+        "accesses": {("s", "read"): ["threadIdx.y + ky + 1", "kx + threadIdx.x + 1"]},
+    },
     "histogram": {
         "kernel": "histogram_kernel",
         "roles": {"keys": "in", "bins": "inout", "n": "scalar"},

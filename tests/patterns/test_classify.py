@@ -38,6 +38,7 @@ EXPECT = {
     ("transpose_tiled", "transpose_tiled_kernel"): ("transpose", "shared_tiled", "padded"),
     ("stencil_1d", "stencil_1d_kernel"): ("stencil", "1d", "7 taps"),
     ("dot_atomic", "dot_atomic_kernel"): ("reduction", "atomic_total", "global accumulator"),
+    ("conv2d_3x3", "conv2d_3x3_kernel"): ("stencil", "2d", "9 taps"),
 }
 
 
