@@ -313,5 +313,6 @@ def _decompose(
         pieces.append((stride, limit))
     if not pieces or poly.constant_value(rest) is None:
         return None
-    pieces.sort(key=lambda sl: (poly.constant_value(sl[0]) == 1, len(sl[0])))
+    # outermost first: a stride that is a product of more sizes (M*K) encloses a smaller one (K)
+    pieces.sort(key=lambda sl: -max((len(m) for m in sl[0]), default=0))
     return [limit for _, limit in pieces], pieces

@@ -210,8 +210,13 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
                 "NOT_EMITTED", k.span, what="matmul operands that are not tensors of the task"
             )
         )
-    if info.get("batched"):
-        raise PlanError(diag.make("NOT_EMITTED", k.span, what="batched matmul (blockIdx.z)"))
+    batched = bool(info.get("batched"))
+    if batched and not (len(a.shape) == len(b.shape) == len(c.shape) == 3):
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="a batched matmul whose tensors "
+                                  "are not [batch, rows, cols]"))  # fmt: skip
+    if batched:  # plan on the matrices of one batch; the template adds the batch index
+        a, b, c = (t.model_copy(update={"shape": t.shape[1:]}) for t in (a, b, c))
+        batch = p.tensor_for_param(info["c"]).shape[0]  # type: ignore[union-attr]
     a_transposed = info["a_layout"].startswith("transposed")
     b_transposed = info["b_layout"].startswith("transposed")
     st = next(s for s in facts.global_stores(k) if s.array == info["c"])
@@ -250,6 +255,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "N": n_size,
         "a_transposed": a_transposed,
         "b_transposed": b_transposed,
+        "batch": batch if batched else None,
         "alpha": alpha,
         "beta": beta,
         "dtype": a.nl_dtype,

@@ -163,3 +163,10 @@ def test_a_cuda_original_that_cannot_run_is_reported_not_blamed_on_emission(
     report = check_kernel(good.nki_file, spec, "vector_add", profile=False)  # type: ignore[arg-type]
     assert not report.ok
     assert all(s.cuda_error and "undeclared_name" in s.cuda_error for s in report.sizes)
+
+
+def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
+    m = migrate(Path(__file__).resolve().parent / "data" / "bmm.cu", out_dir=tmp_path)
+    (k,) = m.kernels
+    assert (k.family, k.status) == ("matmul", "complete") and k.check is not None and k.check.ok
+    assert "for bt in nl.affine_range(batch)" in (k.nki_source or "")
