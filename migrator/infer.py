@@ -85,6 +85,14 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
     pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
     sets = [{n: pool[(i + j) % len(pool)] for i, n in enumerate(sizes)} for j in range(2)]
+    # a batch dimension (outermost of 3-D tensors, nowhere else) stays small: each entry is a
+    # whole 2-D problem for both executors
+    inner = {d for t in tensors for d in (t["shape"][1:] if len(t["shape"]) == 3 else t["shape"])}
+    for n in sizes:
+        if n not in inner and any(len(t["shape"]) == 3 and t["shape"][0] == n for t in tensors):
+            sizes[n] = 4
+            for j, sset in enumerate(sets):
+                sset[n] = 3 - j
     order = {"in": 0, "inout": 1, "out": 2}
     tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
     data: dict[str, Any] = {
