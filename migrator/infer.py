@@ -254,6 +254,21 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
         if limit and p and all(q != p for q, _ in out):
             out.append((p, limit))
 
+    def host_poly(p: poly.Poly) -> str:
+        text = poly.render(p)
+        for param, arg in args.items():
+            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
+        return _clean(text)
+
+    # `cond ? x[i] : 0` guards a load as surely as an if: take `i < n` bounds from it too
+    for st in k.stores:
+        for node in st.value.walk():
+            if node.kind == "select":
+                for lhs, op, rhs in _comparisons(node.args[0]):
+                    a, b = _expr_poly(lhs), _expr_poly(rhs)
+                    if op == "<" and a and b is not None and not _thread_dependent(b):
+                        add(a, host_poly(b))
+
     for g in k.guards:
         for c in g.checks:
             upper = (c.op == "<" and not g.early_exit) or (c.op == ">=" and g.early_exit)
@@ -324,3 +339,33 @@ def _decompose(
     # outermost first: a stride that is a product of more sizes (M*K) encloses a smaller one (K)
     pieces.sort(key=lambda sl: -max((len(m) for m in sl[0]), default=0))
     return [limit for _, limit in pieces], pieces
+
+
+def _comparisons(e: Any) -> list[tuple[Any, str, Any]]:
+    """The `a < b` (and `b > a`) conjuncts of a condition expression."""
+    if e.kind == "binary" and e.op == "&&":
+        return _comparisons(e.args[0]) + _comparisons(e.args[1])
+    if e.kind == "binary" and e.op in ("<", ">"):
+        lhs, rhs = e.args
+        return [(lhs, "<", rhs)] if e.op == "<" else [(rhs, "<", lhs)]
+    return []
+
+
+def _expr_poly(e: Any) -> poly.Poly | None:
+    """An integer dataflow expression as a polynomial (indices, parameters, + - *)."""
+    if e.kind == "const" and e.dtype == "int":
+        return poly.const(int(e.value))
+    if e.kind in ("index", "param") and e.name:
+        return poly.sym(e.name)
+    if e.kind == "binary" and e.op in ("+", "-", "*"):
+        a, b = (_expr_poly(x) for x in e.args)
+        if a is None or b is None:
+            return None
+        return {"+": poly.add, "-": poly.sub, "*": poly.mul}[e.op](a, b)
+    if e.kind == "cast" and e.args:
+        return _expr_poly(e.args[0])
+    return None
+
+
+def _thread_dependent(p: poly.Poly) -> bool:
+    return any("Idx." in s for s in poly.symbols(p))
