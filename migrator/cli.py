@@ -127,7 +127,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
     m = migrate(
         args.file, kernel=args.kernel, spec=args.spec, out_dir=args.out, target=args.target,
-        check=args.check, dtype=args.dtype, sizes=_sizes(args.sizes),
+        check=args.check, dtype=args.dtype, sizes=_sizes(args.sizes), nki_api=args.nki_api,
         include_dirs=args.include_dirs, defines=_defines(args.defines),
     )  # fmt: skip
     out_dir = Path(args.out) if args.out else Path(args.file).parent
@@ -192,6 +192,13 @@ def build_migrate_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=["bfloat16", "float16"],
         help="tensors in this dtype (fp32 accumulation); default: the spec's",
+    )
+    p.add_argument(
+        "--nki-api",
+        choices=["legacy", "new"],
+        default="legacy",
+        help="legacy: neuronxcc.nki (masks, nl.arange); new: the standalone nki "
+        "package (NKI 0.3+, trace-time slices)",
     )
     p.add_argument("--json", action="store_true", help="print the migration as JSON")
     p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)

@@ -383,6 +383,14 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "the CUDA original could not be run for the numerical check: {detail}",
         "Fix the CUDA source (it must compile with nvcc), or run with --no-check.",
     ),
+    DiagnosticKind(
+        "C2N2012",
+        "LEGACY_DIALECT",
+        "warning",
+        "medium",
+        "no {family} template for the new `nki` dialect yet: emitted legacy `neuronxcc.nki`",
+        "Use an SDK that accepts neuronxcc.nki (<= 2.27), or port loads/stores to slices.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

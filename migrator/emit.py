@@ -33,9 +33,20 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(plan: Plan, template: str | None = None) -> str:
-    """NKI source for a plan; checked to be valid Python before it is returned."""
-    name = template or f"{plan.family}.py.j2"
+NKI_APIS = ("legacy", "new")
+
+
+def has_template(family: str, api: str = "legacy") -> bool:
+    prefix = "new/" if api == "new" else ""
+    return (Path(str(files("migrator.templates"))) / f"{prefix}{family}.py.j2").is_file()
+
+
+def render(plan: Plan, template: str | None = None, api: str = "legacy") -> str:
+    """NKI source for a plan; checked to be valid Python before it is returned.
+
+    `api` picks the dialect: "legacy" (`neuronxcc.nki`, masks and `nl.arange` indices) or "new"
+    (the standalone `nki` package, NKI 0.3+: slices sized at trace time)."""
+    name = template or f"{'new/' if api == 'new' else ''}{plan.family}.py.j2"
     text = environment().get_template(name).render(plan=plan)
     text = tidy(text)
     try:

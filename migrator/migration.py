@@ -19,7 +19,7 @@ from migrator.check import CheckReport, check_kernel, with_dtype
 from migrator.contract import TaskSpec, load_spec, spec_for_source
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.emit import render
+from migrator.emit import has_template, render
 from migrator.nkiexpr import Untranslatable
 from migrator.patterns.registry import Classification, classify
 from migrator.plan import Plan, PlanError
@@ -82,6 +82,7 @@ def migrate(
     check: bool = True,
     dtype: str | None = None,
     sizes: dict[str, int] | None = None,
+    nki_api: str = "legacy",
     include_dirs: list[str | Path] | None = None,
     defines: dict[str, str] | None = None,
 ) -> Migration:
@@ -90,7 +91,7 @@ def migrate(
     tu = analyze_file(source, include_dirs, defines)
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = load_spec(spec_path) if spec_path else None
-    options = {"dtype": dtype, "sizes": sizes}
+    options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api}
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
     results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]
@@ -148,8 +149,13 @@ def _migrate_kernel(
     else:
         plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
         km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
-        km.nki_source = render(plan)
-        km.status = "complete"
+        api = options.get("nki_api") or "legacy"
+        if api == "new" and not has_template(plan.family, "new"):
+            km.diagnostics.append(diag.make("LEGACY_DIALECT", k.span, family=plan.family))
+            api = "legacy"
+        km.nki_source = render(plan, api=api)
+        # the dialect asked for is part of the job: a legacy fallback is a partial migration
+        km.status = "complete" if api == (options.get("nki_api") or "legacy") else "partial"
     out.mkdir(parents=True, exist_ok=True)
     nki_path.write_text(km.nki_source, encoding="utf-8")
     km.nki_file = str(nki_path)
