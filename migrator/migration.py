@@ -150,7 +150,7 @@ def _migrate_kernel(
         plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
         km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
         api = options.get("nki_api") or "legacy"
-        if api == "new" and not has_template(plan.family, "new"):
+        if api == "new" and not has_template(plan.family, "new", plan.variant):
             km.diagnostics.append(diag.make("LEGACY_DIALECT", k.span, family=plan.family))
             api = "legacy"
         km.nki_source = render(plan, api=api)
