@@ -191,3 +191,11 @@ def test_new_dialect_fallback_is_reported(tmp_path: Path) -> None:
     (k,) = m.kernels
     assert k.status == "partial" and "C2N2012" in {d.id for d in k.diagnostics}
     assert k.check is not None and k.check.ok  # the legacy kernel it fell back to still checks
+
+
+def test_register_blocked_matmul(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent / "data" / "matmul_register_blocked.cu"
+    m = migrate(src, out_dir=tmp_path)
+    (k,) = m.kernels
+    assert (k.family, k.variant, k.status) == ("matmul", "register_blocked", "complete")
+    assert k.check is not None and k.check.ok

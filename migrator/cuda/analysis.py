@@ -62,6 +62,8 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
         self.branch_depth = 0
         self.guard_of_if = {}
         self.pending_acc = {}
+        self.local_acc = {}
+        self.local_values = {}
         self._stmt: dict[str, Callable[[Node], None]] = {
             "compound_statement": self._compound,
             "declaration": self._declaration,

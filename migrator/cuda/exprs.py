@@ -46,6 +46,9 @@ def _detach_loops(e: Expr) -> Expr:
 
 class ExprMixin(BodyState):
     pending_acc: dict[int, dict[str, tuple[str, str, Expr]]]  # loop -> var -> (op, style, term)
+    # register blocking: `acc[j] += a * b[j]` into a local array, per enclosing reduction loop
+    local_acc: dict[int, dict[str, tuple[str, Expr]]]
+    local_values: dict[str, Expr]
 
     def _expr_table(self) -> dict[str, Callable[[Node], Expr]]:
         return {
@@ -172,6 +175,8 @@ class ExprMixin(BodyState):
         if found is None:
             return opaque(text, "load through an unresolved pointer")
         target, exprs = found
+        if target.space == "local" and target.base in self.local_values:
+            return self.local_values[target.base]  # a register-blocked accumulator's value
         return Expr(kind="load", name=target.base, index=exprs, space=target.space, text=text)
 
     # --- state updates (called by the statement walker) --------------------------------------
@@ -187,11 +192,24 @@ class ExprMixin(BodyState):
         if found is None:
             return
         target, exprs = found
+        if target.space == "local" and op in ("+=", "*=") and right is not None:
+            self._local_accumulation(target.base or "", exprs, op, right)
         self.facts.stores.append(Store(
             array=target.base, space=target.space or "global", op=op, index=exprs,  # type: ignore[arg-type]
             value=self.to_expr(right), guards=list(self.guard_stack),
             loops=list(self.loop_stack), span=self.p.span(node),
         ))  # fmt: skip
+
+    def _local_accumulation(self, array: str, index: list, op: str, right: Node) -> None:  # type: ignore[type-arg]
+        """`acc[j] += term` accumulates over the innermost loop whose variable does not pick
+        the element (k, not j); remember the term for that loop's exit."""
+        picked = {v for e in index for v in e.variant}
+        for lid in reversed(self.loop_stack):
+            var = self.facts.loops[lid].var
+            if var is not None and var not in picked:
+                red = {"+=": "sum", "*=": "prod"}[op]
+                self.local_acc.setdefault(lid, {})[array] = (red, self.to_expr(right))
+                return
 
     def scalar_value(self, name: str, old: Var | None, op: str, right: Node | None) -> Expr:
         """The new symbolic value of a scalar after `name op right`."""
@@ -231,6 +249,11 @@ class ExprMixin(BodyState):
 
     def finish_loop(self, loop_id: int, assigned: set[str]) -> None:
         """At loop exit: accumulators become reduce nodes; other changed scalars opaque."""
+        for array, (op, term) in self.local_acc.pop(loop_id, {}).items():
+            zero = Expr(kind="const", value=1.0 if op == "prod" else 0.0, dtype="float", text="0")
+            self.local_values[array] = Expr(kind="reduce", op=op, style="loop_accumulate",
+                                            loop=loop_id, args=[zero, term],
+                                            text=f"{op}-reduction into {array}[]")  # fmt: skip
         accs = self.pending_acc.pop(loop_id, {})
         for name in assigned:
             var = self.env.lookup(name)
