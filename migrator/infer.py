@@ -33,7 +33,10 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
     if site is None:
         raise InferenceError(f"no launch of {k.name} in {tu.file} (grid and block are unknown)")
-    host = _Host({n: v for n, v in site.host_values.items() if not v.startswith("<parameter")})
+    host = _Host(
+        {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")},
+        tu.host_helpers,
+    )
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
     resolve = host.resolve
     bindings = _template_bindings(k, site)
@@ -142,13 +145,16 @@ _SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
 class _Host:
     """Host-side definitions of one launch site: expressions resolved to host parameters."""
 
-    def __init__(self, host: dict[str, str]) -> None:
+    def __init__(
+        self, host: dict[str, str], helpers: dict[str, tuple[list[str], str]] | None = None
+    ) -> None:
         self.host = host
+        self.helpers = helpers or {}
 
     def resolve(self, text: str, depth: int = 0) -> str:
         if text.startswith("<conditional"):
             raise InferenceError(f"the launch depends on a value set under a branch ({text})")
-        out = _min_max(text)
+        out = _min_max(self._inline_helpers(text))
         for k, v in _SIZEOF.items():
             out = out.replace(k, v)
         if depth <= 8:
@@ -158,6 +164,25 @@ class _Host:
                     out = re.sub(rf"\b{re.escape(name)}\b", sub, out)
         out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
         return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
+
+    def _inline_helpers(self, text: str) -> str:
+        """`grid_for(n)` → the helper's returned expression with `n` for its parameter."""
+        for name, (params, body) in self.helpers.items():
+            m = re.search(rf"\b{re.escape(name)}\s*\(", text)
+            if m is None:
+                continue
+            depth, i = 1, m.end()
+            while i < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+            args = _split_args(text[m.end() : i - 1])
+            if len(args) != len(params):
+                continue
+            inlined = body
+            for p, a in zip(params, args, strict=True):
+                inlined = re.sub(rf"\b{re.escape(p)}\b", f"({a})", inlined)
+            text = text[: m.start()] + f"({inlined})" + text[i:]
+        return text
 
     def dim3(self, text: str) -> list[Any]:
         source = self.host.get(text.strip(), text)
@@ -173,6 +198,8 @@ def _min_max(text: str) -> str:
     t = r"([\w()+\-*/ ]+?)"
     text = re.sub(rf"{t}\s*>\s*{t}\s*\?\s*\2\s*:\s*\1", r"min(\1, \2)", text)
     text = re.sub(rf"{t}\s*<\s*{t}\s*\?\s*\2\s*:\s*\1", r"max(\1, \2)", text)
+    text = re.sub(rf"{t}\s*<\s*{t}\s*\?\s*\1\s*:\s*\2", r"min(\1, \2)", text)
+    text = re.sub(rf"{t}\s*>\s*{t}\s*\?\s*\1\s*:\s*\2", r"max(\1, \2)", text)
     return text
 
 

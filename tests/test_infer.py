@@ -16,7 +16,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 INFERABLE = [
     "vector_add", "saxpy", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_naive",
     "reduce_sum_shared", "reduce_warp_shuffle", "transpose_tiled", "stencil_1d", "dot_atomic",
-    "matmul_tiled", "conv2d_3x3",
+    "matmul_tiled", "conv2d_3x3", "gelu",
 ]  # fmt: skip
 
 

@@ -92,6 +92,7 @@ def analyze(parsed: ParsedSource) -> TranslationUnit:
         tu_diags.append(diag.make("NO_KERNELS", path=parsed.path))
     return TranslationUnit(
         file=parsed.path,
+        host_helpers=_host_helpers(parsed, functions),
         kernels=ordered,
         constants=constants,
         launch_sites=launches,
@@ -540,6 +541,28 @@ def _launch_sites(
             )
     sites.sort(key=lambda s: (s.span.line, s.span.col))
     return sites, errors
+
+
+def _host_helpers(
+    parsed: ParsedSource, functions: list[_Function]
+) -> dict[str, tuple[list[str], str]]:
+    """Host functions that return one expression (after their locals are substituted)."""
+    out: dict[str, tuple[list[str], str]] = {}
+    for f in functions:
+        if f.qualifier != "host":
+            continue
+        returns = [n for n in _walk(f.node) if n.type == "return_statement" and n.named_children]
+        if len(returns) != 1:
+            continue
+        defs = _host_definitions(parsed, f.node)
+        params = [n for n, v in defs.items() if v.startswith("<parameter")]
+        expr = " ".join(parsed.text(returns[0].named_children[0]).split())
+        for _ in range(4):  # locals defined from locals
+            for name, value in defs.items():
+                if not value.startswith("<") and re.search(rf"\b{re.escape(name)}\b", expr):
+                    expr = re.sub(rf"\b{re.escape(name)}\b", f"({value})", expr)
+        out[f.name] = (params, expr)
+    return out
 
 
 def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:

@@ -272,6 +272,9 @@ class TranslationUnit(_Node):
     kernels: list[Kernel]
     constants: list[ArrayDecl] = Field(default_factory=list)
     launch_sites: list[LaunchSite] = Field(default_factory=list)
+    # host helpers that compute launch sizes (`int grid_for(int n) { ... return b; }`):
+    # name -> (parameter names, returned expression with the helper's locals substituted)
+    host_helpers: dict[str, tuple[list[str], str]] = Field(default_factory=dict)
     macros: dict[str, str] = Field(default_factory=dict)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
 
