@@ -36,9 +36,8 @@ def environment() -> jinja2.Environment:
 NKI_APIS = ("legacy", "new")
 
 
-# (family, variant) pairs a dialect cannot express yet: a 1-D stencil's shifted taps cross
-# partition rows, which needs access patterns rather than rectangular slices
-UNSUPPORTED_NEW = {("stencil", "1d")}
+# (family, variant) pairs the new dialect cannot express yet
+UNSUPPORTED_NEW: set[tuple[str, str]] = set()
 
 
 def has_template(family: str, api: str = "legacy", variant: str | None = None) -> bool:
