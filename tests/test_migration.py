@@ -203,3 +203,16 @@ def test_register_blocked_matmul(tmp_path: Path) -> None:
     (k,) = m.kernels
     assert (k.family, k.variant, k.status) == ("matmul", "register_blocked", "complete")
     assert k.check is not None and k.check.ok
+
+
+@pytest.mark.parametrize("stem", ["vector_add", "softmax_row", "matmul_tiled", "stencil_1d"])
+def test_new_dialect_golden_files(stem: str, tmp_path: Path) -> None:
+    spec = load_spec(CORPUS / f"{stem}.toml")
+    m = migrate(CORPUS / f"{stem}.cu", kernel=spec.kernel.name, out_dir=tmp_path, check=False,
+                nki_api="new")  # fmt: skip
+    got = _normalised(m.kernels[0].nki_source or "")
+    golden = GOLDEN / "new" / f"{stem}_nki.py"
+    if os.environ.get("UPDATE_GOLDEN") == "1" or not golden.exists():
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(got)
+    assert got == golden.read_text(), f"new-dialect NKI for {stem} changed (UPDATE_GOLDEN=1)"
