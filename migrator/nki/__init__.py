@@ -10,11 +10,13 @@ Kernels written for the real toolchain run unmodified::
 
 or inside ``with mn.simulate(): import nki ...``. ``run_kernel`` returns the outputs and the
 ``Run`` (trace, findings, peak memory). Module map: options (settings), errors, dtypes,
-hardware (per-target numbers), run (per-launch state), storage/tensor (memory model), checks
-(constraints), ops (operator table), language + nl_memory + nl_composite (``nl``), isa +
-isa_common + isa_extra (instruction engine), isa_legacy / isa_dst (the two ``nisa`` dialects),
-dma (descriptor accounting), frontend (jit, grids), shim (imports), trace + cost (cost model),
-backends, profile_cli, support (generated API table).
+hardware (per-target numbers), run (per-launch state), storage/tensor (memory model, copy on
+write), views (new-dialect ``.ap()`` access patterns), checks (constraints), ops (operator
+table), language + nl_memory + nl_composite + nl_int (``nl``; nl_int: exact integer and
+bit-vector ops), isa + isa_common + isa_extra (instruction engine), isa_legacy / isa_dst (the
+two ``nisa`` dialects), compiler_mod (``nki.compiler`` hints, no-ops), dma (descriptor
+accounting), frontend (jit, grids), shim (imports), trace + cost (cost model with a dependency
+schedule), backends, profile_cli, support (generated API table).
 """
 
 from .cost import Profile, profile

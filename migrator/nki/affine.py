@@ -4,14 +4,15 @@ Violations follow ``EmulatorOptions.affine_deps``: raised by default ("raise"), 
 ``Run.findings`` and the run continues ("report"), so one run can list every dependency.
 
 Model: each storage keeps, per element, the key (loop instance << 24 | iteration) of the
-innermost ``affine_range`` frame that last wrote it; ``Run.affine_parents`` links each loop
-instance to the frame enclosing it. On a read or overwrite inside affine loops entered after the
-storage was allocated, each distinct writer key is walked outwards to the deepest loop instance
-it shares with the current loop stack: if the two sit in different iterations of that loop,
-the access depends on another iteration (nki-facts §3.4: err_unexpected_output_dependencies,
-"unsafe" carried dependency). Accesses in the same iteration, or outside every loop entered
-after the allocation, are fine. In-place accumulation (``+=``, ``-=``, ``*=``, ``/=`` and matmul
-accumulation into PSUM) is exempt: NKI allows associative accumulation across iterations.
+innermost ``affine_range`` frame that last wrote it (stored as key + 1, so 0 means unwritten);
+``Run.affine_parents`` links each loop instance to the frame enclosing it. On a read or
+overwrite inside affine loops entered after the storage was allocated, each distinct writer key
+is walked outwards to the deepest loop instance it shares with the current loop stack: if the
+two sit in different iterations of that loop, the access depends on another iteration (nki-facts
+§3.4: err_unexpected_output_dependencies, "unsafe" carried dependency). Accesses in the same
+iteration, or outside every loop entered after the allocation, are fine. In-place accumulation
+(``+=``, ``-=``, ``*=``, ``/=`` and matmul accumulation into PSUM) is exempt: NKI allows
+associative accumulation across iterations.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 _ITER_MASK = (1 << 24) - 1
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 def _relevant(storage: Storage) -> tuple[Run | None, list[AffineFrame]]:
@@ -39,14 +41,14 @@ def _relevant(storage: Storage) -> tuple[Run | None, list[AffineFrame]]:
 
 def _conflict(run: Run, frames: list[AffineFrame], stamps: np.ndarray) -> tuple[int, int] | None:
     """(current iteration, writer iteration) of the loop whose iterations conflict, or None."""
-    low = frames[0].instance << 24
+    low = (frames[0].instance << 24) + 1  # stamps hold key + 1 (0: never written)
     # Loop instances only grow, so one max() usually proves "nothing written in these loops".
     if stamps.size == 0 or stamps.max() < low:
         return None
     current = {f.instance: f.iteration for f in frames}
     here = frames[-1].key
     for writer in np.unique(stamps[stamps >= low]):
-        key = int(writer)
+        key = int(writer) - 1
         if key == here:
             continue
         while key != -1:
@@ -90,7 +92,9 @@ def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> Non
     if run is None or not frames:
         return
     if storage.stamps is None:
-        storage.stamps = np.full(storage.data.shape, -1, dtype=np.int64)
+        # key + 1 per element, 0 for "never written": np.zeros maps fresh zero pages lazily,
+        # so a large output costs nothing until it is written; int32 until keys outgrow it.
+        storage.stamps = np.zeros(storage.data.shape, dtype=np.int32)
     hit = _conflict(run, frames, _selected(storage.stamps[idx], mask))
     if hit is not None:
         run.violation(
@@ -100,7 +104,9 @@ def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> Non
             "allocate the tile inside the loop, or use nl.sequential_range",
             run.options.affine_deps,
         )
-    key = frames[-1].key
+    key = frames[-1].key + 1
+    if key > _INT32_MAX and storage.stamps.dtype != np.int64:
+        storage.stamps = storage.stamps.astype(np.int64)  # loop instance ids outgrew int32
     if mask is None:
         storage.stamps[idx] = key
     elif tensor.advanced:

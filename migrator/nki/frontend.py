@@ -38,7 +38,8 @@ def _instances(grid: Grid, options: EmulatorOptions) -> list[tuple[int, ...]]:
     return order
 
 
-def _to_numpy(value: Any, run: Run) -> Any:
+def _to_numpy(value: Any, run: Run, handed: set[int] | None = None) -> Any:
+    handed = set() if handed is None else handed
     if isinstance(value, Tensor):
         data, valid = value.read()
         if valid is not None and not valid.all():
@@ -53,9 +54,19 @@ def _to_numpy(value: Any, run: Run) -> Any:
                 run.options.uninit_outputs,
                 value.storage.origin,
             )
+        storage = value.storage
+        whole = (
+            not storage.borrowed
+            and storage.data.base is None
+            and data.shape == storage.data.shape
+            and (data is storage.data or data.base is storage.data)
+        )
+        if whole and id(storage) not in handed:
+            handed.add(id(storage))  # the run is over: hand the output array over, no copy
+            return storage.data
         return np.array(data, copy=True)
     if isinstance(value, tuple | list):
-        return type(value)(_to_numpy(v, run) for v in value)
+        return type(value)(_to_numpy(v, run, handed) for v in value)
     return value
 
 
@@ -94,7 +105,11 @@ def launch(
     for original, handle in zip(
         list(args) + list(kwargs.values()), wrapped + list(kw.values()), strict=True
     ):
-        written = isinstance(handle, Tensor) and handle.storage.dirty
+        # A still-borrowed argument was never written; one that owns a copy may have been
+        # written directly or through a reshape alias (which shares that copy).
+        written = isinstance(handle, Tensor) and (
+            handle.storage.dirty or not handle.storage.borrowed
+        )
         if written and isinstance(original, np.ndarray) and original.flags.writeable:
             np.copyto(original, handle.storage.data)
     return outputs, run

@@ -27,6 +27,7 @@ class Hardware:
     scalar_ghz: float  # §6.1
     gpsimd_ghz: float  # §6.1
     dma_bytes_per_ns: float  # §2.1: 16 DMA engines per core x per-engine B/ns
+    dma_efficiency: float  # fraction of dma_bytes_per_ns one kernel's loads reach (calibrated)
     hbm_bytes_per_ns: float  # §2.1: per-core HBM bandwidth (inferred: chip / cores)
     bf16_tflops: float  # §6.1 TensorE peak per core
     fp32_tflops: float  # §6.1
@@ -45,6 +46,8 @@ TRN1 = Hardware(
     scalar_ghz=1.4,
     gpsimd_ghz=1.4,
     dma_bytes_per_ns=16 * 17.0,  # 272 GB/s per core
+    # Calibrated on the matmul tutorial (cost.py docstring): ~117 GB/s effective.
+    dma_efficiency=117.0 / 272.0,
     hbm_bytes_per_ns=410.0,  # 820 GB/s per 2-core chip (inferred per-core split)
     bf16_tflops=92.0,
     fp32_tflops=23.0,
@@ -65,6 +68,7 @@ TRN2 = Hardware(
     scalar_ghz=1.2,
     gpsimd_ghz=1.2,
     dma_bytes_per_ns=16 * 23.0,  # 368 GB/s per core
+    dma_efficiency=117.0 / 272.0,  # trn1 calibration reused (inferred)
     hbm_bytes_per_ns=362.0,  # 2.9 TB/s per 8-core chip (inferred per-core split)
     bf16_tflops=79.0,
     fp32_tflops=20.0,

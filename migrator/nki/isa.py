@@ -26,6 +26,7 @@ from .checks import (
 from .dma import record_copy
 from .errors import NkiConstraintError
 from .isa_common import (
+    TileShape,
     all_valid,
     emit,
     f32,
@@ -34,7 +35,7 @@ from .isa_common import (
     pick_engine,
 )
 from .isa_extra import StatsScanInstructions
-from .language import _fit, _mask
+from .language import _fit, _mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
 from .tensor import Buffer, Tensor
@@ -69,15 +70,9 @@ class IsaEngine(StatsScanInstructions):
             cols_m = np.ones(mv.shape[1], bool) if m_ok is None else flat(m_ok).all(axis=0)
             valid = cols_s[:, None] & cols_m[None, :]
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
-        current_run().record(
-            op,
-            Engine.TENSOR,
-            partitions=k,
-            free=n,
-            dtype=str(s.dtype),
-            flops=2 * k * mm * n,
-            stationary_free=mm,
-        )
+        run = current_run()
+        fields = dict(partitions=k, free=n, dtype=str(s.dtype), flops=2 * k * mm * n)
+        run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
         if dst is None:
             return Tensor.from_values(
                 values, valid, _dt.float32, Buffer.PSUM, _mask(mask, values.shape)
@@ -88,11 +83,13 @@ class IsaEngine(StatsScanInstructions):
         # group when the PSUM tile is read (evicted) — inferred from nki-facts §4 nc_matmul.
         group_open = storage.mm_open and (storage.valid is None or storage.valid[dst.key].all())
         if accumulate or (accumulate is None and group_open):
-            old, old_ok = f32(dst)
+            with run.to_last_instruction():
+                old, old_ok = f32(dst)
             values = old.reshape(values.shape) + values
             valid = all_valid(valid, None if old_ok is None else old_ok.reshape(values.shape))
         vals, ok = _fit(values, valid, dst.shape)
-        dst.write(vals, ok, _mask(mask, dst.shape), accumulate=True)
+        with run.to_last_instruction():  # the accumulating read and write belong to this matmul
+            dst.write(vals, ok, _mask(mask, dst.shape), accumulate=True)
         storage.mm_open = True
         return dst
 
@@ -198,7 +195,8 @@ class IsaEngine(StatsScanInstructions):
         with np.errstate(all="ignore"):
             values = np.asarray(fn(va, vb.reshape(va.shape)), dtype=np.float32)
         valid = all_valid(oka, None if okb is None else okb.reshape(va.shape))
-        _record(f"tensor_tensor[{opname}]", pick_engine(engine, default_engine), a, streams=2)
+        streams = tt_streams(opname, a, b)
+        _record(f"tensor_tensor[{opname}]", pick_engine(engine, default_engine), a, streams)
         return emit(values, valid, dtype or _dt.promote(a.dtype, b.dtype), Buffer.SBUF, mask, dst)
 
     def tensor_scalar(
@@ -294,7 +292,7 @@ class IsaEngine(StatsScanInstructions):
         data, ok = t.read()
         _record(name, eng, t)
         out_dt = dtype or (dst.dtype if dst is not None else t.dtype)
-        vals = data if np.dtype(out_dt) == data.dtype else _dt.tof32(data)
+        vals = data if np.dtype(out_dt) == data.dtype else _dt.to_f32(data)
         return emit(vals, ok, out_dt, Buffer.SBUF, mask, dst)
 
     def memset(
@@ -304,18 +302,16 @@ class IsaEngine(StatsScanInstructions):
         shape = tuple(dst.shape if dst is not None else shape)
         check_partitions(shape, 0, "nisa.memset")
         values = np.full(shape, value, dtype=np.float32)
-        out = emit(values, None, dtype, Buffer.SBUF, mask, dst)
-        _record("memset", Engine.VECTOR, out)
-        return out
+        _record("memset", Engine.VECTOR, TileShape.of(shape, dtype or dst.dtype))
+        return emit(values, None, dtype, Buffer.SBUF, mask, dst)
 
     def iota_values(self, values: np.ndarray, dtype: Any, mask: Any, dst: Tensor | None) -> Tensor:
         """Write integer index values (computed in int32, then cast) on GpSimd."""
         if dst is not None:
             require_buffer(dst, "nisa.iota", "dst", ("sbuf",))
         check_partitions(values.shape, 0, "nisa.iota")
-        out = emit(values.astype(np.float32), None, dtype, Buffer.SBUF, mask, dst)
-        _record("iota", Engine.GPSIMD, out)
-        return out
+        _record("iota", Engine.GPSIMD, TileShape.of(values.shape, dtype or dst.dtype))
+        return emit(values.astype(np.float32), None, dtype, Buffer.SBUF, mask, dst)
 
     def select_values(
         self,
@@ -343,7 +339,7 @@ class IsaEngine(StatsScanInstructions):
             )
         m = _mask(mask, d.shape)
         data, ok = s.read()
-        vals = data.reshape(d.shape) if data.dtype == d.dtype else _dt.tof32(data).reshape(d.shape)
+        vals = data.reshape(d.shape) if data.dtype == d.dtype else _dt.to_f32(data).reshape(d.shape)
         d.write(vals, None if ok is None else ok.reshape(d.shape), m)
         record_copy(s, d, m)
 

@@ -27,6 +27,49 @@ class engine_kind(Enum):  # noqa: N801 - NKI spelling (nisa.engine)
     sync = 6
 
 
+class reduce_cmd(Enum):  # noqa: N801 - NKI spelling (nisa.reduce_cmd)
+    """Accumulator-register command of activation/tensor_scalar reductions (nki-facts §4).
+
+    The emulator writes each instruction's own reduction to ``reduce_res`` (reset_reduce
+    semantics); accumulating across instructions in the registers is not modelled.
+    """
+
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+    load_reduce = 4
+
+
+class nc_version(Enum):  # noqa: N801 - NKI spelling (nisa.nc_version)
+    """NeuronCore generation; ordered so ``get_nc_version() >= nc_version.gen3`` works."""
+
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+    def __ge__(self, other: Any) -> bool:
+        return self.value >= other.value
+
+    def __gt__(self, other: Any) -> bool:
+        return self.value > other.value
+
+    def __le__(self, other: Any) -> bool:
+        return self.value <= other.value
+
+    def __lt__(self, other: Any) -> bool:
+        return self.value < other.value
+
+
+def get_nc_version() -> nc_version:
+    """The emulated target's generation (trn1 → gen2, trn2 → gen3)."""
+    from .run import maybe_current_run
+
+    run = maybe_current_run()
+    target = run.options.target if run is not None else "trn1"
+    return {"trn1": nc_version.gen2, "trn2": nc_version.gen3}.get(target, nc_version.gen2)
+
+
 _ENGINES = {
     engine_kind.tensor: Engine.TENSOR,
     engine_kind.scalar: Engine.SCALAR,
@@ -34,6 +77,20 @@ _ENGINES = {
     engine_kind.vector: Engine.VECTOR,
     engine_kind.dma: Engine.DMA,
 }
+
+
+class TileShape:
+    """Shape stand-in for tracing an instruction before its output tile exists."""
+
+    __slots__ = ("partitions", "free_size", "dtype")
+
+    def __init__(self, partitions: int, free_size: int, dtype: Any) -> None:
+        self.partitions, self.free_size, self.dtype = partitions, free_size, dtype
+
+    @classmethod
+    def of(cls, shape: tuple[int, ...], dtype: Any) -> TileShape:
+        free = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+        return cls(int(shape[0]), free, _dt.normalize(dtype))
 
 
 def pick_engine(choice: Any, default: Engine) -> Engine:

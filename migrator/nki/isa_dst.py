@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import NkiConstraintError, unsupported
 from .isa import engine as _engine
+from .isa_common import get_nc_version, nc_version, reduce_cmd  # noqa: F401 - nisa surface
 from .ops import BINARY, resolve
 from .tensor import Tensor
 
@@ -171,6 +172,27 @@ def scalar_tensor_tensor(
 def tensor_partition_reduce(dst: Tensor, op: Any, data: Tensor, **_: Any) -> Tensor:
     """``dst (1, F) = reduce over partitions of data``."""
     return _engine.tensor_partition_reduce(op, data, dst=dst)
+
+
+def tensor_scalar_reduce(
+    dst: Tensor,
+    data: Tensor,
+    op0: Any,
+    operand0: Any,
+    reduce_op: Any,
+    reduce_res: Tensor,
+    reverse0: bool = False,
+    **_: Any,
+) -> Tensor:
+    """``dst = data op0 operand0`` and ``reduce_res = reduce_op over the free axes of dst``."""
+    return _engine.tensor_scalar_reduce(
+        data, op0, operand0, reduce_op, reduce_res, reverse0=reverse0, dst=dst
+    )
+
+
+def dma_transpose(dst: Tensor, src: Tensor, axes: Any = None, **_: Any) -> Tensor:
+    """2-D transpose by DMA into ``dst``."""
+    return _engine.dma_transpose(src, axes=axes, dst=dst)
 
 
 def __getattr__(name: str) -> Any:

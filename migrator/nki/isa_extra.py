@@ -13,8 +13,9 @@ import numpy as np
 from . import dtypes as _dt
 from . import ops as _ops
 from .checks import require_on_chip
-from .errors import NkiConstraintError
-from .isa_common import all_valid, emit, f32, flat, per_partition
+from .errors import NkiConstraintError, unsupported
+from .isa_common import TileShape, all_valid, emit, f32, flat, per_partition
+from .language import _fit, split_mask
 from .run import record_tile as _record
 from .tensor import Buffer, Tensor
 from .trace import Engine
@@ -28,23 +29,88 @@ class StatsScanInstructions:
     ) -> Tensor:
         """Per partition (count, mean, var·count) of even- and odd-indexed elements (F ≤ 512)."""
         t = require_on_chip(data, "nisa.bn_stats", "data")
-        vals, ok = f32(t)
-        x = flat(vals)
+        in_mask, mask = split_mask(mask, t.shape, (t.partitions, 6))
+        # masked-off inputs are not accessed (they may lie outside the tile)
+        raw, ok = t.read(None if in_mask is None else np.ascontiguousarray(in_mask))
+        x = flat(_dt.to_f32(raw))
         if x.shape[1] > 512:
             raise NkiConstraintError(
                 "err_size_of_dimension_exceed_arch_limit",
                 f"nisa.bn_stats: free size {x.shape[1]} exceeds bn_stats_fmax=512; split it",
             )
+        keep = np.ones(x.shape, bool) if in_mask is None else flat(in_mask)
         cols = []
-        for half in (x[:, 0::2], x[:, 1::2]):
-            n = half.shape[1]
-            mean = half.mean(axis=1) if n else np.zeros(x.shape[0], np.float32)
-            m2 = ((half - mean[:, None]) ** 2).sum(axis=1)
-            cols += [np.full(x.shape[0], n, np.float32), mean, m2]
+        for half, use in ((x[:, 0::2], keep[:, 0::2]), (x[:, 1::2], keep[:, 1::2])):
+            n = use.sum(axis=1).astype(np.float64)
+            total = np.where(use, half, 0.0).sum(axis=1, dtype=np.float64)
+            mean = np.divide(total, n, out=np.zeros_like(total), where=n > 0)
+            m2 = np.where(use, (half - mean[:, None]) ** 2, 0.0).sum(axis=1)
+            cols += [n, mean, m2]
         values = np.stack(cols, axis=1).astype(np.float32)
-        valid = None if ok is None else np.repeat(flat(ok).all(axis=1, keepdims=True), 6, axis=1)
+        used_ok = None if ok is None else flat(ok) | ~keep
+        valid = None if ok is None else np.repeat(used_ok.all(axis=1, keepdims=True), 6, axis=1)
         _record("bn_stats", Engine.VECTOR, t)
         return emit(values, valid, dtype or _dt.float32, Buffer.SBUF, mask, dst)
+
+    def tensor_scalar_reduce(
+        self,
+        data: Any,
+        op0: Any,
+        operand0: Any,
+        reduce_op: Any,
+        reduce_res: Tensor,
+        *,
+        reverse0: bool = False,
+        dtype: Any = None,
+        mask: Any = None,
+        dst: Tensor | None = None,
+    ) -> Tensor:
+        """``data op0 operand0`` (VectorE) and its reduction over all free axes into ``reduce_res``.
+
+        Cost ``max(MIN_II, N) + MIN_II`` (the reduce readout is traced as a second instruction).
+        """
+        name = "nisa.tensor_scalar_reduce"
+        red_name = _ops.resolve(reduce_op, name)
+        if red_name not in _ops.REDUCE and red_name != "subtract":
+            raise NkiConstraintError(
+                "err_unsupported_operator", f"{name}: cannot reduce with {red_name}"
+            )
+        out = self.tensor_scalar(  # type: ignore[attr-defined]
+            data, op0, operand0, reverse0, dtype=dtype, mask=mask, dst=dst, name=name
+        )
+        t = require_on_chip(data, name, "data")
+        vals, ok = f32(out)
+        x = flat(vals)
+        if red_name == "subtract":  # a[0] - a[1] - ... (nki-facts §4 legal reduction ops)
+            red = x[:, :1] - x[:, 1:].sum(axis=1, keepdims=True)
+        else:
+            red = _ops.REDUCE[red_name](x, axis=1, keepdims=True)
+        red_ok = None if ok is None else flat(ok).all(axis=1, keepdims=True)
+        vals_r, ok_r = _fit(red.astype(np.float32), red_ok, reduce_res.shape)
+        reduce_res.write(vals_r, ok_r)
+        _record(
+            "tensor_scalar_reduce[readout]", Engine.VECTOR, TileShape(t.partitions, 1, _dt.float32)
+        )
+        return out
+
+    def dma_transpose(
+        self, src: Any, *, axes: Any = None, mask: Any = None, dst: Tensor | None = None
+    ) -> Tensor:
+        """2-D transpose performed by the DMA engines (trn2+), bit-exact; result in SBUF."""
+        from .dma import record_copy
+
+        if not isinstance(src, Tensor):
+            raise NkiConstraintError(
+                "err_invalid_operand", "nisa.dma_transpose: src must be a tensor"
+            )
+        if axes not in (None, (1, 0), [1, 0]):
+            raise unsupported("nisa.dma_transpose with axes other than (1, 0)")
+        data, ok = src.read()
+        values = flat(data).T
+        valid = None if ok is None else flat(ok).T
+        out = emit(values, valid, src.dtype, Buffer.SBUF, mask, dst)
+        record_copy(src, out, None)
+        return out
 
     def bn_aggr(
         self, data: Any, *, dtype: Any = None, mask: Any = None, dst: Tensor | None = None

@@ -12,7 +12,8 @@ import numpy as np
 from .errors import unsupported
 from .isa import engine as _engine
 from .isa_common import engine_kind as engine
-from .tensor import Tensor
+from .isa_common import get_nc_version, nc_version, reduce_cmd  # noqa: F401 - nisa surface
+from .tensor import Buffer, Tensor
 
 tensor_engine, scalar_engine, gpsimd_engine = engine.tensor, engine.scalar, engine.gpsimd
 vector_engine, unknown_engine = engine.vector, engine.unknown
@@ -174,7 +175,13 @@ def affine_select(
     dtype: Any = None,
     **_: Any,
 ) -> Tensor:
-    """``where(pred, on_true_tile, on_false_value)`` with an arange predicate."""
+    """``where(pred, on_true_tile, on_false_value)`` with an arange predicate.
+
+    GpSimd cannot read PSUM; published legacy kernels (flash attention) still pass a PSUM
+    tile, so the legacy compiler stages it through SBUF. We do the same, tracing the copy.
+    """
+    if isinstance(on_true_tile, Tensor) and on_true_tile.buffer is Buffer.PSUM:
+        on_true_tile = _engine.tensor_copy(on_true_tile)
     return _engine.select_values(
         np.asarray(pred, dtype=bool), on_true_tile, on_false_value, dtype, mask, None
     )
@@ -193,6 +200,29 @@ def bn_stats(data: Tensor, *, mask: Any = None, dtype: Any = None, **_: Any) -> 
 def bn_aggr(data: Tensor, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """Aggregate bn_stats into (mean, variance), shape (P, 2)."""
     return _engine.bn_aggr(data, dtype=dtype, mask=mask)
+
+
+def tensor_scalar_reduce(
+    *,
+    data: Tensor,
+    op0: Any,
+    operand0: Any,
+    reduce_op: Any,
+    reduce_res: Tensor,
+    reverse0: bool = False,
+    dtype: Any = None,
+    mask: Any = None,
+    **_: Any,
+) -> Tensor:
+    """``data op0 operand0`` plus its free-axis reduction written into ``reduce_res``."""
+    return _engine.tensor_scalar_reduce(
+        data, op0, operand0, reduce_op, reduce_res, reverse0=reverse0, dtype=dtype, mask=mask
+    )
+
+
+def dma_transpose(src: Tensor, *, axes: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    """2-D transpose by DMA into a new SBUF tile (trn2+; functionally a transpose)."""
+    return _engine.dma_transpose(src, axes=axes, mask=mask)
 
 
 def __getattr__(name: str) -> Any:

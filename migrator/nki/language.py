@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from . import nl_int as _nl_int
 from . import ops as _ops
 from .checks import (
     check_partitions,
@@ -28,15 +29,18 @@ from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
     affine_range,
     arange,
     bfloat16,
+    bfp16,
     bool_,
     device_print,
     ds,
     empty_like,
+    finfo,
     float8_e4m3,
     float8_e4m3fn,
     float8_e5m2,
     float16,
     float32,
+    fp32,
     full,
     hbm,
     int8,
@@ -61,6 +65,7 @@ from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
     sequential_range,
     shared_hbm,
     spmd_dim,
+    static_cast,
     static_range,
     tfloat32,
     tile_size,
@@ -76,10 +81,29 @@ from .trace import Engine
 
 
 # -- helpers shared with tensor.py and isa.py ------------------------------------------------
-def _record_inplace(t: Tensor, op: str) -> None:
+def _record_inplace(t: Tensor, op: str, other: Any = None) -> None:
     """`+=` on PSUM is free near-memory accumulation; on SBUF it is a Vector instruction."""
     if t.buffer is not Buffer.PSUM:
-        record_tile(f"tensor_tensor[{op}]", Engine.VECTOR, t, streams=2)
+        record_tile(f"tensor_tensor[{op}]", Engine.VECTOR, t, streams=tt_streams(op, t, other))
+
+
+_FAST_BF16 = frozenset({"add", "subtract", "multiply"})
+
+
+def tt_streams(op: str, a: Any, b: Any) -> int:
+    """Input streams a two-operand VectorE instruction pays for (nki-facts §4 tensor_tensor).
+
+    ``max(64, N)`` cycles when one input is in PSUM, or for bf16 add/subtract/multiply with
+    both inputs bf16; otherwise ``max(64, 2N)``. Scalars and (P, 1) operands are not streams.
+    """
+    tiles = [x for x in (a, b) if isinstance(x, Tensor) and x.free_size > 1]
+    if len(tiles) < 2:
+        return 1
+    if any(x.buffer is Buffer.PSUM for x in tiles):
+        return 1
+    if op in _FAST_BF16 and all(x.dtype == _dt.bfloat16 for x in tiles):
+        return 1
+    return 2
 
 
 def _aligned(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
@@ -135,6 +159,33 @@ def _mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
     return np.broadcast_to(np.asarray(mask, dtype=bool), shape)
 
 
+def split_mask(
+    mask: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(input mask, output mask) for an instruction whose output shape differs from its input.
+
+    A legacy ``mask=`` predicates the instruction's iteration space: for reductions and
+    statistics that is the input, and kernels write masks over the reduced free axes
+    (e.g. ``nl.sum(t, axis=[1, 2], mask=(i_h < H) & (i_w < W))``). A mask that broadcasts to
+    the output shape is an output mask (as before); otherwise it must cover the input.
+    """
+    if mask is None:
+        return None, None
+    m = np.asarray(mask, dtype=bool)
+    try:
+        return None, np.broadcast_to(m, out_shape)
+    except ValueError:
+        pass
+    try:
+        return np.broadcast_to(m, in_shape), None
+    except ValueError as exc:
+        raise NkiConstraintError(
+            "err_shape_mismatch",
+            f"mask of shape {m.shape} fits neither the input {in_shape} nor the output "
+            f"{out_shape} of the instruction",
+        ) from exc
+
+
 def _combine(valids: Sequence[np.ndarray | None], shape: tuple[int, ...]) -> np.ndarray | None:
     present = [v for v in valids if v is not None]
     if not present:
@@ -175,7 +226,12 @@ def _finish(
 ) -> Tensor:
     shape = result.shape
     out = Tensor.from_values(
-        result.astype(np.float32, copy=False), valid, dtype, Buffer.SBUF, _mask(mask, shape)
+        result.astype(np.float32, copy=False),
+        valid,
+        dtype,
+        Buffer.SBUF,
+        _mask(mask, shape),
+        fresh=True,  # every caller passes a newly computed array
     )
     record_tile(op, engine, out, streams)
     return out
@@ -199,6 +255,15 @@ def _unary_op(op: str, x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor
 def _binary_op(
     op: str, a: Any, b: Any, *, dtype: Any = None, mask: Any = None, record: bool = True
 ) -> Tensor:
+    """Elementwise binary op: integer/bit-vector ops exactly (nl_int), the rest in fp32."""
+    if op in _nl_int.INT_BINARY:
+        return _nl_int.int_binary(op, a, b, dtype=dtype, mask=mask)
+    return _f32_binary_op(op, a, b, dtype=dtype, mask=mask, record=record)
+
+
+def _f32_binary_op(
+    op: str, a: Any, b: Any, *, dtype: Any = None, mask: Any = None, record: bool = True
+) -> Tensor:
     """Elementwise binary op with NKI type promotion and partition-aligned broadcasting."""
     fn, engine = _ops.BINARY[op]
     (va, vb), valid, _ = _operands(op, [a, b])
@@ -208,11 +273,16 @@ def _binary_op(
         out_dt = _dt.normalize(dtype)
     elif op in _ops.COMPARISONS:
         out_dt = _dt.bool_
+    elif op == "divide" and not (_dt.is_float(_dtype_of(a)) or _dt.is_float(_dtype_of(b))):
+        # integer / integer is true division into fp32, as in numpy and Python 3: published
+        # kernels compute row = floor(iota / width) and rely on the fractional quotient
+        # (nki-samples reference/vision.py resize_nearest_fixed_dma_kernel).
+        out_dt = _dt.float32
     else:
         out_dt = _dt.promote(_dtype_of(a), _dtype_of(b))
     if not record:
         return Tensor.from_values(result, valid, out_dt, Buffer.SBUF, _mask(mask, result.shape))
-    return _finish(op, engine, result, valid, out_dt, mask, 2)
+    return _finish(op, engine, result, valid, out_dt, mask, tt_streams(op, a, b))
 
 
 def _unary(op: str) -> Any:
@@ -286,13 +356,19 @@ def _reduce(op: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -
     axes = tuple(int(a) for a in (axis if isinstance(axis, Sequence) else (axis,)))
     axes = tuple(a + t.ndim if a < 0 else a for a in axes)
     check_reduce_axes(axes, t.ndim, t.pdim, f"nl.{op}")
-    data, valid = t.read()
+    kept_shape = tuple(1 if i in axes else n for i, n in enumerate(t.shape))
+    in_mask, mask = split_mask(mask, t.shape, kept_shape)
+    data, valid = t.read(None if in_mask is None else np.ascontiguousarray(in_mask))
     vals = data.astype(np.float32)
+    count = np.float32(np.prod([t.shape[a] for a in axes]))
+    if in_mask is not None:
+        # masked-off inputs take the reduction's identity and do not count as read
+        vals = np.where(in_mask, vals, np.float32(_IDENTITY[op]))
+        valid = None if valid is None else valid | ~in_mask
+        count = np.maximum(in_mask.sum(axis=axes, keepdims=keepdims), 1).astype(np.float32)
     with np.errstate(all="ignore"):
         if op == "mean":
-            result = np.sum(vals, axis=axes, keepdims=keepdims) / np.float32(
-                np.prod([t.shape[a] for a in axes])
-            )
+            result = np.sum(vals, axis=axes, keepdims=keepdims) / count
         else:
             result = _ops.REDUCE[_RED[op]](vals, axis=axes, keepdims=keepdims)
     ok = None if valid is None else valid.all(axis=axes, keepdims=keepdims)
@@ -303,13 +379,18 @@ def _reduce(op: str, x: Any, axis: Any, dtype: Any, keepdims: bool, mask: Any) -
     default = t.dtype if (_dt.is_float(t.dtype) or op != "mean") else _dt.float32
     out_dt = _dt.normalize(dtype) if dtype is not None else default
     out = Tensor.from_values(
-        np.asarray(result, np.float32), ok, out_dt, Buffer.SBUF, _mask(mask, result.shape)
+        np.asarray(result, np.float32),
+        ok,
+        out_dt,
+        Buffer.SBUF,
+        None if mask is None else mask.reshape(np.shape(result)),
     )
     record_tile(f"tensor_reduce[{op}]", Engine.VECTOR, t)
     return out
 
 
 _RED = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}
+_IDENTITY = {"sum": 0.0, "mean": 0.0, "max": -np.inf, "min": np.inf, "prod": 1.0}
 
 
 @_ops.op_name("add")
@@ -361,9 +442,14 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     m = _mask(mask, t.shape)
     data, valid = t.read(m)
     out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
-    out = Tensor.from_values(
-        data if data.dtype == out_dt else _dt.to_f32(data), valid, out_dt, Buffer.SBUF, m
-    )
+    # Same dtype, no mask: the tile shares the HBM memory copy-on-write (no copy up front).
+    shared = Tensor.borrow(t, Buffer.SBUF) if m is None and out_dt == t.dtype else None
+    if shared is not None:
+        out = shared
+    else:
+        out = Tensor.from_values(
+            data if data.dtype == out_dt else _dt.to_f32(data), valid, out_dt, Buffer.SBUF, m
+        )
     record_dma("load", t, out, m)
     return out
 
@@ -401,10 +487,19 @@ def copy(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
 
 # -- TensorE (nki-facts §3.7) ----------------------------------------------------------------------
 def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
-    """``x @ y`` (or ``x.T @ y``) on TensorE; fp32 result in PSUM."""
+    """``x @ y`` (or ``x.T @ y``) on TensorE; fp32 result in PSUM.
+
+    TensorE reads SBUF only; like the compiler, ``nl.matmul`` stages PSUM operands (e.g. the
+    result of ``nl.transpose``) through SBUF with a traced copy. ``nisa.nc_matmul`` stays strict.
+    """
     from .isa import engine
 
     xt = require_on_chip(x, "nl.matmul", "x")
+    y = require_on_chip(y, "nl.matmul", "y")
+    if y.buffer is Buffer.PSUM:
+        y = copy(y)
+    if xt.buffer is Buffer.PSUM and transpose_x:
+        xt = copy(xt)
     if not transpose_x:
         # The compiler transposes x for TensorE; pass x already transposed with transpose_x=True.
         check_partitions(xt.shape, 0, "nl.matmul x")
@@ -429,6 +524,15 @@ from .nl_composite import (  # noqa: E402, F401 - re-exported as the nl surface
     shared_identity_matrix,
     softmax,
     var,
+)
+from .nl_int import (  # noqa: E402, F401 - re-exported as the nl surface
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    invert,
+    left_shift,
+    mod,
+    right_shift,
 )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes as _dt
@@ -28,6 +29,23 @@ float8_e4m3, float8_e5m2, float8_e4m3fn = _dt.float8_e4m3, _dt.float8_e5m2, _dt.
 int8, int16, int32 = _dt.int8, _dt.int16, _dt.int32
 uint8, uint16, uint32 = _dt.uint8, _dt.uint16, _dt.uint32
 bool_ = _dt.bool_
+
+# Dtype constants kernels use as fill values (nki-facts §3.8): nl.fp32.min is the most negative
+# finite fp32 (bit pattern 0xff7fffff); nl.bfp16.min is bit pattern 0xff80, i.e. -inf in bf16.
+fp32 = SimpleNamespace(min=float(np.finfo(np.float32).min), max=float(np.finfo(np.float32).max))
+bfp16 = SimpleNamespace(min=float("-inf"), max=float(ml_dtypes.finfo(ml_dtypes.bfloat16).max))
+
+
+def finfo(dtype: Any) -> Any:
+    """Machine limits of a float dtype (``nl.finfo(nl.bfloat16).min``), as numpy/ml_dtypes."""
+    dt = _dt.normalize(dtype)
+    return ml_dtypes.finfo(dt) if dt in _dt.LOW_PRECISION_FLOATS else np.finfo(dt)
+
+
+def static_cast(value: Any, dtype: Any) -> np.ndarray:
+    """Host-side cast of a numpy array to an NKI dtype (used by test drivers), rounding RNE."""
+    return _dt.cast(np.asarray(value, dtype=np.float32), _dt.normalize(dtype))
+
 
 tile_size = SimpleNamespace(
     pmax=128,
@@ -124,6 +142,9 @@ def full(
     pdim = next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
     out = Tensor.allocate(shape_t, _dt.normalize(dtype), buf, pdim=pdim, name=name, fill=fill_value)
     record_tile("memset", Engine.VECTOR, out)
+    run = maybe_current_run()
+    if run is not None:
+        run.note_write(out.storage.uid)  # the memset just recorded produced it
     return out
 
 

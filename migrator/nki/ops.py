@@ -91,6 +91,8 @@ BINARY: dict[str, tuple[Fn, Engine]] = {
     "power": (np.power, Engine.GPSIMD),
     # NKI mod/fmod follow C fmod on fp32 values (sign of the dividend), unlike numpy's `%`.
     "fmod": (np.fmod, Engine.VECTOR),
+    # nl.mod on floats: floor modulo, sign of the divisor (numpy `%`); integers: nl_int.py.
+    "mod": (np.mod, Engine.VECTOR),
     "equal": (np.equal, Engine.VECTOR),
     "not_equal": (np.not_equal, Engine.VECTOR),
     "greater": (np.greater, Engine.VECTOR),

@@ -29,6 +29,9 @@ class EmulatorOptions:
                       ``Run.findings`` and continues).
     sbuf_overflow:    live SBUF bytes per partition above capacity: "raise", or "report" (the
                       real compiler spills to HBM, nki-facts §2.4).
+    psum_overflow:    live PSUM tiles needing more than the 8 banks: "raise", or "report" (the
+                      legacy compiler allocates block-dimension PSUM tensors lazily and spills;
+                      published tutorials rely on it, e.g. a (32, 2, 128, 512) fp32 PSUM tensor).
     trace:            record one entry per instruction for the cost model.
     grid_order:       order of SPMD grid instances: "sequential" (row-major, what legacy NKI
                       does on one core, nki-facts §1.6) or "shuffled" with ``seed`` to expose
@@ -41,6 +44,7 @@ class EmulatorOptions:
     uninit_outputs: Policy = "raise"
     affine_deps: Policy = "raise"
     sbuf_overflow: Policy = "raise"
+    psum_overflow: Policy = "raise"
     trace: bool = True
     grid_order: GridOrder = "sequential"
     seed: int = 0
@@ -52,6 +56,7 @@ class EmulatorOptions:
             ("uninit_outputs", Policy),
             ("affine_deps", Policy),
             ("sbuf_overflow", Policy),
+            ("psum_overflow", Policy),
             ("grid_order", GridOrder),
         ):
             value = getattr(self, name)

@@ -36,7 +36,8 @@ def render(p: Profile) -> str:
     """Human-readable summary of a profile."""
     lines = [
         f"target {p.target}: {p.instructions} instructions, estimated "
-        f"{p.estimated_latency_us:.2f} us (serial {p.serial_latency_us:.2f} us), "
+        f"{p.estimated_latency_us:.2f} us (perfect overlap {p.overlap_bound_us:.2f} us, "
+        f"serial {p.serial_latency_us:.2f} us), "
         f"roofline {p.roofline_latency_us:.2f} us ({p.roofline_fraction:.0%}), "
         f"bottleneck {p.bottleneck}",
     ]

@@ -69,6 +69,12 @@ class Run:
     psum_live_banks: int = 0
     sbuf_peak: int = 0
     psum_peak_banks: int = 0
+    # Per trace entry: (storage uids read, storage uids written), for the cost schedule.
+    deps: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+    _reads: set[int] = field(default_factory=set)
+    _writes: set[int] = field(default_factory=set)
+    _read_since_record: bool = False
+    _to_last: int = 0
     _loop_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -114,13 +120,14 @@ class Run:
         self.psum_live_banks += banks
         self.psum_peak_banks = max(self.psum_peak_banks, self.psum_live_banks)
         if self.psum_live_banks > self.hw.psum_banks:
-            self.psum_live_banks -= banks
-            raise NkiConstraintError(
-                "err_psum_capacity_exceeded",
-                f"live PSUM tiles need {self.psum_live_banks + banks} banks but there are "
+            msg = (
+                f"live PSUM tiles need {self.psum_live_banks} banks but there are "
                 f"{self.hw.psum_banks} (2 KiB per partition each); copy results out of PSUM "
-                "and drop the PSUM tile before allocating more",
+                "and drop the PSUM tile before allocating more"
             )
+            if self.options.psum_overflow == "raise":
+                self.psum_live_banks -= banks
+            self.violation("err_psum_capacity_exceeded", msg, self.options.psum_overflow)
 
     def release_psum(self, banks: int) -> None:
         """Return a dead PSUM tile's banks."""
@@ -160,6 +167,47 @@ class Run:
         """Append one instruction to the trace (no-op unless tracing is on)."""
         if self.options.trace:
             self.trace.append(Instr(name=name, engine=engine, location=kernel_location(), **fields))
+            self.deps.append((tuple(self._reads), tuple(self._writes)))
+            self._reads.clear()
+            self._writes.clear()
+            self._read_since_record = False
+
+    # -- storage accesses, attributed to instructions for the cost schedule ------------------
+    # Engines read their operands, then record the instruction, then (isa dialects) write the
+    # result; nl ops write before recording. So: reads belong to the next recorded
+    # instruction; a write belongs to the next one if it reads something first, otherwise to
+    # the instruction just recorded. ``to_last_instruction`` forces the latter (assignments
+    # ``t[...] = value`` that only move a just-produced result into place).
+    def note_read(self, uid: int) -> None:
+        """A storage was read by the instruction being executed."""
+        if self._to_last or not self.options.trace:
+            return
+        self._reads.add(uid)
+        self._read_since_record = True
+
+    def note_write(self, uid: int) -> None:
+        """A storage was written by the instruction being executed."""
+        if not self.options.trace:
+            return
+        if self.deps and (self._to_last or not self._read_since_record):
+            reads, writes = self.deps[-1]
+            if uid not in writes:
+                self.deps[-1] = (reads, (*writes, uid))
+            return
+        self._writes.add(uid)
+
+    def wrote_last(self, uid: int) -> bool:
+        """Whether the last recorded instruction wrote this storage."""
+        return bool(self.deps) and uid in self.deps[-1][1]
+
+    @contextlib.contextmanager
+    def to_last_instruction(self) -> Iterator[None]:
+        """Attribute the accesses in this block to the last recorded instruction."""
+        self._to_last += 1
+        try:
+            yield
+        finally:
+            self._to_last -= 1
 
 
 def record_tile(name: str, engine: Engine, tile: Any, streams: int = 1) -> None:

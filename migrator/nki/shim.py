@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import frontend, isa_dst, isa_legacy, language, typing_mod
+from . import compiler_mod, frontend, isa_dst, isa_legacy, language, typing_mod
 from .errors import unsupported
 from .options import EmulatorOptions
 from .tensor import Tensor
@@ -71,6 +71,7 @@ def _modules(options: EmulatorOptions | None, legacy: bool, new: bool) -> dict[s
         "tensor": Tensor,
         "language": language,
         "typing": typing_mod,
+        "compiler": compiler_mod,
     }
     out: dict[str, ModuleType] = {}
     if legacy:
@@ -80,11 +81,13 @@ def _modules(options: EmulatorOptions | None, legacy: bool, new: bool) -> dict[s
         out["neuronxcc.nki.language"] = language
         out["neuronxcc.nki.isa"] = isa_legacy
         out["neuronxcc.nki.typing"] = typing_mod
+        out["neuronxcc.nki.compiler"] = compiler_mod
     if new:
         out["nki"] = _package("nki", {**common, "isa": isa_dst, "simulate": frontend.simulate})
         out["nki.language"] = language
         out["nki.isa"] = isa_dst
         out["nki.typing"] = typing_mod
+        out["nki.compiler"] = compiler_mod
     return out
 
 

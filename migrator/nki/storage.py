@@ -7,6 +7,7 @@ allocation dies.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from enum import StrEnum
 
@@ -15,6 +16,8 @@ import numpy as np
 from .checks import check_partitions
 from .errors import NkiConstraintError, SourceLocation
 from .run import Run
+
+_UIDS = itertools.count(1)  # unique allocation ids; not run state
 
 
 class Buffer(StrEnum):
@@ -51,6 +54,9 @@ class Storage:
         "dirty",
         "mm_open",
         "origin",
+        "uid",
+        "borrowed",
+        "borrowers",
         "__weakref__",
     )
 
@@ -67,6 +73,14 @@ class Storage:
     ) -> None:
         self.data = data
         self.valid = valid  # None means "every element is initialised"
+        # Identity for the cost model's dependency schedule (ids of dead objects are reused).
+        self.uid = next(_UIDS)
+        # Copy on write. A borrowed storage holds a read-only view of memory it does not own
+        # (a caller's array for kernel arguments, an HBM region for a loaded tile) and copies
+        # it before its first write (``own``). A storage whose memory is lent out makes its
+        # borrowers copy before it is written (``before_write``). Aliases share the list.
+        self.borrowed = False
+        self.borrowers: list[weakref.ref[Storage]] | None = None
         self.stamps: np.ndarray | None = None
         self.buffer = buffer
         self.pdim = pdim
@@ -79,6 +93,33 @@ class Storage:
             check_partitions(data.shape, pdim, f"{buffer.value} tile")
         if run is not None and account and buffer.on_chip:
             self._account(run)
+
+    def own(self) -> None:
+        """Replace a borrowed (read-only) view by a private contiguous copy."""
+        if self.borrowed:
+            self.data = np.array(self.data, copy=True, order="C")
+            self.borrowed = False
+
+    def shared_borrowers(self) -> list[weakref.ref[Storage]]:
+        """The list of storages viewing this memory (created on demand, shared by aliases)."""
+        if self.borrowers is None:
+            self.borrowers = []
+        return self.borrowers
+
+    def lend(self, borrower: Storage) -> None:
+        """Record that ``borrower`` holds a read-only view of this storage's memory."""
+        borrower.borrowed = True
+        self.shared_borrowers().append(weakref.ref(borrower))
+
+    def before_write(self) -> None:
+        """Own this memory and detach every borrower before it changes."""
+        self.own()
+        if self.borrowers:
+            for ref in self.borrowers:
+                borrower = ref()
+                if borrower is not None:
+                    borrower.own()
+            self.borrowers.clear()
 
     def _account(self, run: Run) -> None:
         """Charge live SBUF bytes / PSUM banks to the run until this storage dies."""

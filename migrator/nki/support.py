@@ -12,7 +12,13 @@ import numpy as np
 from . import isa_dst, isa_legacy, language
 from .tensor import Buffer
 
-_OWN = {"migrator.nki.language", "migrator.nki.nl_memory", "migrator.nki.nl_composite"}
+_OWN = {
+    "migrator.nki.language",
+    "migrator.nki.nl_memory",
+    "migrator.nki.nl_composite",
+    "migrator.nki.nl_int",
+}
+_DATA = ("tile_size", "mgrid", "engine", "fp32", "bfp16")
 
 
 def _public(module: ModuleType, owners: set[str]) -> list[str]:
@@ -20,7 +26,7 @@ def _public(module: ModuleType, owners: set[str]) -> list[str]:
     for name, value in vars(module).items():
         if name.startswith("_"):
             continue
-        data = isinstance(value, Buffer | np.dtype) or name in ("tile_size", "mgrid", "engine")
+        data = isinstance(value, Buffer | np.dtype) or name in _DATA
         own = callable(value) and getattr(value, "__module__", "") in owners
         if data or own:
             names.append(name)
@@ -32,9 +38,11 @@ def supported_api() -> dict[str, list[str]]:
     return {
         "nki.language": _public(language, _OWN),
         "neuronxcc.nki.isa (legacy, returns tiles)": _public(
-            isa_legacy, {"migrator.nki.isa_legacy"}
+            isa_legacy, {"migrator.nki.isa_legacy", "migrator.nki.isa_common"}
         ),
-        "nki.isa (new, dst first)": _public(isa_dst, {"migrator.nki.isa_dst"}),
+        "nki.isa (new, dst first)": _public(
+            isa_dst, {"migrator.nki.isa_dst", "migrator.nki.isa_common"}
+        ),
     }
 
 

@@ -8,6 +8,7 @@ through the affine-loop dependency checks.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,8 @@ class Tensor:
         dtype: np.dtype,
         buffer: Buffer = Buffer.SBUF,
         mask: np.ndarray | None = None,
+        *,
+        fresh: bool = False,
     ) -> Tensor:
         """A new tile holding engine results (float32) rounded to ``dtype``."""
         if mask is not None:
@@ -115,22 +118,54 @@ class Tensor:
             out.produced = np.broadcast_to(mask, values.shape)
             return out
         data = dtypes.cast(values, dtype)
+        adopt = fresh and data is values and data.base is None and data.flags.c_contiguous
         # A new tile owns its memory: values may be a view of another storage (same-dtype copy,
         # load), and aliasing it would let later writes to the source change this tile.
-        if data is values or data.base is not None or not data.flags.c_contiguous:
+        # ``fresh`` values are newly computed arrays nobody else holds: adopted as they are.
+        if not adopt and (data is values or data.base is not None or not data.flags.c_contiguous):
             data = np.array(data, order="C", copy=True)
         if valid is not None and valid.all():
             valid = None
         elif valid is not None:
             valid = np.array(np.broadcast_to(valid, data.shape), order="C", copy=True)
-        return cls(Storage(data, buffer, valid=valid, run=maybe_current_run()))
+        run = maybe_current_run()
+        out = cls(Storage(data, buffer, valid=valid, run=run))
+        if run is not None:
+            run.note_write(out.storage.uid)
+        return out
 
     @classmethod
     def wrap_input(cls, array: np.ndarray, name: str = "") -> Tensor:
-        """An HBM kernel argument backed by a private copy of a caller's array."""
-        data = np.array(array, copy=True, order="C")
+        """An HBM kernel argument: a read-only view of a caller's array, copied on first write.
+
+        Non-contiguous arrays are copied up front. The caller's array itself is never written
+        during the run; the launch copies a written argument back afterwards.
+        """
+        if array.flags.c_contiguous:
+            data = array.view()
+            data.flags.writeable = False
+        else:
+            data = np.array(array, copy=True, order="C")
         dtypes.normalize(data.dtype)
-        return cls(Storage(data, Buffer.SHARED_HBM, name=name))
+        storage = Storage(data, Buffer.SHARED_HBM, name=name)
+        storage.borrowed = data.base is not None
+        return cls(storage)
+
+    @classmethod
+    def borrow(cls, view: Tensor, buffer: Buffer) -> Tensor | None:
+        """A new tile that reads ``view``'s memory until either side is written (a load with
+        no cast and no mask); None when the view cannot be shared (advanced index, poison)."""
+        source = view.storage
+        if view.advanced or (source.valid is not None and not source.valid[view.key].all()):
+            return None
+        data = source.data[view.key].view()
+        data.flags.writeable = False
+        run = maybe_current_run()
+        out = cls(Storage(data, buffer, run=run))
+        source.lend(out.storage)
+        if run is not None:
+            run.note_write(out.storage.uid)
+        return out
 
     # -- basic properties -----------------------------------------------------------------
     @property
@@ -329,6 +364,9 @@ class Tensor:
         if valid is not None and valid.all():
             valid = None
         check_affine_read(self, idx, mask)
+        run = maybe_current_run()
+        if run is not None:
+            run.note_read(self.storage.uid)
         return data, valid
 
     def write(
@@ -341,6 +379,7 @@ class Tensor:
     ) -> None:
         """Store float32 (or already typed) values, rounding to the declared dtype."""
         storage = self.storage
+        storage.before_write()
         values = np.broadcast_to(dtypes.cast(np.asarray(values), self.dtype), self.shape)
         if mask is not None:
             mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
@@ -366,6 +405,9 @@ class Tensor:
                 ok = True if valid is None else valid
                 np.copyto(storage.valid[idx], ok, where=mask)
         storage.dirty = True
+        run = maybe_current_run()
+        if run is not None:
+            run.note_write(storage.uid)
 
     # -- tensor methods (nki-facts §3.9b) -------------------------------------------------
     def reshape(self, shape: Any) -> Tensor:
@@ -373,6 +415,7 @@ class Tensor:
         shape = tuple(int(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
         if self.advanced:
             raise unsupported("reshape of a tensor view built with nl.arange")
+        self.storage.own()  # a borrowed view is copied before memory is shared further
         data = self.storage.data[self.key]
         if int(np.prod(shape, dtype=np.int64)) != data.size or not data.flags.c_contiguous:
             raise NkiConstraintError(
@@ -382,6 +425,8 @@ class Tensor:
             )
         valid = None if self.storage.valid is None else self.storage.valid[self.key].reshape(shape)
         alias = Storage(data.reshape(shape), self.buffer, valid=valid, account=False)
+        alias.borrowers = self.storage.shared_borrowers()  # writes via either side detach them
+        alias.uid = self.storage.uid  # same memory for the dependency schedule
         return Tensor(alias)
 
     def astype(self, dtype: Any) -> Tensor:
@@ -394,9 +439,30 @@ class Tensor:
         """Read-only broadcast view (e.g. a (1, F) weight row to (P, F))."""
         data, valid = self.read()
         shape = tuple(int(s) for s in shape)
+        if self.storage.borrowed:  # the view must not outlive a borrowed tile's source
+            self.storage.own()
+            data, valid = self.read()
         vals = np.broadcast_to(data, shape)
         ok = None if valid is None else np.broadcast_to(valid, shape)
-        return Tensor(Storage(vals, self.buffer, valid=ok, account=False))
+        view = Tensor(Storage(vals, self.buffer, valid=ok, account=False))
+        view.storage.uid = self.storage.uid
+        return view
+
+    def ap(
+        self,
+        pattern: Any,
+        offset: int | None = None,
+        scalar_offset: Any = None,
+        vector_offset: Any = None,
+        indirect_dim: int = 0,
+        dtype: Any = None,
+    ) -> Tensor:
+        """New-dialect hardware access pattern over this tensor's storage (see views.py)."""
+        from .views import access_pattern
+
+        return access_pattern(
+            self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype
+        )
 
     def expand_dims(self, axis: int) -> Tensor:
         """View with a new size-1 axis."""
@@ -411,21 +477,50 @@ class Tensor:
             return  # `t[i] += x` re-assigns the already-updated view to itself
         from . import language
 
-        values, valid = language._operand_values(value, view.shape)
-        produced = value.produced if isinstance(value, Tensor) else None
-        if produced is not None and produced.shape == view.shape:
-            view.write(values, valid, produced)
-        else:
-            view.write(values, valid)
+        run = maybe_current_run()
+        moved = run is not None and isinstance(value, Tensor) and run.wrote_last(value.storage.uid)
+        # `t[...] = op(...)`: on hardware the instruction writes t directly.
+        with run.to_last_instruction() if moved else contextlib.nullcontext():  # type: ignore[union-attr]
+            values, valid = language._operand_values(value, view.shape)
+            produced = value.produced if isinstance(value, Tensor) else None
+            if produced is not None and produced.shape == view.shape:
+                view.write(values, valid, produced)
+            else:
+                view.write(values, valid)
 
     def _inplace(self, op: str, other: Any) -> Tensor:
+        run = maybe_current_run()
+        if run is not None and self.buffer is Buffer.PSUM:
+            # PSUM `+=` is the producing instruction's near-memory accumulation, not a new
+            # instruction: its accesses belong to that instruction (e.g. the matmul).
+            with run.to_last_instruction():
+                return self._apply_inplace(op, other)
+        return self._apply_inplace(op, other)
+
+    def _apply_inplace(self, op: str, other: Any) -> Tensor:
         from . import language
 
+        if op == "add" and self._starts_accumulation(other):
+            # TensorE opens an accumulation group with an overwrite: `psum += nc_matmul(...)`
+            # into a never-written PSUM tile is the first write (nki-facts §4 nc_matmul), and
+            # published legacy kernels rely on it (attention_fwd v8a/v11).
+            idx = self._index()
+            ok = self.storage.valid[idx]
+            seed = np.where(ok, dtypes.to_f32(self.storage.data[idx]), np.float32(0.0))
+            self.write(seed, None, accumulate=True)
         result = language._binary_op(op, self, other, dtype=self.dtype, record=False)
         values, valid = result.read()
         self.write(values, valid, accumulate=True)
-        language._record_inplace(self, op)
+        language._record_inplace(self, op, other)
         return self
+
+    def _starts_accumulation(self, other: Any) -> bool:
+        """PSUM += PSUM (a matmul result) onto elements that were never written."""
+        if self.buffer is not Buffer.PSUM or not isinstance(other, Tensor):
+            return False
+        if other.buffer is not Buffer.PSUM or self.storage.valid is None:
+            return False
+        return not self.storage.valid[self._index()].all()
 
     def __iadd__(self, other: Any) -> Tensor:
         return self._inplace("add", other)
@@ -450,6 +545,16 @@ def _same_key(a: Tensor, b: Tensor) -> bool:
     return a.key == b.key
 
 
+_BITWISE_ON_INTS = {"logical_and": "bitwise_and", "logical_or": "bitwise_or"}
+
+
+def _int_tile(x: Any) -> bool:
+    """An integer (not bool, not float) tile or Python/numpy integer."""
+    if isinstance(x, Tensor):
+        return x.dtype in dtypes.INTS
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
 def _binary(name: str, reflected: bool = False) -> Any:
     """Python operator hook that forwards to the nl function of the same name."""
 
@@ -457,7 +562,10 @@ def _binary(name: str, reflected: bool = False) -> Any:
         from . import language
 
         lhs, rhs = (other, self) if reflected else (self, other)
-        return language._binary_op(name, lhs, rhs)
+        op = name
+        if name in _BITWISE_ON_INTS and _int_tile(lhs) and _int_tile(rhs):
+            op = _BITWISE_ON_INTS[name]  # `&`/`|` on integer tiles are bitwise (C semantics)
+        return language._binary_op(op, lhs, rhs)
 
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     method.__doc__ = f"Tile operator for nl.{name} (computed in fp32, cast to the result type)."
@@ -476,6 +584,10 @@ for _dunder, _op in {
     "ge": "greater_equal",
     "and": "logical_and",
     "or": "logical_or",
+    "xor": "bitwise_xor",
+    "lshift": "left_shift",
+    "rshift": "right_shift",
+    "mod": "mod",
 }.items():
     setattr(Tensor, f"__{_dunder}__", _binary(_op))
     if _dunder not in ("lt", "le", "gt", "ge"):
@@ -489,3 +601,12 @@ def _neg(self: Tensor) -> Tensor:
 
 
 Tensor.__neg__ = _neg  # type: ignore[method-assign]
+
+
+def _invert(self: Tensor) -> Tensor:
+    from . import language
+
+    return language.invert(self)
+
+
+Tensor.__invert__ = _invert  # type: ignore[method-assign]

@@ -8,7 +8,7 @@ import numpy as np
 
 import migrator.nki as mn
 
-KERNEL = '''
+KERNEL = """
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
@@ -34,7 +34,7 @@ def unpadded(a):
     tile = nl.load(a[i_p, i_f], mask=(i_p < rows) & (i_f < cols))
     nl.store(out[i_p, i_f], value=tile)
     return out
-'''
+"""
 
 
 def test_masked_load_into_zeroed_tile_keeps_zeros(tmp_path: Path) -> None:
