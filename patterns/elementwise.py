@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from migrator.patterns import facts
-from migrator.patterns.registry import MatchResult, Priority
+from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
 from migrator import nkiexpr
@@ -22,7 +22,7 @@ from migrator.nkiexpr import Untranslatable
 from migrator.plan import ELEMENTWISE_FREE, PMAX, Plan, PlanError, bind, note, source_line
 
 
-class ElementwiseMatcher:
+class ElementwiseMatcher(FamilyMatcher):
     family = "elementwise"
     priority: Priority = "default"
 
@@ -48,7 +48,7 @@ class ElementwiseMatcher:
 
         layout, why = _layout(k, stores)
         if layout is None:
-            return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
+            return self.reject(k, why)
         reasons = [why]
         inputs: dict[str, str] = {}
         out_key = facts.key(stores[0].index[0])
@@ -96,10 +96,8 @@ class ElementwiseMatcher:
             "scalars": [p.name for p in k.params if p.role == "scalar"],
             "math": math,
         }
-        return MatchResult(
-            family=self.family,
-            kernel=k.name,
-            matched=True,
+        return self.accept(
+            k,
             variant=layout["kind"],
             reasons=reasons,
             plan=plan,

@@ -74,10 +74,8 @@ class MatmulMatcher(FamilyMatcher):
             ]
             if batched:
                 reasons.append("batched over blockIdx.z")
-            return MatchResult(
-                family=self.family,
-                kernel=k.name,
-                matched=True,
+            return self.accept(
+                k,
                 variant=variant,
                 reasons=reasons,
                 plan={

@@ -44,10 +44,8 @@ class ReductionMatcher(FamilyMatcher):
                 return self.reject(
                     k, f"atomics into {target} at a data-dependent index (histogram)"
                 )
-            return MatchResult(
-                family=self.family,
-                kernel=k.name,
-                matched=True,
+            return self.accept(
+                k,
                 variant="atomic_total",
                 reasons=[
                     f"atomic {atomics[0].op} into {target}[0]: a global accumulator",
@@ -88,10 +86,8 @@ class ReductionMatcher(FamilyMatcher):
         if thread_sel:
             reasons.append(f"written by one thread ({thread_sel[-1].condition})")
         loads = sorted({a.array for a in k.accesses if a.space == "global" and a.kind == "read"})
-        return MatchResult(
-            family=self.family,
-            kernel=k.name,
-            matched=True,
+        return self.accept(
+            k,
             variant=variant,
             reasons=reasons,
             plan={

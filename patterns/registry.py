@@ -53,6 +53,12 @@ class FamilyMatcher:
     def reject(self, k: Kernel, why: str) -> MatchResult:
         return MatchResult(family=self.family, kernel=k.name, matched=False, reasons=[why])
 
+    def accept(
+        self, k: Kernel, variant: str | None, reasons: list[str], plan: dict[str, Any]
+    ) -> MatchResult:
+        return MatchResult(family=self.family, kernel=k.name, matched=True, variant=variant,
+                           reasons=reasons, plan=plan)  # fmt: skip
+
 
 _MATCHERS: list[Matcher] = []
 _loaded_entry_points = False

@@ -92,10 +92,8 @@ class RowwiseMatcher(FamilyMatcher):
         )
         scalars = [p.name for p in k.params if p.role == "scalar"]
         eps = next((p for p in scalars if p.lower().startswith("eps")), None)
-        return MatchResult(
-            family=self.family,
-            kernel=k.name,
-            matched=True,
+        return self.accept(
+            k,
             variant=variant,
             reasons=reasons,
             plan={

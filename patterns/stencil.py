@@ -66,10 +66,8 @@ class StencilMatcher(FamilyMatcher):
         halo = _halo(k, src) if src.space == "shared" else None
         if halo:
             reasons.append(halo)
-        return MatchResult(
-            family=self.family,
-            kernel=k.name,
-            matched=True,
+        return self.accept(
+            k,
             variant=variant,
             reasons=reasons,
             plan={

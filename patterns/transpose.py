@@ -38,10 +38,8 @@ class TransposeMatcher(FamilyMatcher):
         out_axes = _minor_axis(st.index[0])
         in_axes = _minor_axis(value.index[0])
         if out_axes and in_axes and out_axes != in_axes:
-            return MatchResult(
-                family=self.family,
-                kernel=k.name,
-                matched=True,
+            return self.accept(
+                k,
                 variant="naive",
                 reasons=[
                     f"copies {value.name} to {st.array} with the contiguous axis switched "
@@ -82,10 +80,8 @@ class TransposeMatcher(FamilyMatcher):
         ]
         if padded:
             reasons.append("tile padded by one column against bank conflicts")
-        return MatchResult(
-            family=self.family,
-            kernel=k.name,
-            matched=True,
+        return self.accept(
+            k,
             variant="shared_tiled",
             reasons=reasons,
             plan={
