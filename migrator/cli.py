@@ -148,6 +148,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "diagnostics": _register_diagnostics,
     "run": lambda sub: _register_from("migrator.cuda.interp.run_cli", sub),
     "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
+    "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
 }
 
 
