@@ -116,6 +116,8 @@ def run_batch(
 ) -> list[dict[str, Any]]:
     """Run every item not yet in `out`; returns all results (old and new) in file order."""
     out = Path(out)
+    if backend == "ray":
+        _require_ray()  # before the results file is touched
     items = plan_items(inputs)
     done = finished_ids(out) if resume else set()
     if not resume and out.exists():
@@ -151,13 +153,18 @@ def _execute(
             yield fut.result()
 
 
-def _execute_ray(
-    items: list[BatchItem], check: bool, address: str | None
-) -> Iterable[dict[str, Any]]:
+def _require_ray() -> Any:
     try:
         import ray
     except ImportError as e:
         raise RuntimeError("the ray backend needs Ray: pip install 'cuda2nki[dist]'") from e
+    return ray
+
+
+def _execute_ray(
+    items: list[BatchItem], check: bool, address: str | None
+) -> Iterable[dict[str, Any]]:
+    ray = _require_ray()
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, ignore_reinit_error=True, include_dashboard=False,
