@@ -5,6 +5,8 @@
     migrate diagnostics [--markdown]     every C2N diagnostic with its help line
     migrate run KERNEL.cu [--sizes N=..]  run a CUDA kernel on the CPU (the oracle)
     migrate profile KERNEL_nki.py ...    run an NKI kernel in the emulator, print its cost
+    migrate score KERNEL.cu CANDIDATE.py  grade an NKI migration against its CUDA original
+    migrate batch INPUT... --out R.jsonl  migrate many kernels, resumably
 
 Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
 2 bad input or usage, 3 migration failed, 70 internal error.
@@ -149,6 +151,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "run": lambda sub: _register_from("migrator.cuda.interp.run_cli", sub),
     "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
     "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
+    "score": lambda sub: _register_from("migrator.score.cli", sub),
 }
 
 

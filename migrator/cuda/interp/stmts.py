@@ -228,7 +228,10 @@ class StmtMixin:
             raise self.unsupported(node, f"__shared__ struct {elem} (only struct locals)")
         if extern:
             if self.dynamic_shared is None:
-                size = self.shared_bytes // elem.size
+                # the launch's byte count is in the kernel's own types: a shadow-mode float
+                # (stored as float64) still occupies 4 bytes of the program's shared memory
+                nominal = 4 if elem is self.float_t and self.options.shadow_f64 else elem.size
+                size = self.shared_bytes // nominal
                 self.dynamic_shared = Buffer.fresh(
                     name,
                     "shared",

@@ -250,3 +250,18 @@ def test_fast_math_implies_contraction(krun: Runner) -> None:
     o = np.zeros(2, np.float32)
     krun(FMA, "k", 1, 1, a=a, b=a, c=c, o=o, options=InterpOptions(fmad=False, fast_math=True))
     assert o[0] == np.float32(2**-24)
+
+
+def test_shadow_mode_sizes_dynamic_shared_memory_in_float_bytes() -> None:
+    """`extern __shared__ float s[]` holds shared_bytes / 4 floats in shadow mode too."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from migrator.contract import load_spec
+    from migrator.cuda.interp import InterpOptions, run_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[3] / "corpus" / "softmax_row.toml")
+    (fp32,) = run_spec(spec, {"R": 37, "C": 300})
+    (f64,) = run_spec(spec, {"R": 37, "C": 300}, options=InterpOptions(shadow_f64=True))
+    np.testing.assert_allclose(f64, fp32, rtol=1e-5, atol=1e-7)

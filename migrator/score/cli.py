@@ -1,0 +1,72 @@
+"""``migrate score kernel.cu candidate.py``: the scorer's subcommand.
+
+``register(subparsers)`` adds it to the main CLI; the handler returns the exit status:
+0 verdict pass, 1 verdict fail, 2 bad input (or the scorer could not grade).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from migrator.score.report import RENDERERS
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "score",
+        help="score an NKI migration against its CUDA original",
+        description="Run the candidate NKI kernel in a sandbox on many inputs and shapes, compare "
+        "it with the CUDA original (numerics policy), check fidelity, anti-gaming rules and "
+        "Trainium performance, and print a rubric report.",
+    )
+    p.add_argument("cuda", help="the CUDA source (.cu) with its spec sidecar")
+    p.add_argument("candidate", help="the NKI kernel file to score")
+    p.add_argument("--kernel", help="the __global__ kernel (must match the spec)")
+    p.add_argument("--spec", help="spec sidecar (default: <cuda stem>.toml)")
+    p.add_argument("--nki-name", help="kernel name in the candidate (default: from the spec)")
+    p.add_argument("--format", choices=sorted(RENDERERS), default="text")
+    p.add_argument("-o", "--output", help="write the report here instead of stdout")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=5, help="seeds per input distribution")
+    p.add_argument("--no-reference", action="store_true", help="skip the generated reference")
+    p.set_defaults(func=run, handler=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from migrator.score import ScoreInputError, score
+
+    try:
+        report = score(
+            args.cuda,
+            args.candidate,
+            kernel=args.kernel,
+            spec=args.spec,
+            seed=args.seed,
+            seeds=max(1, args.seeds),
+            reference=None if args.no_reference else "generated",
+            nki_name=args.nki_name,
+        )
+    except ScoreInputError as e:
+        print(f"migrate score: {e}", file=sys.stderr)
+        return 2
+    text = RENDERERS[args.format](report)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return {"pass": 0, "fail": 1}.get(report.verdict, 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m migrator.score.cli``) until the main CLI wires it in."""
+    parser = argparse.ArgumentParser(prog="migrate")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Construct fidelity: does the candidate do what the CUDA original does, construct by construct.
+
+Evidence comes from three places: the static contract check (`defences`: every input and value
+scalar used), the runtime (every output element written; every input read by an instruction)
+and the pattern of numerical failures over the trial grid: failing only on ragged hidden shapes
+points at a missing mask or tail (the CUDA bounds guard), failing only for one input
+distribution points at a missing safeguard (epsilon, max subtraction, scaling). Reductions are
+explained: the CUDA and NKI accumulation orders and the expected size of the difference.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from migrator.contract import TaskSpec
+from migrator.score.models import Finding, Trial
+from migrator.score.numerics import reduction_feedback
+
+HINTS = {
+    "near_underflow": "tiny inputs: a missing epsilon (e.g. in a variance) or an underflow "
+    "safeguard of the CUDA code",
+    "near_overflow": "huge inputs: a missing max-subtraction or scaling that keeps the CUDA "
+    "code from overflowing",
+    "special": "special values (0, -0, inf, nan, exact integers) are treated differently",
+    "heavy_tailed": "a wide dynamic range: scaling or accumulation differs from the CUDA code",
+    "uniform": "signed inputs: an operation assumes non-negative values",
+}
+CUDA_ORDER = {
+    "reduction": "CUDA tree reduction (shared memory / warp shuffles)",
+    "rowwise": "CUDA block-level tree reduction",
+    "matmul": "CUDA per-thread sequential K loop (fused multiply-add)",
+}
+NKI_ORDER = {
+    "reduction": "NKI free-axis reduction on the Vector engine",
+    "rowwise": "NKI sequential free-axis reduction",
+    "matmul": "NKI PE-array sums of 128-row K tiles accumulated in fp32 PSUM",
+}
+
+
+def reduction_length(spec: TaskSpec) -> int | None:
+    """Terms summed into one output element at the default sizes: K for matmuls (the size the
+    inputs have and the outputs lack), the row length for row-wise kernels, otherwise input
+    elements per output element."""
+    ins, outs = spec.inputs_in_order, spec.outputs_in_order
+    if not ins or not outs:
+        return None
+    if spec.kernel.family == "matmul":
+        in_names = {str(d) for t in ins for d in t.shape}
+        out_names = {str(d) for t in outs for d in t.shape}
+        names = [n for n in spec.sizes if n in in_names and n not in out_names]
+        return spec.sizes[names[0]] if names else None
+    if spec.kernel.family == "rowwise":
+        return spec.sizes.get(str(ins[0].shape[-1]))
+    n_in = int(np.prod(spec.shape_of(ins[0], spec.sizes)))
+    n_out = int(np.prod(spec.shape_of(outs[0], spec.sizes)))
+    return n_in // n_out if n_out and n_in > n_out else None
+
+
+def failure_pattern_findings(trials: list[Trial]) -> list[Finding]:
+    """RAGGED_EDGE / DISTRIBUTION findings from which trials fail."""
+    ran = [t for t in trials if t.status in ("ok", "mismatch", "failed")]
+    bad = [t for t in ran if t.status != "ok"]
+    good = [t for t in ran if t.status == "ok"]
+    if not bad or not good:
+        return []
+    out: list[Finding] = []
+    if all(t.hidden for t in bad):
+        sizes = sorted({", ".join(f"{k}={v}" for k, v in t.sizes.items()) for t in bad})
+        out.append(
+            Finding.of(
+                "C2N4032",
+                f"fails only on hidden shapes ({'; '.join(sizes)}) that are not multiples of 128 "
+                "or of the CUDA block: a missing mask or tail tile, or shapes hard-coded",
+            )
+        )
+        return out
+    dists = {t.distribution for t in bad}
+    passing = {t.distribution for t in good}
+    only = dists - passing
+    if only and len(only) <= 2:
+        for d in sorted(only):
+            out.append(
+                Finding.of(
+                    "C2N4044",
+                    f"fails for {d} inputs and passes the others: {HINTS.get(d, d)}",
+                )
+            )
+    return out
+
+
+def accumulation_feedback(spec: TaskSpec, trials: list[Trial], dtype: str) -> list[str]:
+    """Reduction-order explanation for reduction, row-wise and matmul kernels."""
+    family = spec.kernel.family
+    if family not in CUDA_ORDER:
+        return []
+    n = reduction_length(spec)
+    if not n:
+        return []
+    ok = [o.max_err_scale_ulp for t in trials for o in t.outputs if t.status == "ok"]
+    ulp = int(np.ceil(max(ok, default=0.0)))
+    return [reduction_feedback(n, dtype, CUDA_ORDER[family], NKI_ORDER[family], ulp)]
+
+
+def _quoted_name(message: str) -> str | None:
+    m = re.search(r"'([^']+)'", message)
+    return m.group(1) if m else None
+
+
+def attach_cuda_locations(
+    findings: list[Finding], spec: TaskSpec, cuda_path: str, constructs: list[Any]
+) -> None:
+    """Fill `cuda_location` (the CUDA construct a finding is about) from the migrator's
+    construct map (`KernelMigration.constructs`) and the CUDA source."""
+
+    def first(pred: Any) -> int | None:
+        return next((c.line for c in constructs if c.line and pred(c.cuda)), None)
+
+    params = {t.name: t.cuda_param for t in spec.tensors}
+    params.update({s.name: s.cuda_param for s in spec.scalars})
+    sig_end = max(
+        (c.line for c in constructs if c.line and c.cuda.startswith("pointer")), default=0
+    )
+    try:
+        source = Path(cuda_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        source = []
+    while 0 < sig_end <= len(source) and "{" not in source[sig_end - 1]:
+        sig_end += 1  # the signature runs on to the opening brace
+
+    def use_of(name: str | None) -> int | None:
+        if not name or name not in params:
+            return None
+        word = re.compile(rf"\b{re.escape(params[name])}\b")
+        return next(
+            (i + 1 for i, text in enumerate(source) if i + 1 > sig_end and word.search(text)), None
+        )
+
+    def param_line(name: str | None) -> int | None:
+        p = params.get(name or "")
+        return first(lambda c: c.startswith(f"pointer parameter {p} (")) if p else None
+
+    guard = first(lambda c: c.startswith("guard"))
+    reduction = first(lambda c: "reduction" in c)
+    for f in findings:
+        if f.cuda_location:
+            continue
+        name = _quoted_name(f.message)
+        line = {
+            "C2N4032": guard,
+            "C2N4040": guard,
+            "C2N4045": reduction,
+            "C2N4041": param_line(name),
+            "C2N4025": param_line(name),
+            "C2N4011": param_line(name),
+            "C2N4042": use_of(name),
+            "C2N4044": use_of(spec.value_scalars[0].name) if spec.value_scalars else reduction,
+        }.get(f.rule)
+        if line:
+            f.cuda_location = f"{cuda_path}:{line}"

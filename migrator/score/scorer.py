@@ -1,0 +1,425 @@
+"""`score()`: grade an NKI migration of a CUDA kernel end to end.
+
+plan trials -> CUDA oracle and float64 truth per trial (in this process) -> the candidate in the
+sandbox (all trials, one child process) -> numerics policy per output -> anti-gaming, fidelity
+and performance findings -> rubric -> `FidelityReport`. Deterministic for a given seed except
+the `timing` fields.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from migrator.contract import SpecError, TaskSpec, load_spec, np_dtype, spec_for_source
+from migrator.score import defences, fidelity, performance
+from migrator.score.models import (
+    FidelityReport,
+    Finding,
+    Numerics,
+    OutputMetrics,
+    Sandbox,
+    Timing,
+    Trial,
+)
+from migrator.score.numerics import compare, error_ratio, policy_table, ulp_histogram
+from migrator.score.protocol import (
+    DISTRIBUTIONS,
+    Oracle,
+    TrialPlan,
+    make_trial_inputs,
+    plan_trials,
+    run_low_precision_oracle,
+    run_oracle,
+)
+from migrator.score.rubric import grade
+from migrator.score.sandbox import Limits, TrialJob, network_isolation, run_candidate
+
+LOW_DTYPES = ("bfloat16", "float16", "float8_e4m3", "float8_e5m2")
+STATUS_RULE = {
+    "constraint": "C2N4005",
+    "unsupported": "C2N4006",
+    "crash": "C2N4001",
+    "memory": "C2N4003",
+}
+
+
+class ScoreInputError(ValueError):
+    """The inputs of the scorer itself are unusable (no spec, missing file, wrong kernel)."""
+
+
+def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | None) -> TaskSpec:
+    cuda_path = Path(cuda_path)
+    if not cuda_path.is_file():
+        raise ScoreInputError(f"{cuda_path}: CUDA file not found")
+    spec_path = Path(spec) if spec else spec_for_source(cuda_path)
+    if spec_path is None:
+        raise ScoreInputError(f"no spec sidecar next to {cuda_path}; pass --spec")
+    try:
+        task = load_spec(spec_path)
+    except SpecError as e:
+        raise ScoreInputError(str(e)) from e
+    if kernel and task.kernel.name != kernel:
+        raise ScoreInputError(f"{spec_path} describes {task.kernel.name}, not {kernel}")
+    return task
+
+
+def score(
+    cuda_path: str | Path,
+    candidate_path: str | Path,
+    kernel: str | None = None,
+    spec: str | Path | None = None,
+    seed: int = 0,
+    *,
+    seeds: int = 5,
+    hidden: bool = True,
+    distributions: tuple[str, ...] = DISTRIBUTIONS,
+    reference: str | Path | None = "generated",
+    nki_name: str | None = None,
+    limits: Limits | None = None,
+    target: str = "trn2",
+) -> FidelityReport:
+    """Score `candidate_path` (an NKI kernel file) as a migration of `cuda_path`'s kernel.
+
+    reference: "generated" (the migrator's own kernel), a path to a reference NKI file, or
+    None (performance judged against the roofline only). nki_name: the kernel's name in the
+    candidate (default: the CUDA kernel's name without ``_kernel``)."""
+    t_start = time.perf_counter()
+    task = resolve_task(cuda_path, kernel, spec)
+    candidate = Path(candidate_path)
+    if not candidate.is_file():
+        raise ScoreInputError(f"{candidate}: candidate file not found")
+    name = nki_name or task.kernel.name.removesuffix("_kernel")
+    timing = Timing()
+
+    plans = plan_trials(task, seed=seed, seeds=seeds, hidden=hidden, distributions=distributions)
+    t0 = time.perf_counter()
+    oracles = [run_oracle(task, p, make_trial_inputs(task, p)) for p in plans]
+    timing.oracle_s = time.perf_counter() - t0
+
+    kwargs = {s.name: s.value for s in task.value_scalars}
+    runnable = [i for i, o in enumerate(oracles) if o.error is None]
+    jobs = [
+        TrialJob(
+            i,
+            [oracles[i].inputs[t.name] for t in task.inputs_in_order],
+            kwargs,
+            profile=(i == runnable[0]),
+        )
+        for i in runnable
+    ]
+    t0 = time.perf_counter()
+    box = run_candidate(candidate, name, jobs, limits=limits, target=target) if jobs else None
+    timing.candidate_s = time.perf_counter() - t0
+
+    findings = defences.scan_source(candidate, task, name)
+    findings += _sandbox_findings(box)
+    by_index = {int(t["index"]): t for t in (box.trials if box else [])}
+    trials = [
+        _grade_trial(task, p, o, by_index.get(p.index), box, findings)
+        for p, o in zip(plans, oracles, strict=True)
+    ]
+    if box is not None:
+        findings += defences.runtime_findings(box.trials, box.patched, task)
+        findings += _constant_outputs(task, plans, oracles, box)
+    findings += fidelity.failure_pattern_findings(trials)
+    _three_way(task, plans, oracles, trials, box)
+    numerics = _numerics_summary(task, trials, findings)
+
+    t0 = time.perf_counter()
+    prof, lines = _candidate_profile(box)
+    with tempfile.TemporaryDirectory(prefix="c2n_ref_") as tmp:
+        km = _migration(task, cuda_path, target, tmp)
+        if reference == "generated":
+            ref_file = km.nki_file if km is not None and km.status == "complete" else None
+            label = "generated"
+        else:
+            ref_file, label = reference, str(reference) if reference else None
+        ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
+    ref_name = label if ref is not None else None
+    if km is not None:
+        fidelity.attach_cuda_locations(findings, task, str(cuda_path), km.constructs)
+    timing.reference_s = time.perf_counter() - t0
+    perf = performance.summarize_performance(prof, ref, ref_name)
+    min_bytes = sum(a.nbytes for a in oracles[runnable[0]].inputs.values()) if runnable else 0
+    min_bytes += sum(a.nbytes for a in oracles[runnable[0]].cuda) if runnable else 0
+    if runnable and trials[runnable[0]].status == "ok":  # judge the speed of correct code only
+        findings += performance.performance_findings(prof, lines, ref, ref_lines, min_bytes)
+
+    cats, total, gate, verdict = grade(trials, findings, perf)
+    timing.total_s = time.perf_counter() - t_start
+    prefix = network_isolation()
+    report = FidelityReport(
+        kernel=task.kernel.name,
+        cuda_file=str(cuda_path),
+        candidate_file=str(candidate),
+        spec_file=task.path,
+        seed=seed,
+        verdict=verdict,
+        score=total,
+        gate_passed=gate,
+        summary=_summary(verdict, total, trials, findings),
+        categories=cats,
+        findings=findings,
+        numerics=numerics,
+        trials=trials,
+        performance=perf,
+        sandbox=Sandbox(
+            network_isolated=bool(prefix),
+            isolation=box.isolation if box else [],
+            limits={k: float(v) for k, v in vars(limits or Limits()).items()},
+        ),
+        timing=timing,
+    )
+    return report
+
+
+def _sandbox_findings(box: Any) -> list[Finding]:
+    if box is None:
+        return []
+    out = []
+    if box.status == "timeout":
+        out.append(Finding.of("C2N4002", box.detail))
+    elif box.status in ("cpu_limit", "memory_limit"):
+        out.append(Finding.of("C2N4003", box.detail))
+    elif box.status != "ok":
+        out.append(Finding.of("C2N4001", box.detail))
+    if box.load_error:
+        loc = box.load_error.split(": ", 1)[0] if ".py:" in box.load_error else None
+        out.append(Finding.of("C2N4004", box.load_error, nki_location=loc))
+    return out
+
+
+def _grade_trial(
+    task: TaskSpec,
+    plan: TrialPlan,
+    oracle: Oracle,
+    result: dict[str, Any] | None,
+    box: Any,
+    findings: list[Finding],
+) -> Trial:
+    trial = Trial(
+        index=plan.index,
+        seed=plan.seed,
+        distribution=plan.distribution,
+        sizes=plan.sizes,
+        hidden=plan.hidden,
+        ragged=plan.ragged,
+        status="failed",
+    )
+    if oracle.error is not None:
+        trial.status, trial.detail = "no_oracle", oracle.error
+        _once(
+            findings,
+            "C2N4015",
+            f"the CUDA original failed on {plan.distribution} inputs "
+            f"{plan.sizes}: {oracle.error[:200]}",
+        )
+        return trial
+    if result is None:
+        trial.detail = "no result from the sandbox"
+        return trial
+    status = result.get("status")
+    if status != "ok":
+        trial.detail = result.get("error", status)
+        rule = STATUS_RULE.get(status, "C2N4001")
+        if result.get("code") == "err_uninitialized_output":
+            rule = "C2N4040"
+        _once(findings, rule, str(trial.detail)[:400], loc=result.get("location"))
+        return trial
+    outs = box.outputs.get(plan.index, [])
+    want = task.outputs_in_order
+    if len(outs) != len(want):
+        trial.detail = f"returned {len(outs)} output(s), the contract has {len(want)}"
+        _once(findings, "C2N4012", trial.detail)
+        return trial
+    ok = True
+    for t, got, o, tr in zip(want, outs, oracle.cuda, oracle.truth, strict=True):
+        if got.shape != o.shape:
+            trial.detail = f"{t.name}: shape {got.shape}, expected {o.shape}"
+            _once(
+                findings,
+                "C2N4011",
+                f"output {t.name!r} has shape {got.shape} for sizes "
+                f"{plan.sizes}; expected {o.shape}",
+            )
+            ok = False
+            continue
+        if got.dtype != np_dtype(t.dtype):
+            _once(findings, "C2N4013", f"output {t.name!r} is {got.dtype}, the task says {t.dtype}")
+        c = compare(got, o, tr, t.dtype)
+        trial.outputs.append(
+            OutputMetrics(
+                name=t.name,
+                dtype=t.dtype,
+                elements=c.elements,
+                max_abs=c.max_abs,
+                max_rel=c.max_rel,
+                rel_l2=c.rel_l2,
+                cuda_rel_l2=c.cuda_rel_l2,
+                allowed_rel_l2=c.allowed_rel_l2,
+                max_ulp=c.max_ulp,
+                cuda_max_ulp=c.cuda_max_ulp,
+                max_err_scale_ulp=c.scale_ulp,
+                ulp_histogram=c.histogram,
+                beyond_tolerance=c.beyond,
+                fraction_beyond=c.beyond / c.elements if c.elements else 0.0,
+                nonfinite_mismatch=c.nonfinite_mismatch,
+                ok=c.ok,
+            )
+        )
+        ok = ok and c.ok
+    trial.status = "ok" if ok else "mismatch"
+    return trial
+
+
+def _once(findings: list[Finding], rule: str, message: str, loc: str | None = None) -> None:
+    if not any(f.rule == rule for f in findings):
+        findings.append(Finding.of(rule, message, nki_location=loc))
+
+
+def _constant_outputs(
+    task: TaskSpec, plans: list[TrialPlan], oracles: list[Oracle], box: Any
+) -> list[Finding]:
+    groups: dict[tuple[tuple[str, int], ...], list[tuple[list[np.ndarray], list[np.ndarray]]]]
+    groups = {}
+    for p, o in zip(plans, oracles, strict=True):
+        outs = box.outputs.get(p.index)
+        if o.error is None and outs:
+            groups.setdefault(tuple(sorted(p.sizes.items())), []).append((outs, o.cuda))
+    for g in groups.values():
+        found = defences.constant_output_findings(g, task)
+        if found:
+            return found
+    return []
+
+
+def _three_way(
+    task: TaskSpec, plans: list[TrialPlan], oracles: list[Oracle], trials: list[Trial], box: Any
+) -> None:
+    """Error ratio vs the CUDA original at the candidate's lower precision (first 3 trials)."""
+    if box is None:
+        return
+    lows = sorted({d for t in box.trials for d in t.get("compute_dtypes", []) if d in LOW_DTYPES})
+    lows += [t.dtype for t in task.outputs_in_order if t.dtype in LOW_DTYPES]
+    if not lows:
+        return
+    low = lows[0]
+    done = 0
+    for p, o, tr in zip(plans, oracles, trials, strict=True):
+        if done == 3 or tr.status not in ("ok", "mismatch") or not tr.outputs:
+            continue
+        ref = run_low_precision_oracle(task, p, o.inputs, low)
+        if ref is None:
+            continue
+        for m, got, r, truth in zip(tr.outputs, box.outputs[p.index], ref, o.truth, strict=False):
+            m.error_ratio = error_ratio(got, r, truth)
+        done += 1
+
+
+def _numerics_summary(task: TaskSpec, trials: list[Trial], findings: list[Finding]) -> Numerics:
+    ran = [t for t in trials if t.status != "no_oracle"]
+    metrics = [m for t in ran for m in t.outputs]
+    hist: dict[str, int] = {k: 0 for k in ulp_histogram(np.zeros(0, dtype=np.int64))}
+    for m in metrics:
+        for k, v in m.ulp_histogram.items():
+            hist[k] += v
+    bad = [(t, m) for t in ran for m in t.outputs if not m.ok]
+    if bad:
+        t, m = max(bad, key=lambda tm: tm[1].rel_l2 / max(tm[1].allowed_rel_l2, 1e-300))
+        _once(
+            findings,
+            "C2N4010",
+            f"{len({x[0].index for x in bad})} of {len(ran)} trials outside the policy; worst: "
+            f"output {m.name!r}, {t.distribution} inputs, sizes {t.sizes}: relative L2 error "
+            f"{m.rel_l2:.3g} (CUDA fp32: {m.cuda_rel_l2:.3g}, allowed {m.allowed_rel_l2:.3g}), "
+            f"{m.beyond_tolerance}/{m.elements} elements beyond tolerance, max error "
+            f"{m.max_err_scale_ulp:.0f} ulp of the largest output",
+        )
+    dtype = task.outputs_in_order[0].dtype if task.outputs_in_order else "float32"
+    feedback = fidelity.accumulation_feedback(task, trials, dtype)
+    if feedback and not bad:
+        findings.append(Finding.of("C2N4045", feedback[0]))
+    ratios = [m.error_ratio for m in metrics if m.error_ratio is not None]
+    if ratios:
+        feedback.append(
+            f"three-way error ratio (candidate vs CUDA at the candidate's precision): max "
+            f"{max(ratios):.2f} (<= 1.2 excellent, 1.2-2 marginal, > 2 suspicious)"
+        )
+    return Numerics(
+        policy=policy_table(),
+        trials=len(ran),
+        passed=sum(t.status == "ok" for t in ran),
+        worst_rel_l2=max((m.rel_l2 for m in metrics), default=0.0),
+        worst_max_ulp=max((m.max_ulp for m in metrics), default=0),
+        ulp_histogram=hist,
+        feedback=feedback,
+    )
+
+
+def _candidate_profile(box: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    if box is None:
+        return None, []
+    for t in box.trials:
+        if t.get("profile"):
+            return t["profile"], t.get("lines", [])
+    return None, []
+
+
+def _migration(task: TaskSpec, cuda_path: str | Path, target: str, out_dir: str) -> Any:
+    """The migrator's own result for this kernel: its construct map and generated kernel."""
+    from migrator.migration import migrate
+
+    try:
+        m = migrate(
+            cuda_path,
+            kernel=task.kernel.name,
+            spec=task.path,
+            out_dir=out_dir,
+            check=False,
+            target=target,
+        )
+    except Exception:  # noqa: BLE001 - no migration: no construct map, no reference
+        return None
+    return m.kernels[0] if m.kernels else None
+
+
+def _reference_profile(
+    task: TaskSpec,
+    path: str | Path | None,
+    oracles: list[Oracle],
+    runnable: list[int],
+    target: str,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Profile the trusted reference (generated by the migrator, or a given file) in-process
+    on the same inputs as the candidate's profiled trial."""
+    if path is None or not runnable:
+        return None, []
+    import migrator.nki as mn
+    from migrator.nki.cost import summarize
+
+    inputs = oracles[runnable[0]].inputs
+    args = [inputs[t.name].copy() for t in task.inputs_in_order]
+    kwargs = {s.name: s.value for s in task.value_scalars}
+    try:
+        module = mn.load_kernel_module(path)
+        kernel = getattr(module, task.kernel.name.removesuffix("_kernel"))
+        _, run = mn.run_kernel(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
+    except Exception:  # noqa: BLE001 - a reference that does not run: judge without it
+        return None, []
+    return summarize(run, top=8).model_dump(mode="json"), performance.line_stats(run)
+
+
+def _summary(verdict: str, total: float, trials: list[Trial], findings: list[Finding]) -> str:
+    ran = [t for t in trials if t.status != "no_oracle"]
+    ok = sum(t.status == "ok" for t in ran)
+    errs = sum(f.severity == "error" for f in findings)
+    warns = sum(f.severity == "warning" for f in findings)
+    return (
+        f"{verdict.upper()} {total:.1f}/100: {ok}/{len(ran)} trials within the numerics policy; "
+        f"{errs} error(s), {warns} warning(s)"
+    )

@@ -1,0 +1,96 @@
+"""The numerics policy and metrics (unit level)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from migrator.contract import load_spec
+from migrator.score.numerics import (
+    FLOOR,
+    K_NORM,
+    compare,
+    error_ratio,
+    policy_table,
+    spacing,
+    ulp_distance,
+    ulp_histogram,
+)
+from migrator.score.protocol import hidden_size_sets, plan_trials
+
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+
+
+def test_ulp_distance_counts_representable_steps() -> None:
+    x = np.array([1.0, -1.0, 0.0], dtype=np.float32)
+    y = np.nextafter(x, np.float32(np.inf))
+    assert ulp_distance(x, y, "float32").tolist() == [1, 1, 1]
+    assert ulp_distance(np.array([0.0]), np.array([-0.0]), "float32").tolist() == [0]
+    b = np.array([1.0, 1.0078125])  # one bf16 step at 1.0
+    assert ulp_distance(b[:1], b[1:], "bfloat16").tolist() == [1]
+    assert spacing(1.0, "float32") == pytest.approx(2.0**-23)
+    assert spacing(1.0, "bfloat16") == pytest.approx(2.0**-7)
+
+
+def test_histogram_buckets_cover_everything() -> None:
+    u = np.array([0, 1, 2, 3, 4, 16, 200, 70000])
+    h = ulp_histogram(u)
+    assert sum(h.values()) == u.size and h["3-4"] == 2 and h[">65536"] == 1
+
+
+def test_equal_outputs_pass_and_a_bug_fails() -> None:
+    rng = np.random.default_rng(0)
+    truth = rng.standard_normal(1000)
+    oracle = truth.astype(np.float32)
+    assert compare(oracle, oracle, truth, "float32").ok
+    wrong = oracle.copy()
+    wrong[-1] += 1.0  # one bad element, e.g. a dropped tail
+    c = compare(wrong, oracle, truth, "float32")
+    assert not c.ok and c.beyond == 1
+
+
+def test_reordered_sum_passes_relative_to_cuda_error() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 4097)).astype(np.float32)
+    truth = x.astype(np.float64).sum(axis=1)
+    seq = np.zeros(64, np.float32)
+    for j in range(x.shape[1]):  # sequential order
+        seq += x[:, j]
+    tree = x.sum(axis=1, dtype=np.float32)  # numpy: pairwise
+    assert compare(seq, tree, truth, "float32").ok
+    assert compare(tree, seq, truth, "float32").ok
+
+
+def test_nonfinite_only_where_the_original_is_nonfinite() -> None:
+    truth = np.array([1.0, 2.0, 3.0])
+    oracle = np.array([1.0, np.inf, 3.0], dtype=np.float32)
+    assert compare(np.array([1.0, np.nan, 3.0], np.float32), oracle, truth, "float32").ok
+    c = compare(np.array([np.nan, 2.0, 3.0], np.float32), oracle, truth, "float32")
+    assert not c.ok and c.nonfinite_mismatch == 1
+
+
+def test_low_precision_policy_and_error_ratio() -> None:
+    rng = np.random.default_rng(2)
+    truth = rng.standard_normal(4096)
+    import ml_dtypes
+
+    bf = truth.astype(ml_dtypes.bfloat16)
+    fp32 = truth.astype(np.float32).astype(ml_dtypes.bfloat16)
+    assert compare(bf, fp32, truth, "bfloat16").ok
+    assert error_ratio(bf.astype(np.float64), bf.astype(np.float64), truth) == pytest.approx(1.0)
+    table = policy_table()
+    assert table["k_norm"] == K_NORM and set(FLOOR) <= {k.split(".")[1] for k in table if "." in k}
+
+
+def test_hidden_shapes_are_ragged_and_unpublished() -> None:
+    spec = load_spec(CORPUS / "softmax_row.toml")
+    hidden = hidden_size_sets(spec, 0)
+    published = spec.all_size_sets()
+    for h in hidden:
+        assert h not in published
+        assert all(v % 128 and v % 256 and v % 2 for v in h.values())
+    plans = plan_trials(spec, seed=0, seeds=5)
+    assert len(plans) == 30 and len({p.seed for p in plans}) == 30
+    assert {tuple(p.sizes.items()) for p in plans if p.hidden} == {tuple(h.items()) for h in hidden}
