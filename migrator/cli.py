@@ -152,6 +152,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
     "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
     "score": lambda sub: _register_from("migrator.score.cli", sub),
+    "mutants": lambda sub: _register_from("migrator.score.mutate", sub),
 }
 
 

@@ -1,0 +1,235 @@
+"""Scorer validation: derive wrong and correct-but-different migrations, and count verdicts.
+
+Mutants are made from a correct NKI kernel (the migrator's own, for each corpus task) by one
+source transformation each, of the kinds that real wrong migrations show: an off-by-one tile
+bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a missing epsilon or
+scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands. Variants are
+correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
+every mutant and passes every variant:
+
+    python -m migrator.score.mutate corpus/ [--seeds 2] [--json]
+
+Each transformation is a (pattern, replacement) on the source text, applied to the first place
+it fits; a mutant whose transformation does not apply to a kernel is simply not made, and a
+mutant identical to the original is discarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    kind: str  # "mutant" (must fail) or "variant" (must pass)
+    apply: Callable[[str], str | None]
+
+
+def _sub(pattern: str, repl: str, count: int = 1) -> Callable[[str], str | None]:
+    rx = re.compile(pattern, re.M)
+
+    def apply(src: str) -> str | None:
+        out, n = rx.subn(repl, src, count=count)
+        return out if n else None
+
+    return apply
+
+
+def _drop_store_mask(src: str) -> str | None:
+    """`nl.store(..., mask=m)` without its mask: ragged edges written past the array."""
+    out, n = re.subn(r"(nl\.store\([^\n]*?), mask=[^\n]*\)$", r"\1)", src, count=1, flags=re.M)
+    return out if n else None
+
+
+def _drop_load_mask(src: str) -> str | None:
+    out, n = re.subn(r"(nl\.load\([^\n]*?\]), mask=[^)\n]*(\)+)", r"\1\2", src, count=1)
+    return out if n else None
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # --- wrong migrations --------------------------------------------------------------------
+    Mutation(
+        "skip_last_tile",
+        "mutant",
+        _sub(
+            r"affine_range\(\((\w+) \+ (\w+(?: \* \w+)?) - 1\) // \(?(\w+(?: \* \w+)?)\)?\)",
+            r"affine_range(\1 // (\3))",
+        ),
+    ),
+    Mutation("off_by_one_bound", "mutant", _sub(r"(in_bounds = [^\n]*?<) (\w+)$", r"\1 \2 - 1")),
+    Mutation("drop_store_mask", "mutant", _drop_store_mask),
+    Mutation("drop_load_mask", "mutant", _drop_load_mask),
+    Mutation(
+        "wrong_reduction_axis",
+        "mutant",
+        _sub(r"nl\.(sum|max)\((\w+), axis=1\)", r"nl.\1(\2, axis=0)"),
+    ),
+    Mutation("missing_epsilon", "mutant", _sub(r"nl\.add\((\w+(?:\[[^\]]*\])?), eps\)", r"\1")),
+    Mutation("missing_scale", "mutant", _sub(r"nl\.multiply\(acc, (alpha|\w+)\)", r"nl.copy(acc)")),
+    Mutation(
+        "bf16_accumulation",
+        "mutant",
+        _sub(
+            r"acc = nl\.zeros\(\(TILE_M, TILE_N\), nl\.float32, buffer=nl\.psum\)",
+            "acc = nl.zeros((TILE_M, TILE_N), nl.bfloat16, buffer=nl.psum)",
+        ),
+    ),
+    Mutation(
+        "swapped_transpose",
+        "mutant",
+        _sub(
+            r"nl\.matmul\((\w+), (\w+), transpose_x=True\)", r"nl.matmul(\1, \2, transpose_x=False)"
+        ),
+    ),
+    # (not for a ones-vector reduction, where ones^T @ x == x^T @ ones: an equivalent mutant)
+    Mutation(
+        "swapped_operands",
+        "mutant",
+        _sub(
+            r"nl\.matmul\((?!ones\b)(\w+), (?!ones\b)(\w+), transpose_x=True\)",
+            r"nl.matmul(\2, \1, transpose_x=True)",
+        ),
+    ),
+    Mutation(
+        "missing_max_subtraction",
+        "mutant",
+        _sub(r"shifted = nl\.subtract\(x_tile, row_max\)", "shifted = x_tile"),
+    ),
+    # --- correct variants ---------------------------------------------------------------------
+    Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),
+    Mutation("fewer_partitions", "variant", _sub(r"^P_TILE = 128", "P_TILE = 64")),
+    Mutation(
+        "nisa_exp",
+        "variant",
+        _sub(
+            r"^import neuronxcc\.nki\.language as nl$",
+            "import neuronxcc.nki.isa as nisa\nimport neuronxcc.nki.language as nl",
+        ),
+    ),
+)
+
+
+def _nisa_exp(src: str) -> str | None:
+    """`nl.exp(x)` as the ScalarE instruction `nisa.activation(op=nl.exp, data=x)`."""
+    if "nisa" not in src:
+        return None
+    out, n = re.subn(r"nl\.exp\((\w+)\)", r"nisa.activation(op=nl.exp, data=\1)", src, count=1)
+    return out if n else None
+
+
+def make(source: str) -> list[tuple[Mutation, str]]:
+    """Every applicable mutation of a kernel source (mutants and variants)."""
+    out: list[tuple[Mutation, str]] = []
+    for m in MUTATIONS:
+        new = m.apply(source)
+        if m.name == "nisa_exp" and new is not None:
+            new = _nisa_exp(new)
+        if new is not None and new != source:
+            out.append((m, new))
+    return out
+
+
+class MutantResult(BaseModel):
+    task: str
+    mutation: str
+    kind: str
+    verdict: str
+    score: float
+    rules: list[str]
+    expected: bool  # mutant failed / variant passed
+
+
+class MutationReport(BaseModel):
+    results: list[MutantResult]
+
+    @property
+    def kill_rate(self) -> float:
+        m = [r for r in self.results if r.kind == "mutant"]
+        return sum(r.expected for r in m) / len(m) if m else 1.0
+
+    @property
+    def variant_pass_rate(self) -> float:
+        v = [r for r in self.results if r.kind == "variant"]
+        return sum(r.expected for r in v) / len(v) if v else 1.0
+
+
+def run(cu_files: list[Path], seeds: int = 2) -> MutationReport:
+    from migrator.contract import load_spec, spec_for_source
+    from migrator.migration import migrate
+    from migrator.score import score
+
+    results: list[MutantResult] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for cu in cu_files:
+            spec_path = spec_for_source(cu)
+            if spec_path is None:
+                continue
+            spec = load_spec(spec_path)
+            m = migrate(cu, kernel=spec.kernel.name, out_dir=tmp, check=False)
+            k = m.kernels[0]
+            if k.status != "complete" or not k.nki_source:
+                continue
+            for mut, src in make(k.nki_source):
+                path = Path(tmp) / f"{cu.stem}__{mut.name}.py"
+                path.write_text(src, encoding="utf-8")
+                rep = score(cu, path, kernel=spec.kernel.name, seeds=seeds,
+                            nki_name=spec.kernel.name.removesuffix("_kernel"))  # fmt: skip
+                passed = rep.verdict == "pass"
+                results.append(MutantResult(
+                    task=cu.stem, mutation=mut.name, kind=mut.kind, verdict=rep.verdict,
+                    score=rep.score, rules=sorted({f.rule for f in rep.findings}),
+                    expected=passed if mut.kind == "variant" else not passed,
+                ))  # fmt: skip
+    return MutationReport(results=results)
+
+
+def _arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("inputs", nargs="+", help=".cu files or directories (with spec sidecars)")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per distribution per score")
+    ap.add_argument("--json", action="store_true")
+
+
+def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """`migrate mutants`: validate the scorer on mutants and variants of the corpus."""
+    p = sub.add_parser("mutants", help="validate the scorer: wrong migrations must fail, "
+                       "correct variants must pass")  # fmt: skip
+    _arguments(p)
+    p.set_defaults(func=report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    _arguments(ap)
+    return report(ap.parse_args(argv))
+
+
+def report(args: argparse.Namespace) -> int:
+    from migrator.dataset.tasks import iter_sources
+
+    report = run(list(iter_sources(args.inputs)), seeds=args.seeds)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        for r in report.results:
+            mark = "ok  " if r.expected else "MISS"
+            print(f"{mark} {r.task:<20} {r.kind:<8} {r.mutation:<24} {r.verdict:<5} "
+                  f"{r.score:5.1f} {' '.join(r.rules)}")  # fmt: skip
+        n_m = sum(r.kind == "mutant" for r in report.results)
+        n_v = len(report.results) - n_m
+        print(f"mutants failed: {report.kill_rate:.1%} of {n_m} (goal >= 95%); "
+              f"variants passed: {report.variant_pass_rate:.1%} of {n_v} (goal 100%)")  # fmt: skip
+    return 0 if report.kill_rate >= 0.95 and report.variant_pass_rate == 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
