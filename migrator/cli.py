@@ -7,6 +7,8 @@
     migrate profile KERNEL_nki.py ...    run an NKI kernel in the emulator, print its cost
     migrate score KERNEL.cu CANDIDATE.py  grade an NKI migration against its CUDA original
     migrate batch INPUT... --out R.jsonl  migrate many kernels, resumably
+    migrate tasks INPUT... --out T.parquet  build migration task records (dataset builders)
+    migrate mutants INPUT...             validate the scorer on wrong and correct migrations
 
 Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
 2 bad input or usage, 3 migration failed, 70 internal error.
@@ -153,6 +155,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
     "score": lambda sub: _register_from("migrator.score.cli", sub),
     "mutants": lambda sub: _register_from("migrator.score.mutate", sub),
+    "tasks": lambda sub: _register_from("migrator.dataset.tasks_cli", sub),
 }
 
 

@@ -21,8 +21,24 @@ from pydantic import BaseModel, Field
 from migrator.check import TOLERANCE
 from migrator.contract import TaskSpec, load_spec, spec_for_source
 
-TASK_SCHEMA_VERSION = "1.0"
+TASK_SCHEMA_VERSION = "1.1"  # 1.1: optional mutant validation
 HIDDEN_SCALES = (0.37, 1.29)  # hidden sizes: published defaults scaled off the 128/32 grid
+
+
+class TaskValidation(BaseModel):
+    """Evidence that the task's tests discriminate: wrong migrations derived from the reference
+    (mutants) must fail the scorer, correct variants must pass it."""
+
+    mutants: int
+    killed: int
+    variants: int
+    variants_passed: int
+    survivors: list[str] = Field(default_factory=list)  # mutants the scorer let through
+    rejected_variants: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.mutants > 0 and self.killed >= 1 and not self.rejected_variants
 
 
 class TaskRecord(BaseModel):
@@ -43,6 +59,7 @@ class TaskRecord(BaseModel):
     expert_nki: str | None = None
     tags: list[str] = Field(default_factory=list)
     provenance: dict[str, str] = Field(default_factory=dict)
+    validation: TaskValidation | None = None  # build_task(validate=True)
 
 
 def _versions() -> dict[str, str]:
@@ -91,8 +108,13 @@ def build_task(
     spec_path: str | Path | None = None,
     out_dir: str | Path | None = None,
     check: bool = True,
+    validate: bool = False,
+    seeds: int = 1,
 ) -> TaskRecord:
-    """A task record for one kernel: migrated (and checked) to give the reference NKI."""
+    """A task record for one kernel: migrated (and checked) to give the reference NKI.
+
+    validate: also score the mutants and variants of the reference (`migrate mutants`), so the
+    record shows that its tests fail wrong migrations; `seeds` per input distribution."""
     import tempfile
 
     from migrator.migration import migrate
@@ -106,7 +128,11 @@ def build_task(
         km = m.kernels[0]
         if spec is None:  # inferred: the migration wrote it
             inferred = Path(out_dir or tmp) / f"{km.kernel.removesuffix('_kernel')}.inferred.toml"
-            spec = load_spec(inferred) if inferred.is_file() else None
+            if inferred.is_file():
+                spec, spec_file = load_spec(inferred), inferred
+        validation = None
+        if validate and spec is not None and km.family and km.nki_source:
+            validation = _validate(cu, km.kernel, km.nki_source, spec_file, Path(tmp), seeds)
     if spec is None:
         raise ValueError(f"{cu}: no spec sidecar and none could be inferred")
     spec_data = spec.model_dump(mode="json", exclude={"path"})
@@ -132,6 +158,25 @@ def build_task(
         expert_nki=expert.read_text(encoding="utf-8") if expert.is_file() else None,
         tags=[t for t in (km.family, km.variant, _difficulty(km.family, ir_kernel)) if t],
         provenance=_versions(),
+        validation=validation,
+    )
+
+
+def _validate(
+    cu: Path, kernel: str, nki_source: str, spec: Path | None, tmp: Path, seeds: int
+) -> TaskValidation:
+    from migrator.score.mutate import score_mutations
+
+    results = score_mutations(cu, kernel, nki_source, tmp, spec=spec, seeds=seeds)
+    mutants = [r for r in results if r.kind == "mutant"]
+    variants = [r for r in results if r.kind == "variant"]
+    return TaskValidation(
+        mutants=len(mutants),
+        killed=sum(r.expected for r in mutants),
+        variants=len(variants),
+        variants_passed=sum(r.expected for r in variants),
+        survivors=[r.mutation for r in mutants if not r.expected],
+        rejected_variants=[r.mutation for r in variants if not r.expected],
     )
 
 

@@ -162,10 +162,37 @@ class MutationReport(BaseModel):
         return sum(r.expected for r in v) / len(v) if v else 1.0
 
 
+def score_mutations(
+    cu: Path,
+    kernel: str,
+    nki_source: str,
+    workdir: Path,
+    *,
+    spec: Path | None = None,
+    seeds: int = 2,
+    task: str | None = None,
+) -> list[MutantResult]:
+    """Score every mutant and variant of `nki_source` (a migration of `cu`'s `kernel`)."""
+    from migrator.score import score
+
+    results: list[MutantResult] = []
+    for mut, src in make(nki_source):
+        path = workdir / f"{cu.stem}__{mut.name}.py"
+        path.write_text(src, encoding="utf-8")
+        rep = score(cu, path, kernel=kernel, spec=spec, seeds=seeds,
+                    nki_name=kernel.removesuffix("_kernel"))  # fmt: skip
+        passed = rep.verdict == "pass"
+        results.append(MutantResult(
+            task=task or cu.stem, mutation=mut.name, kind=mut.kind, verdict=rep.verdict,
+            score=rep.score, rules=sorted({f.rule for f in rep.findings}),
+            expected=passed if mut.kind == "variant" else not passed,
+        ))  # fmt: skip
+    return results
+
+
 def run(cu_files: list[Path], seeds: int = 2) -> MutationReport:
     from migrator.contract import load_spec, spec_for_source
     from migrator.migration import migrate
-    from migrator.score import score
 
     results: list[MutantResult] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -178,17 +205,8 @@ def run(cu_files: list[Path], seeds: int = 2) -> MutationReport:
             k = m.kernels[0]
             if k.status != "complete" or not k.nki_source:
                 continue
-            for mut, src in make(k.nki_source):
-                path = Path(tmp) / f"{cu.stem}__{mut.name}.py"
-                path.write_text(src, encoding="utf-8")
-                rep = score(cu, path, kernel=spec.kernel.name, seeds=seeds,
-                            nki_name=spec.kernel.name.removesuffix("_kernel"))  # fmt: skip
-                passed = rep.verdict == "pass"
-                results.append(MutantResult(
-                    task=cu.stem, mutation=mut.name, kind=mut.kind, verdict=rep.verdict,
-                    score=rep.score, rules=sorted({f.rule for f in rep.findings}),
-                    expected=passed if mut.kind == "variant" else not passed,
-                ))  # fmt: skip
+            results += score_mutations(cu, spec.kernel.name, k.nki_source, Path(tmp),
+                                       seeds=seeds)  # fmt: skip
     return MutationReport(results=results)
 
 
