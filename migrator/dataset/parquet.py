@@ -70,13 +70,19 @@ def task_to_row(task: TaskRecord) -> dict[str, Any]:
 
 
 def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
-    """A `TaskRecord` from a Parquet row (pyarrow `to_pylist`, pandas or `datasets`)."""
+    """A `TaskRecord` from a row of a task file as read by pyarrow, pandas or `datasets`
+    (Parquet or JSON lines)."""
     data = dict(row)
     for name in JSON_FIELDS:
         value = data.get(name)
         data[name] = json.loads(value) if isinstance(value, str) else value
     if data.get("tags") is not None:
         data["tags"] = list(data["tags"])
+    # `load_dataset("json")` unions the keys of struct columns across rows, filling the missing
+    # ones with null; these two maps never hold null values, so dropping them is lossless.
+    for name in ("tolerances", "provenance"):
+        if isinstance(data.get(name), dict):
+            data[name] = {k: v for k, v in data[name].items() if v is not None}
     return TaskRecord.model_validate(data)
 
 

@@ -29,6 +29,8 @@ class TaskValidation(BaseModel):
     """Evidence that the task's tests discriminate: wrong migrations derived from the reference
     (mutants) must fail the scorer, correct variants must pass it."""
 
+    reference_verdict: str  # the reference scored by its own task's scorer
+    reference_score: float
     mutants: int
     killed: int
     variants: int
@@ -38,7 +40,7 @@ class TaskValidation(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.mutants > 0 and self.killed >= 1 and not self.rejected_variants
+        return self.reference_verdict == "pass" and self.killed >= 1 and not self.rejected_variants
 
 
 class TaskRecord(BaseModel):
@@ -165,12 +167,19 @@ def build_task(
 def _validate(
     cu: Path, kernel: str, nki_source: str, spec: Path | None, tmp: Path, seeds: int
 ) -> TaskValidation:
+    from migrator.score import score
     from migrator.score.mutate import score_mutations
 
+    reference = tmp / f"{cu.stem}__reference.py"
+    reference.write_text(nki_source, encoding="utf-8")
+    ref = score(cu, reference, kernel=kernel, spec=spec, seeds=seeds,
+                nki_name=kernel.removesuffix("_kernel"))  # fmt: skip
     results = score_mutations(cu, kernel, nki_source, tmp, spec=spec, seeds=seeds)
     mutants = [r for r in results if r.kind == "mutant"]
     variants = [r for r in results if r.kind == "variant"]
     return TaskValidation(
+        reference_verdict=ref.verdict,
+        reference_score=ref.score,
         mutants=len(mutants),
         killed=sum(r.expected for r in mutants),
         variants=len(variants),

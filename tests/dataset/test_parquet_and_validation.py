@@ -30,6 +30,7 @@ def tasks() -> list[dataset.TaskRecord]:
 def test_validation_shows_the_tests_fail_wrong_migrations(tasks: list) -> None:
     v = tasks[0].validation
     assert v is not None and v.ok
+    assert v.reference_verdict == "pass" and v.reference_score >= 95
     assert v.mutants >= 3 and v.killed == v.mutants and not v.survivors
     assert v.variants >= 1 and v.variants_passed == v.variants
     assert tasks[1].validation is None  # not asked for
@@ -54,7 +55,8 @@ def test_parquet_round_trip_is_exact(tasks: list, tmp_path: Path) -> None:
 def test_hugging_face_datasets_loads_the_parquet(
     tasks: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    datasets = pytest.importorskip("datasets")  # in the test extras; importorskip for old envs
+    import datasets
+
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     path = tmp_path / "tasks.parquet"
@@ -62,6 +64,12 @@ def test_hugging_face_datasets_loads_the_parquet(
     ds = datasets.load_dataset("parquet", data_files=str(path), split="train",
                                cache_dir=str(tmp_path / "cache"))  # fmt: skip
     assert ds.num_rows == 3 and ds[0]["kernel"] == tasks[0].kernel
+    assert [dataset.task_from_row(r) for r in ds] == tasks
+    # the JSONL form too: `load_dataset("json")` infers nested structs, the round trip stays exact
+    jsonl = tmp_path / "tasks.jsonl"
+    dataset.export_tasks(tasks, jsonl)
+    ds = datasets.load_dataset("json", data_files=str(jsonl), split="train",
+                               cache_dir=str(tmp_path / "cache"))  # fmt: skip
     assert [dataset.task_from_row(r) for r in ds] == tasks
 
 
