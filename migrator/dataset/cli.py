@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 
@@ -19,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # typ
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
     p.add_argument("--resume", action="store_true", help="keep finished results, run the rest")
+    p.add_argument("--progress", choices=["auto", "bar", "lines", "none"], default="auto",
+                   help="live bar (default on a terminal) or one line per item (default "
+                   "otherwise) on stderr")  # fmt: skip
     p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
                    help="numerical check of each migration (default: on)")  # fmt: skip
     p.set_defaults(func=handle)
@@ -26,24 +30,71 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # typ
 
 
 def handle(args: argparse.Namespace) -> int:
-    from migrator.dataset.batch import run_batch, summary
-
-    t0 = time.perf_counter()
-
-    def progress(result: dict[str, Any], done: int, total: int) -> None:
-        eta = (time.perf_counter() - t0) / max(1, done) * (total - done)
-        sys.stderr.write(f"[{done}/{total}] {result.get('status', '?'):<8} {result['id']}"
-                         f"  (eta {eta:.0f} s)\n")  # fmt: skip
+    from migrator.dataset.batch import plan_items, run_batch, summary
 
     if args.jobs < 1:
         sys.stderr.write("migrate: error: --jobs must be at least 1\n")
         return 2
+    mode = args.progress
+    if mode == "auto":
+        mode = "bar" if sys.stderr.isatty() else "lines"
+    t0 = time.perf_counter()
+    counts: Counter[str] = Counter()
+    bar = _Bar(len(plan_items(args.inputs))) if mode == "bar" else None
+
+    def progress(result: dict[str, Any], done: int, total: int) -> None:
+        counts[result.get("status", "failed")] += 1
+        if bar is not None:
+            bar.update(done, counts)
+        elif mode == "lines":
+            eta = (time.perf_counter() - t0) / max(1, sum(counts.values())) * (total - done)
+            sys.stderr.write(f"[{done}/{total}] {result.get('status', '?'):<8} {result['id']}"
+                             f"  (eta {eta:.0f} s)\n")  # fmt: skip
+
     try:
+        if bar is not None:
+            bar.start()
         results = run_batch(args.inputs, args.out, jobs=args.jobs, backend=args.backend,
                             resume=args.resume, check=args.check, address=args.address,
                             on_result=progress)  # fmt: skip
     except RuntimeError as e:  # e.g. the ray backend without Ray installed
         sys.stderr.write(f"migrate: error: {e}\n")
         return 2
+    finally:
+        if bar is not None:
+            bar.stop()
     sys.stdout.write(summary(results) + "\n")
     return 0 if all(r.get("status") != "failed" for r in results) else 1
+
+
+class _Bar:
+    """A rich progress bar with the running complete/partial/failed counts and the ETA."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,  # fmt: skip
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]migrate batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("eta"),
+            TimeRemainingColumn(), console=Console(stderr=True),
+        )  # fmt: skip
+        self.task = self.progress.add_task("batch", total=total, counts="")
+
+    def start(self) -> None:
+        self.progress.start()
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+    def update(self, done: int, counts: Counter[str]) -> None:
+        text = (f"[green]{counts['complete']} complete[/] [yellow]{counts['partial']} partial[/] "
+                f"[red]{counts['failed']} failed[/]")  # fmt: skip
+        self.progress.update(self.task, completed=done, counts=text)

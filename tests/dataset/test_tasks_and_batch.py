@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from migrator import dataset
 from migrator.dataset.batch import finished_ids, run_batch
 
@@ -72,15 +74,45 @@ def test_sigkill_midway_then_resume_gives_the_full_set_once(tmp_path: Path) -> N
     assert "total" in r.stdout
 
 
-def test_ray_backend_without_ray_keeps_existing_results(tmp_path: Path) -> None:
-    import importlib.util
-
-    import pytest
-
-    if importlib.util.find_spec("ray") is not None:
-        pytest.skip("Ray is installed here; this checks the message when it is not")
+def test_ray_backend_without_ray_keeps_existing_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if not installed
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"id": "kept"}) + "\n")
     with pytest.raises(RuntimeError, match="needs Ray"):
         run_batch([CORPUS / "vector_add.cu"], out, backend="ray")
     assert finished_ids(out) == {"kept"}
+
+
+def test_ray_backend_on_a_local_ray_instance(tmp_path: Path) -> None:
+    pytest.importorskip("ray")  # in the test extras; CI runs this against a local instance
+    out = tmp_path / "r.jsonl"
+    (out).write_text(json.dumps({"id": f"{CORPUS / 'saxpy.cu'}::saxpy_kernel"}) + "\n")
+    inputs = [CORPUS / "vector_add.cu", CORPUS / "saxpy.cu", CORPUS / "scan_block.cu"]
+    results = run_batch(inputs, out, backend="ray", resume=True)
+    ids = [r["id"] for r in results]
+    assert len(ids) == len(set(ids)) == 3  # the finished item was not run again
+    by_path = {Path(r["path"]).name: r for r in results if "path" in r}
+    assert by_path["vector_add.cu"]["status"] == "complete" and by_path["vector_add.cu"]["check_ok"]
+    assert by_path["scan_block.cu"]["status"] == "partial"
+
+
+def test_batch_progress_bar_shows_counts(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "migrator.cli",
+        "batch",
+        str(CORPUS / "vector_add.cu"),
+        str(CORPUS / "scan_block.cu"),
+        "--out",
+        str(tmp_path / "r.jsonl"),
+        "--progress",
+        "bar",
+    ]
+    r = subprocess.run(cmd, cwd=tempfile.gettempdir(), capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "2/2" in r.stderr and "1 complete 1 partial 0 failed" in r.stderr
+    assert "total" in r.stdout
