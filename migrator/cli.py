@@ -9,6 +9,7 @@
     migrate batch INPUT... --out R.jsonl  migrate many kernels, resumably
     migrate tasks INPUT... --out T.parquet  build migration task records (dataset builders)
     migrate mutants INPUT...             validate the scorer on wrong and correct migrations
+    migrate corpus-check [DIR...]        validate every corpus entry, step by step
 
 Exit codes: 0 success (migration complete), 1 migration partial (diagnostics remain),
 2 bad input or usage, 3 migration failed, 70 internal error.
@@ -156,6 +157,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "score": lambda sub: _register_from("migrator.score.cli", sub),
     "mutants": lambda sub: _register_from("migrator.score.mutate", sub),
     "tasks": lambda sub: _register_from("migrator.dataset.tasks_cli", sub),
+    "corpus-check": lambda sub: _register_from("migrator.dataset.corpus_check", sub),
 }
 
 
