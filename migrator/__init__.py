@@ -8,7 +8,20 @@ The import package is ``migrator``; the console script is ``migrate``. Library A
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path as _Path
 from typing import Any
+
+# In a source checkout imported directly (cwd on sys.path: `python -m pytest`, Ray workers that
+# start in the driver's directory), patterns/ and templates/ sit beside migrator/ rather than in
+# it, as pyproject maps them at install time; search the checkout root too so
+# `migrator.patterns` and `migrator.templates` resolve the same way. Installed copies, which
+# carry both inside the package, are untouched.
+_HERE = _Path(__file__).resolve().parent
+if not (_HERE / "patterns").is_dir() and all(
+    (_HERE.parent / f).is_file()
+    for f in ("pyproject.toml", "patterns/__init__.py", "templates/__init__.py")
+):
+    __path__.append(str(_HERE.parent))
 
 try:
     __version__ = version("cuda2nki")

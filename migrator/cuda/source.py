@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,3 +218,16 @@ def _resolve_include(name: str, main: str, base_dir: str, include_dirs: list[str
         if cand.exists():
             return str(cand)
     return name
+
+
+def iter_sources(inputs: Iterable[str | Path]) -> Iterator[Path]:
+    """CUDA files named directly or found in directories (sorted, deduplicated)."""
+    seen: set[Path] = set()
+    for item in inputs:
+        p = Path(item)
+        files = sorted(p.glob("*.cu")) if p.is_dir() else [p]
+        for f in files:
+            r = f.resolve()
+            if r not in seen:
+                seen.add(r)
+                yield f

@@ -28,14 +28,30 @@ Backend = Literal["local", "ray"]
 
 
 class BatchItem(BaseModel):
-    id: str  # "<path>::<kernel>"
+    id: str  # "<path>::<kernel>", or "score:<path>::<kernel>" when a submission is scored
     path: str
     kernel: str | None
+    scoring: bool = False  # score a submission instead of migrating
+    submission: str | None = None  # the NKI file found for this kernel (None: missing)
 
 
-def plan_items(inputs: Iterable[str | Path]) -> list[BatchItem]:
+def find_submission(submissions: Path, cu: Path, kernel: str | None) -> Path | None:
+    """A submission for a kernel: `<kernel>.py` or `<kernel>_nki.py` (kernel name without
+    `_kernel`), else `<cu stem>.py` or `<cu stem>_nki.py`."""
+    names = [kernel.removesuffix("_kernel")] if kernel else []
+    for stem in [*names, cu.stem]:
+        for name in (f"{stem}.py", f"{stem}_nki.py"):
+            if (submissions / name).is_file():
+                return submissions / name
+    return None
+
+
+def plan_items(
+    inputs: Iterable[str | Path], submissions: str | Path | None = None
+) -> list[BatchItem]:
     """One item per `__global__` kernel of every CUDA file (a file that does not parse is one
-    item, which will fail with its diagnostics)."""
+    item, which will fail with its diagnostics). With `submissions` (a directory of NKI files),
+    each item scores the kernel's submission instead of migrating it."""
     from migrator.cuda.frontend import analyze_file
     from migrator.cuda.source import SourceError
 
@@ -46,16 +62,28 @@ def plan_items(inputs: Iterable[str | Path]) -> list[BatchItem]:
         except SourceError:
             names = []
         for name in names or [None]:
-            items.append(BatchItem(id=f"{f}::{name or '?'}", path=str(f), kernel=name))
+            item = BatchItem(id=f"{f}::{name or '?'}", path=str(f), kernel=name)
+            if submissions is not None:
+                sub = find_submission(Path(submissions), f, name)
+                item = item.model_copy(update={
+                    "id": f"score:{item.id}", "scoring": True,
+                    "submission": str(sub) if sub else None,
+                })  # fmt: skip
+            items.append(item)
     return items
 
 
-def run_item(item: BatchItem, check: bool = True) -> dict[str, Any]:
-    """Migrate one kernel; never raises (an exception becomes a failed result)."""
+def run_item(item: BatchItem, check: bool = True, seeds: int = 2) -> dict[str, Any]:
+    """Migrate one kernel (or score its submission); never raises (an exception becomes a
+    failed result)."""
     from migrator.migration import migrate
 
     t0 = time.perf_counter()
     result: dict[str, Any] = {"id": item.id, "path": item.path, "kernel": item.kernel}
+    if item.scoring:
+        result.update(_score_item(item, seeds))
+        result["seconds"] = round(time.perf_counter() - t0, 3)
+        return result
     try:
         with tempfile.TemporaryDirectory() as tmp:
             m = migrate(item.path, kernel=item.kernel, out_dir=tmp, check=check)
@@ -73,6 +101,28 @@ def run_item(item: BatchItem, check: bool = True) -> dict[str, Any]:
                       trace=traceback.format_exc(limit=3)[-800:])  # fmt: skip
     result["seconds"] = round(time.perf_counter() - t0, 3)
     return result
+
+
+def _score_item(item: BatchItem, seeds: int) -> dict[str, Any]:
+    """Score status: pass / fail / error (the scorer's verdict), missing (no submission file),
+    failed (the task itself could not be set up)."""
+    from migrator.migration import migrate
+    from migrator.score import score
+
+    out: dict[str, Any] = {"submission": item.submission, "family": None}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out["family"] = migrate(item.path, kernel=item.kernel, out_dir=tmp,
+                                    check=False).kernels[0].family  # fmt: skip
+        if item.submission is None:
+            return {**out, "status": "missing", "score": None}
+        rep = score(item.path, item.submission, kernel=item.kernel, seeds=seeds)
+        return {**out, "status": rep.verdict, "score": rep.score,
+                "rules": sorted(rep.rule_ids()), "summary": rep.summary[:500]}  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - one bad item must not stop the batch
+        msg = getattr(e, "diagnostics", None)
+        text = "; ".join(d.render() for d in msg) if msg else f"{type(e).__name__}: {e}"
+        return {**out, "status": "failed", "score": None, "error": text[:500]}
 
 
 def finished_ids(out: Path) -> set[str]:
@@ -113,12 +163,15 @@ def run_batch(
     check: bool = True,
     address: str | None = None,
     on_result: Callable[[dict[str, Any], int, int], None] | None = None,
+    submissions: str | Path | None = None,
+    seeds: int = 2,
 ) -> list[dict[str, Any]]:
-    """Run every item not yet in `out`; returns all results (old and new) in file order."""
+    """Run every item not yet in `out`; returns all results (old and new) in file order.
+    With `submissions` (a directory of NKI files), score them instead of migrating."""
     out = Path(out)
     if backend == "ray":
         _require_ray()  # before the results file is touched
-    items = plan_items(inputs)
+    items = plan_items(inputs, submissions)
     done = finished_ids(out) if resume else set()
     if not resume and out.exists():
         out.unlink()
@@ -126,7 +179,7 @@ def run_batch(
     total = len(items)
     count = len(done)
     with open(out, "a", encoding="utf-8") as fh:
-        for result in _execute(todo, jobs, backend, check, address):
+        for result in _execute(todo, jobs, backend, check, seeds, address):
             _append(fh, result)
             count += 1
             if on_result is not None:
@@ -136,19 +189,24 @@ def run_batch(
 
 
 def _execute(
-    items: list[BatchItem], jobs: int, backend: Backend, check: bool, address: str | None
+    items: list[BatchItem],
+    jobs: int,
+    backend: Backend,
+    check: bool,
+    seeds: int,
+    address: str | None,
 ) -> Iterable[dict[str, Any]]:
     if not items:
         return
     if backend == "ray":
-        yield from _execute_ray(items, check, address)
+        yield from _execute_ray(items, check, seeds, address)
         return
     if jobs <= 1:
         for item in items:
-            yield run_item(item, check)
+            yield run_item(item, check, seeds)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_item, item, check) for item in items]
+        futures = [pool.submit(run_item, item, check, seeds) for item in items]
         for fut in as_completed(futures):
             yield fut.result()
 
@@ -162,7 +220,7 @@ def _require_ray() -> Any:
 
 
 def _execute_ray(
-    items: list[BatchItem], check: bool, address: str | None
+    items: list[BatchItem], check: bool, seeds: int, address: str | None
 ) -> Iterable[dict[str, Any]]:
     ray = _require_ray()
     started = not ray.is_initialized()
@@ -171,7 +229,7 @@ def _execute_ray(
                  log_to_driver=False)  # fmt: skip
     try:
         remote = ray.remote(run_item)
-        pending = [remote.remote(item, check) for item in items]
+        pending = [remote.remote(item, check, seeds) for item in items]
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             yield ray.get(ready[0])
@@ -181,15 +239,25 @@ def _execute_ray(
 
 
 def summary(results: list[dict[str, Any]]) -> str:
-    """Per family: migrated completely / partially / failed; checks passed."""
-    by_family: dict[str, Counter[str]] = {}
+    """Per family: migrated completely / partially / failed; for scored submissions, pass /
+    fail / error / missing / failed and the mean score."""
+    if any(r.get("id", "").startswith("score:") for r in results):
+        return _table(results, ("pass", "fail", "error", "missing", "failed"), mean_score=True)
+    return _table(results, ("complete", "partial", "failed"), mean_score=False)
+
+
+def _table(results: list[dict[str, Any]], columns: tuple[str, ...], mean_score: bool) -> str:
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        fam = r.get("family") or "(none)"
-        by_family.setdefault(fam, Counter())[r.get("status", "failed")] += 1
-    lines = [f"{'family':<14} {'complete':>8} {'partial':>8} {'failed':>7}"]
-    for fam in sorted(by_family):
-        c = by_family[fam]
-        lines.append(f"{fam:<14} {c['complete']:>8} {c['partial']:>8} {c['failed']:>7}")
-    total = Counter(r.get("status", "failed") for r in results)
-    lines.append(f"{'total':<14} {total['complete']:>8} {total['partial']:>8} {total['failed']:>7}")
+        groups.setdefault(r.get("family") or "(none)", []).append(r)
+    groups_total = {**dict(sorted(groups.items())), "total": results}
+    head = f"{'family':<14}" + "".join(f" {c:>8}" for c in columns)
+    lines = [head + (f" {'mean score':>10}" if mean_score else "")]
+    for fam, rs in groups_total.items():
+        c = Counter(r.get("status", "failed") for r in rs)
+        line = f"{fam:<14}" + "".join(f" {c[col]:>8}" for col in columns)
+        if mean_score:
+            scores = [r["score"] for r in rs if r.get("score") is not None]
+            line += f" {sum(scores) / len(scores):>10.1f}" if scores else f" {'-':>10}"
+        lines.append(line)
     return "\n".join(lines)

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 
@@ -16,6 +17,13 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # typ
     )  # fmt: skip
     p.add_argument("inputs", nargs="+", help=".cu files or directories of them")
     p.add_argument("--out", required=True, help="results file (JSON lines)")
+    p.add_argument(
+        "--score",
+        metavar="SUBMISSIONS",
+        help="score the NKI submissions in this directory instead of migrating "
+        "(KERNEL.py or KERNEL_nki.py, KERNEL without _kernel; or CUFILE.py)",
+    )
+    p.add_argument("--seeds", type=int, default=2, help="seeds per input distribution (--score)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (local backend)")
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--address", help="Ray cluster address (default: a local Ray instance)")
@@ -35,12 +43,15 @@ def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         sys.stderr.write("migrate: error: --jobs must be at least 1\n")
         return 2
+    if args.score is not None and not Path(args.score).is_dir():
+        sys.stderr.write(f"migrate: error: --score {args.score}: not a directory of submissions\n")
+        return 2
     mode = args.progress
     if mode == "auto":
         mode = "bar" if sys.stderr.isatty() else "lines"
     t0 = time.perf_counter()
     counts: Counter[str] = Counter()
-    bar = _Bar(len(plan_items(args.inputs))) if mode == "bar" else None
+    bar = _Bar(len(plan_items(args.inputs, args.score))) if mode == "bar" else None
 
     def progress(result: dict[str, Any], done: int, total: int) -> None:
         counts[result.get("status", "failed")] += 1
@@ -56,7 +67,8 @@ def handle(args: argparse.Namespace) -> int:
             bar.start()
         results = run_batch(args.inputs, args.out, jobs=args.jobs, backend=args.backend,
                             resume=args.resume, check=args.check, address=args.address,
-                            on_result=progress)  # fmt: skip
+                            on_result=progress, submissions=args.score,
+                            seeds=args.seeds)  # fmt: skip
     except RuntimeError as e:  # e.g. the ray backend without Ray installed
         sys.stderr.write(f"migrate: error: {e}\n")
         return 2
@@ -94,7 +106,12 @@ class _Bar:
     def stop(self) -> None:
         self.progress.stop()
 
+    COLOURS = {"complete": "green", "pass": "green", "partial": "yellow", "fail": "yellow",
+               "missing": "yellow", "failed": "red", "error": "red"}  # fmt: skip
+
     def update(self, done: int, counts: Counter[str]) -> None:
-        text = (f"[green]{counts['complete']} complete[/] [yellow]{counts['partial']} partial[/] "
-                f"[red]{counts['failed']} failed[/]")  # fmt: skip
+        shown = dict.fromkeys(("complete", "partial", "failed"), 0) if not (
+            counts.keys() & {"pass", "fail", "error", "missing"}) else {}  # fmt: skip
+        shown.update(counts)
+        text = " ".join(f"[{self.COLOURS.get(k, 'white')}]{n} {k}[/]" for k, n in shown.items())
         self.progress.update(self.task, completed=done, counts=text)

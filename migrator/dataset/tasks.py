@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from migrator.check import TOLERANCE
 from migrator.contract import TaskSpec, load_spec, spec_for_source
+from migrator.cuda.source import iter_sources  # noqa: F401 - part of this module's API
 
 TASK_SCHEMA_VERSION = "1.1"  # 1.1: optional mutant validation
 HIDDEN_SCALES = (0.37, 1.29)  # hidden sizes: published defaults scaled off the 128/32 grid
@@ -201,16 +202,3 @@ def export_jsonl(tasks: Iterable[TaskRecord], path: str | Path) -> int:
 def import_jsonl(path: str | Path) -> list[TaskRecord]:
     with open(path, encoding="utf-8") as f:
         return [TaskRecord.model_validate_json(line) for line in f if line.strip()]
-
-
-def iter_sources(inputs: Iterable[str | Path]) -> Iterator[Path]:
-    """CUDA files named directly or found in directories (sorted, deduplicated)."""
-    seen: set[Path] = set()
-    for item in inputs:
-        p = Path(item)
-        files = sorted(p.glob("*.cu")) if p.is_dir() else [p]
-        for f in files:
-            r = f.resolve()
-            if r not in seen:
-                seen.add(r)
-                yield f

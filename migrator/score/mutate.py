@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from migrator.dataset.tasks import iter_sources
+    from migrator.cuda.source import iter_sources
 
     report = run(list(iter_sources(args.inputs)), seeds=args.seeds)
     if args.json:

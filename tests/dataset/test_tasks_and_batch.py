@@ -116,3 +116,28 @@ def test_batch_progress_bar_shows_counts(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2/2" in r.stderr and "1 complete 1 partial 0 failed" in r.stderr
     assert "total" in r.stdout
+
+
+def test_batch_scores_a_directory_of_submissions(tmp_path: Path) -> None:
+    from migrator.dataset.batch import summary
+    from migrator.migration import migrate
+    from migrator.score.mutate import make
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "softmax_row.py").write_text((CORPUS / "expert" / "softmax_row_expert.py").read_text())
+    generated = migrate(CORPUS / "vector_add.cu", out_dir=tmp_path, check=False).kernels[0]
+    wrong = dict((m.name, src) for m, src in make(generated.nki_source))["drop_store_mask"]
+    (subs / "vector_add_nki.py").write_text(wrong)
+    inputs = [CORPUS / f"{s}.cu" for s in ("softmax_row", "vector_add", "saxpy")]
+    results = run_batch(inputs, tmp_path / "s.jsonl", submissions=subs, seeds=1)
+    by_kernel = {r["kernel"]: r for r in results}
+    assert by_kernel["softmax_row_kernel"]["status"] == "pass"
+    assert by_kernel["softmax_row_kernel"]["score"] >= 90
+    assert by_kernel["vector_add_kernel"]["status"] == "fail"
+    assert "C2N4005" in by_kernel["vector_add_kernel"]["rules"]
+    assert by_kernel["saxpy_kernel"]["status"] == "missing"
+    assert all(r["id"].startswith("score:") for r in results)
+    table = summary(results)
+    total = table.splitlines()[-1].split()
+    assert "mean score" in table and total[1:6] == ["1", "1", "0", "1", "0"]  # pass..failed
