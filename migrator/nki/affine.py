@@ -13,6 +13,11 @@ two sit in different iterations of that loop, the access depends on another iter
 iteration, or outside every loop entered after the allocation, are fine. In-place accumulation
 (``+=``, ``-=``, ``*=``, ``/=`` and matmul accumulation into PSUM) is exempt: NKI allows
 associative accumulation across iterations.
+
+Writes of whole rectangles keep their stamps as (rectangle, key) pairs on the storage
+(``stamp_boxes``); an access then checks the keys of the rectangles it overlaps, which are
+exactly the distinct stamps the per-element array would hold there. A masked, index-array or
+partially overlapping access first materialises the array (``_materialise``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .run import AffineFrame, Run, maybe_current_run
+from .storage import MAX_BOXES, Box, box_size, box_slices, contains, key_box, overlaps
 
 if TYPE_CHECKING:
     from .storage import Storage
@@ -61,6 +67,44 @@ def _conflict(run: Run, frames: list[AffineFrame], stamps: np.ndarray) -> tuple[
     return None
 
 
+_Scan = tuple[Box, np.ndarray, list[tuple[Box, int]], bool]  # box, keys there, kept, partial
+
+
+def _materialise(storage: Storage) -> None:
+    """Turn (rectangle, key) stamps into the per-element array (0: never written)."""
+    boxes, storage.stamp_boxes = storage.stamp_boxes, None
+    if boxes is None:
+        return
+    wide = any(key > _INT32_MAX for _, key in boxes)
+    # np.zeros maps fresh zero pages lazily: only the written rectangles cost anything.
+    stamps = np.zeros(storage.data.shape, dtype=np.int64 if wide else np.int32)
+    for box, key in boxes:
+        stamps[box_slices(box)] = key
+    storage.stamps = stamps
+
+
+def _scan(storage: Storage, idx: Any, mask: np.ndarray | None) -> _Scan | None:
+    """One pass over the stamp rectangles for a rectangular access, or None (array form)."""
+    boxes = storage.stamp_boxes
+    box = key_box(idx) if mask is None and boxes is not None else None
+    if box is None or boxes is None:
+        return None
+    if box_size(box) == 0:
+        return box, np.zeros(0, np.int64), boxes, False
+    keys, kept, partial = [], [], False
+    first, stop = box[0] if box else (0, 1)
+    for old in boxes:
+        rect = old[0]
+        if rect and (rect[0][0] >= stop or first >= rect[0][1]):
+            kept.append(old)  # disjoint on the first axis (the common case: tiles)
+        elif not overlaps(rect, box):
+            kept.append(old)
+        else:
+            keys.append(old[1])
+            partial = partial or not contains(box, rect)
+    return box, np.array(keys, np.int64), kept, partial
+
+
 def _selected(stamps: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return stamps[mask] if mask is not None and stamps.shape == mask.shape else stamps
 
@@ -69,12 +113,18 @@ def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None
     """Report a read of data that another iteration of an enclosing affine loop wrote."""
     storage = tensor.storage
     storage.mm_open = False
-    if storage.stamps is None:
+    if storage.stamps is None and storage.stamp_boxes is None:
         return
     run, frames = _relevant(storage)
     if run is None or not frames:
         return
-    hit = _conflict(run, frames, _selected(storage.stamps[idx], mask))
+    scan = _scan(storage, idx, mask) if storage.stamps is None else None
+    if scan is None:
+        _materialise(storage)
+        keys = _selected(storage.stamps[idx], mask)
+    else:
+        keys = scan[1]
+    hit = _conflict(run, frames, keys)
     if hit is not None:
         run.violation(
             "err_affine_loop_carried_dependency",
@@ -91,11 +141,17 @@ def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> Non
     run, frames = _relevant(storage)
     if run is None or not frames:
         return
-    if storage.stamps is None:
-        # key + 1 per element, 0 for "never written": np.zeros maps fresh zero pages lazily,
-        # so a large output costs nothing until it is written; int32 until keys outgrow it.
-        storage.stamps = np.zeros(storage.data.shape, dtype=np.int32)
-    hit = _conflict(run, frames, _selected(storage.stamps[idx], mask))
+    if storage.stamps is None and storage.stamp_boxes is None:
+        # key + 1 per element, 0 for "never written": rectangles until an access needs the
+        # per-element array (int32 until keys outgrow it).
+        storage.stamp_boxes = []
+    scan = _scan(storage, idx, mask) if storage.stamps is None else None
+    if scan is None:
+        _materialise(storage)
+        keys = _selected(storage.stamps[idx], mask)
+    else:
+        keys = scan[1]
+    hit = _conflict(run, frames, keys)
     if hit is not None:
         run.violation(
             "err_unexpected_output_dependencies",
@@ -105,6 +161,15 @@ def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> Non
             run.options.affine_deps,
         )
     key = frames[-1].key + 1
+    if scan is not None:
+        box, _, kept, partial = scan
+        if box_size(box) == 0:
+            return  # an empty write stamps nothing
+        if not partial and len(kept) < MAX_BOXES:
+            kept.append((box, key))  # rectangles this write covers whole are replaced
+            storage.stamp_boxes = kept
+            return
+    _materialise(storage)
     if key > _INT32_MAX and storage.stamps.dtype != np.int64:
         storage.stamps = storage.stamps.astype(np.int64)  # loop instance ids outgrew int32
     if mask is None:

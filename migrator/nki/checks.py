@@ -34,11 +34,16 @@ def check_partitions(shape: tuple[int, ...], pdim: int, what: str) -> None:
         )
 
 
+_TENSOR: list[type] = []  # the Tensor class, imported on first use (tensor.py imports us)
+
+
 def require_tensor(value: Any, op: str, role: str) -> Tensor:
     """Operands that must be tensors (not Python scalars or numpy arrays)."""
-    from .tensor import Tensor
+    if not _TENSOR:
+        from .tensor import Tensor
 
-    if not isinstance(value, Tensor):
+        _TENSOR.append(Tensor)
+    if not isinstance(value, _TENSOR[0]):
         raise NkiConstraintError(
             "err_invalid_operand", f"{op}: {role} must be an NKI tensor, got {type(value).__name__}"
         )

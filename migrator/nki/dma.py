@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtypes import name as dtype_name
 from .run import maybe_current_run
 from .tensor import Tensor
 from .trace import Engine
@@ -54,7 +55,7 @@ def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | Non
         Engine.DMA,
         partitions=tile.partitions,
         free=tile.free_size,
-        dtype=str(hbm_view.dtype),
+        dtype=dtype_name(hbm_view.dtype),
         bytes=nbytes,
         descriptors=runs,
         contiguous_bytes=contiguous,

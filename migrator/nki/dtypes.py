@@ -95,6 +95,17 @@ def promote(a: np.dtype, b: np.dtype) -> np.dtype:
     return np.promote_types(a, b)
 
 
+_NAMES: dict[np.dtype, str] = {}
+
+
+def name(dt: np.dtype) -> str:
+    """``str(dt)``, cached (trace records name the dtype of every instruction)."""
+    text = _NAMES.get(dt)
+    if text is None:
+        text = _NAMES[dt] = str(dt)
+    return text
+
+
 def poison_value(dt: np.dtype) -> Any:
     """Value that marks uninitialised memory: NaN for floats, max for ints, True for bool."""
     if is_float(dt):

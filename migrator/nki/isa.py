@@ -71,11 +71,11 @@ class IsaEngine(StatsScanInstructions):
             valid = cols_s[:, None] & cols_m[None, :]
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
         run = current_run()
-        fields = dict(partitions=k, free=n, dtype=str(s.dtype), flops=2 * k * mm * n)
+        fields = dict(partitions=k, free=n, dtype=_dt.name(s.dtype), flops=2 * k * mm * n)
         run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
         if dst is None:
-            return Tensor.from_values(
-                values, valid, _dt.float32, Buffer.PSUM, _mask(mask, values.shape)
+            return Tensor.from_values(  # values: a new array from the matmul, adopted as is
+                values, valid, _dt.float32, Buffer.PSUM, _mask(mask, values.shape), fresh=True
             )
         check_psum_dst(dst, op)
         storage = dst.storage

@@ -9,6 +9,7 @@ leaves the others untouched. Names the emulator does not implement raise
 from __future__ import annotations
 
 import builtins as _builtins
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from .checks import (
     require_buffer,
     require_on_chip,
 )
+from .dma import record_dma
 from .errors import NkiConstraintError, unsupported
 from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
     affine_range,
@@ -133,7 +135,7 @@ def _fit(
     """Reshape (same element count) or partition-aligned broadcast values into ``shape``."""
     if vals.shape == shape:
         return vals, valid
-    if vals.ndim and vals.size == int(np.prod(shape)):
+    if vals.ndim and vals.size == math.prod(shape):
         return vals.reshape(shape), None if valid is None else valid.reshape(shape)
     target = _aligned(vals.shape, len(shape)) if vals.ndim <= len(shape) else vals.shape
     try:
@@ -208,6 +210,14 @@ def _operands(
     if not tiles:
         raise NkiConstraintError("err_invalid_operand", f"nl.{op} needs at least one tile operand")
     check_same_partitions(f"nl.{op}", *tiles)
+    if len(tiles) == len(args) and all(t.shape == tiles[0].shape for t in tiles):
+        # tiles of one shape (the common case): no broadcasting to work out
+        read = [_operand_values(t) for t in tiles]
+        return (
+            [v for v, _ in read],
+            _combine([ok for _, ok in read], tiles[0].shape),
+            tiles[0].shape,
+        )
     ndim = _builtins.max(np.ndim(a) if not isinstance(a, Tensor) else a.ndim for a in args)
     read = [_operand_values(a) for a in args]
     vals = [v.reshape(_aligned(v.shape, ndim)) for v, _ in read]
@@ -281,7 +291,9 @@ def _f32_binary_op(
     else:
         out_dt = _dt.promote(_dtype_of(a), _dtype_of(b))
     if not record:
-        return Tensor.from_values(result, valid, out_dt, Buffer.SBUF, _mask(mask, result.shape))
+        return Tensor.from_values(
+            result, valid, out_dt, Buffer.SBUF, _mask(mask, result.shape), fresh=True
+        )
     return _finish(op, engine, result, valid, out_dt, mask, tt_streams(op, a, b))
 
 
@@ -435,8 +447,6 @@ def prod(
 # -- data movement (nki-facts §3.3) -------------------------------------------------------------
 def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """DMA an HBM view into a new SBUF tile (dtype cast through fp32)."""
-    from .dma import record_dma
-
     t = require_buffer(src, "nl.load", "src", ("hbm",))
     check_partitions(t.shape, 0, "nl.load result")
     m = _mask(mask, t.shape)
@@ -459,8 +469,6 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
 
     Same-dtype stores are bit copies; otherwise the value goes through fp32 and is rounded.
     """
-    from .dma import record_dma
-
     d = require_buffer(dst, "nl.store", "dst", ("hbm",))
     if isinstance(value, Tensor):
         require_on_chip(value, "nl.store", "value")

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dtypes import name as dtype_name
 from .errors import Finding, NkiConstraintError, SourceLocation, kernel_location
 from .hardware import TARGETS, Hardware
 from .options import EmulatorOptions
@@ -219,6 +220,6 @@ def record_tile(name: str, engine: Engine, tile: Any, streams: int = 1) -> None:
             engine,
             partitions=tile.partitions,
             free=tile.free_size,
-            dtype=str(tile.dtype),
+            dtype=dtype_name(tile.dtype),
             streams=streams,
         )

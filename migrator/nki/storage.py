@@ -2,14 +2,27 @@
 
 Storage carries the shadows the checks use: ``valid`` (initialised elements), ``stamps``
 (affine-loop writer per element) and capacity accounting released by a finalizer when the
-allocation dies.
+allocation dies (``__del__``).
+
+Both shadows start in a compact form. A fresh uninitialised allocation (``lazy``) keeps the
+list of disjoint rectangles written so far (``boxes``) instead of a poisoned copy and a
+validity array: its memory outside the boxes is unspecified until ``settle`` writes the poison
+value there and builds the validity array. That happens on the first access the rectangles
+cannot answer (a masked or partial write, a read not inside one written rectangle, any use of
+``valid``), so every check sees exactly the state the eager form would hold; a storage whose
+rectangles cover it becomes fully valid without ever materialising anything. Likewise the
+affine stamps of writes to rectangles are kept as (rectangle, key) pairs (``stamp_boxes``)
+until a masked or overlapping access needs the per-element array.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +31,50 @@ from .errors import NkiConstraintError, SourceLocation
 from .run import Run
 
 _UIDS = itertools.count(1)  # unique allocation ids; not run state
+
+Box = tuple[tuple[int, int], ...]  # (start, stop) per storage axis, step 1
+MAX_BOXES = 128  # beyond this many rectangles the array form is cheaper
+
+
+def key_box(key: tuple[Any, ...]) -> Box | None:
+    """The rectangle a basic index key selects, or None (steps, index arrays)."""
+    box = []
+    for k in key:
+        if type(k) is slice:
+            if k.step != 1 or k.start is None or k.stop is None:
+                return None
+            box.append((k.start, k.stop))
+        elif isinstance(k, int | np.integer):
+            box.append((int(k), int(k) + 1))
+        else:
+            return None
+    return tuple(box)
+
+
+def box_size(box: Box) -> int:
+    """Elements in a rectangle."""
+    n = 1
+    for start, stop in box:
+        n *= max(stop - start, 0)
+    return n
+
+
+def overlaps(a: Box, b: Box) -> bool:
+    """True when two rectangles share an element (an empty one shares none)."""
+    for (s0, e0), (s1, e1) in zip(a, b, strict=True):
+        if s0 >= e1 or s1 >= e0 or s0 >= e0 or s1 >= e1:
+            return False
+    return True
+
+
+def contains(outer: Box, inner: Box) -> bool:
+    """True when ``inner`` lies inside ``outer``."""
+    return all(s0 <= s1 and e1 <= e0 for (s0, e0), (s1, e1) in zip(outer, inner, strict=True))
+
+
+def box_slices(box: Box) -> tuple[slice, ...]:
+    """The index key of a rectangle."""
+    return tuple(slice(start, stop) for start, stop in box)
 
 
 class Buffer(StrEnum):
@@ -29,15 +86,14 @@ class Buffer(StrEnum):
     SHARED_HBM = "shared_hbm"
     PRIVATE_HBM = "private_hbm"
 
-    @property
-    def is_hbm(self) -> bool:
-        """True for the three HBM flavours."""
-        return self in (Buffer.HBM, Buffer.SHARED_HBM, Buffer.PRIVATE_HBM)
+    # Plain member attributes (set below), not properties: they are read on every access.
+    is_hbm: bool  # True for the three HBM flavours
+    on_chip: bool  # True for SBUF and PSUM, whose first (partition) axis is limited to 128
 
-    @property
-    def on_chip(self) -> bool:
-        """True for SBUF and PSUM, whose first (partition) axis is limited to 128."""
-        return not self.is_hbm
+
+for _buffer in Buffer:
+    _buffer.is_hbm = _buffer in (Buffer.HBM, Buffer.SHARED_HBM, Buffer.PRIVATE_HBM)
+    _buffer.on_chip = not _buffer.is_hbm
 
 
 class Storage:
@@ -45,8 +101,12 @@ class Storage:
 
     __slots__ = (
         "data",
-        "valid",
+        "_valid",
+        "boxes",
+        "covered",
+        "fill",
         "stamps",
+        "stamp_boxes",
         "buffer",
         "pdim",
         "name",
@@ -57,6 +117,7 @@ class Storage:
         "uid",
         "borrowed",
         "borrowers",
+        "release",
         "__weakref__",
     )
 
@@ -71,8 +132,16 @@ class Storage:
         run: Run | None = None,
         account: bool = True,
     ) -> None:
+        # (Run.release_sbuf or release_psum, amount): called once when this storage dies.
+        self.release: tuple[Callable[[int], None], int] | None = None
         self.data = data
-        self.valid = valid  # None means "every element is initialised"
+        self._valid = valid  # None means "every element is initialised"
+        # Lazy (see module docstring): written rectangles, their element count and the value
+        # unwritten elements hold (poison, or 0 with uninit="zero"); boxes None: not lazy.
+        self.boxes: list[Box] | None = None
+        self.covered = 0
+        self.fill: np.ndarray | None = None
+        self.stamp_boxes: list[tuple[Box, int]] | None = None
         # Identity for the cost model's dependency schedule (ids of dead objects are reused).
         self.uid = next(_UIDS)
         # Copy on write. A borrowed storage holds a read-only view of memory it does not own
@@ -93,6 +162,79 @@ class Storage:
             check_partitions(data.shape, pdim, f"{buffer.value} tile")
         if run is not None and account and buffer.on_chip:
             self._account(run)
+
+    @classmethod
+    def lazy(
+        cls, shape: tuple[int, ...], dtype: np.dtype, fill: Any, buffer: Buffer, **kw: Any
+    ) -> Storage:
+        """An uninitialised allocation: nothing written, memory filled with ``fill`` on demand."""
+        storage = cls(np.empty(shape, dtype=dtype), buffer, valid=None, **kw)
+        storage.fill = np.full((), fill, dtype=dtype)
+        storage.boxes = []
+        return storage
+
+    @property
+    def valid(self) -> np.ndarray | None:
+        """Per-element initialised flags (None: every element); materialises a lazy storage."""
+        if self.boxes is not None:
+            self.settle()
+        return self._valid
+
+    @valid.setter
+    def valid(self, value: np.ndarray | None) -> None:
+        if self.boxes is not None:
+            self.settle()
+        self._valid = value
+
+    def settle(self) -> None:
+        """Leave the lazy form: poison the unwritten memory and build the validity array."""
+        boxes, self.boxes = self.boxes, None
+        if boxes is None:
+            return
+        valid = np.zeros(self.data.shape, dtype=bool)
+        for box in boxes:
+            valid[box_slices(box)] = True
+        if boxes:
+            np.copyto(self.data, self.fill, where=~valid)
+        else:
+            self.data.fill(self.fill)
+        self._valid = valid
+
+    def note_written(self, box: Box) -> bool:
+        """Lazy form: record a write of valid values to ``box``; False if it needs the array."""
+        boxes = self.boxes
+        assert boxes is not None
+        size = box_size(box)
+        if size == 0:
+            return True
+        kept = []
+        first, stop = box[0] if box else (0, 1)
+        for old in boxes:
+            if old and (old[0][0] >= stop or first >= old[0][1]):
+                kept.append(old)  # disjoint on the first axis (the common case: tiles)
+            elif not overlaps(old, box):
+                kept.append(old)
+            elif contains(box, old):
+                self.covered -= box_size(old)  # rewritten whole
+            else:
+                return False  # partial overlap: the array form tracks it
+        if len(kept) >= MAX_BOXES:
+            return False
+        kept.append(box)
+        self.covered += size
+        if self.covered == self.data.size:
+            self.boxes = None  # every element written: fully valid, nothing to materialise
+            self._valid = None
+        else:
+            self.boxes = kept
+        return True
+
+    def box_valid(self, box: Box) -> bool:
+        """Lazy form: True when every element of ``box`` has been written (one rectangle)."""
+        assert self.boxes is not None
+        if box_size(box) == 0:
+            return True
+        return any(contains(old, box) for old in self.boxes)
 
     def own(self) -> None:
         """Replace a borrowed (read-only) view by a private contiguous copy."""
@@ -124,8 +266,8 @@ class Storage:
     def _account(self, run: Run) -> None:
         """Charge live SBUF bytes / PSUM banks to the run until this storage dies."""
         shape = self.data.shape
-        blocks = int(np.prod(shape[: self.pdim], dtype=np.int64))
-        free_bytes = int(np.prod(shape[self.pdim + 1 :], dtype=np.int64)) * self.data.itemsize
+        blocks = math.prod(shape[: self.pdim])
+        free_bytes = math.prod(shape[self.pdim + 1 :]) * self.data.itemsize
         if self.buffer is Buffer.PSUM:
             bank = run.hw.psum_bank_bytes
             if free_bytes > bank:
@@ -136,7 +278,14 @@ class Storage:
                     "nl.tile_size.psum_fmax); split the free dimension",
                 )
             run.allocate_psum(blocks)
-            weakref.finalize(self, run.release_psum, blocks)
+            self.release = (run.release_psum, blocks)
         else:
             run.allocate_sbuf(blocks * free_bytes)
-            weakref.finalize(self, run.release_sbuf, blocks * free_bytes)
+            self.release = (run.release_sbuf, blocks * free_bytes)
+
+    def __del__(self) -> None:
+        # Cheaper than a weakref.finalize per tile; runs exactly once, when the storage dies.
+        release = self.release
+        if release is not None:
+            self.release = None
+            release[0](release[1])

@@ -9,6 +9,7 @@ through the affine-loop dependency checks.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from . import dtypes
 from .affine import check_affine_read, check_affine_write
 from .errors import NkiConstraintError, NkiUnsupportedAttribute, kernel_location, unsupported
 from .run import maybe_current_run
-from .storage import Buffer, Storage
+from .storage import Buffer, Storage, key_box
 
 __all__ = ["Buffer", "Storage", "Tensor"]
 
@@ -60,7 +61,12 @@ class Tensor:
         # assignment honours this instead of copying the result's unwritten elements.
         self.produced: np.ndarray | None = None
         if key is None:
-            key = tuple(slice(0, n, 1) for n in storage.data.shape)
+            shape = storage.data.shape
+            self.key = tuple(slice(0, n, 1) for n in shape)
+            self.advanced = False
+            self.shape = shape  # numpy shapes are tuples of Python ints
+            self.pdim = min(storage.pdim, len(shape))
+            return
         self.key = key
         self.advanced = any(isinstance(k, np.ndarray) for k in key)
         if self.advanced:
@@ -87,15 +93,22 @@ class Tensor:
         run = maybe_current_run()
         if fill is None:
             zero = run is not None and run.options.uninit == "zero"
-            data = np.full(shape, 0 if zero else dtypes.poison_value(dtype), dtype=dtype)
-            valid: np.ndarray | None = np.zeros(shape, dtype=bool)
+            # Poison and validity are materialised on demand (storage.py, "lazy").
+            storage = Storage.lazy(
+                shape,
+                dtype,
+                0 if zero else dtypes.poison_value(dtype),
+                buffer,
+                pdim=pdim,
+                name=name,
+                run=run,
+            )
         else:
             if dtypes.is_float(dtype):
                 data = dtypes.cast(np.full(shape, fill, dtype=np.float32), dtype)
             else:
                 data = np.full(shape, fill, dtype=dtype)
-            valid = None
-        storage = Storage(data, buffer, valid=valid, pdim=pdim, name=name, run=run)
+            storage = Storage(data, buffer, valid=None, pdim=pdim, name=name, run=run)
         if buffer.is_hbm:
             storage.origin = kernel_location()
         return cls(storage)
@@ -156,7 +169,13 @@ class Tensor:
         """A new tile that reads ``view``'s memory until either side is written (a load with
         no cast and no mask); None when the view cannot be shared (advanced index, poison)."""
         source = view.storage
-        if view.advanced or (source.valid is not None and not source.valid[view.key].all()):
+        if view.advanced:
+            return None
+        if source.boxes is not None:
+            box = key_box(view.key)
+            if box is None or not source.box_valid(box):
+                return None
+        elif source.valid is not None and not source.valid[view.key].all():
             return None
         data = source.data[view.key].view()
         data.flags.writeable = False
@@ -196,12 +215,12 @@ class Tensor:
     @property
     def free_size(self) -> int:
         """Elements per partition (N of the cost rules)."""
-        return int(np.prod(self.shape, dtype=np.int64)) // max(self.partitions, 1)
+        return math.prod(self.shape) // max(self.partitions, 1)
 
     @property
     def size(self) -> int:
         """Total number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype}, buffer={self.buffer.value})"
@@ -231,6 +250,9 @@ class Tensor:
                 return self
             raise unsupported("indexing a tensor view that was itself built with nl.arange")
         index = index if isinstance(index, tuple) else (index,)
+        if len(index) <= len(self.shape) and all(type(i) is slice or type(i) is int for i in index):
+            # the common subscript (slices and Python ints): nothing to resolve but the view
+            return self._basic(index + (slice(None),) * (len(self.shape) - len(index)))
         if any(isinstance(i, Tensor) for i in index):
             index = tuple(self._indirect(i) if isinstance(i, Tensor) else i for i in index)
         if any(i is None for i in index):
@@ -276,6 +298,7 @@ class Tensor:
     def _basic(self, index: Key) -> Tensor:
         key = list(self.key)
         on_chip = self.buffer.on_chip
+        counts: list[int] = []
         for vdim, (sdim, item) in enumerate(zip(self._view_dims(), index, strict=True)):
             base: slice = key[sdim]
             n = self.shape[vdim]
@@ -284,6 +307,7 @@ class Tensor:
                 count = len(range(start, stop, step))
                 first, stride = base.start + start * base.step, base.step * step
                 key[sdim] = slice(first, first + count * stride, stride)
+                counts.append(count)
             else:
                 i = int(item)
                 i = i + n if i < 0 else i
@@ -297,6 +321,12 @@ class Tensor:
                 # An integer on the partition axis of an on-chip tile keeps it as size 1
                 # (nki-facts §3.2): tiles never lose their partition dimension.
                 key[sdim] = slice(pos, pos + 1, 1) if on_chip and vdim == self.pdim else pos
+        if len(counts) == len(self.shape):
+            # Slices only: the same axes stay dimensions, so shape and partition axis follow.
+            view = Tensor.__new__(Tensor)
+            view.storage, view.key, view.produced = self.storage, tuple(key), None
+            view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
+            return view
         if on_chip:
             # ...and integers on free axes drop them only while two dimensions remain.
             for sdim in reversed(range(len(key))):
@@ -358,9 +388,14 @@ class Tensor:
 
     def read(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Stored values (declared dtype) and the validity mask (None: all valid)."""
+        storage = self.storage
+        if storage.boxes is not None:
+            box = None if mask is not None or self.advanced else key_box(self.key)
+            if box is None or not storage.box_valid(box):
+                storage.settle()  # reads of unwritten memory see the poison value
         idx = self._index(mask)
-        data = self.storage.data[idx]
-        valid = None if self.storage.valid is None else self.storage.valid[idx]
+        data = storage.data[idx]
+        valid = None if storage._valid is None else storage._valid[idx]
         if valid is not None and valid.all():
             valid = None
         check_affine_read(self, idx, mask)
@@ -380,30 +415,36 @@ class Tensor:
         """Store float32 (or already typed) values, rounding to the declared dtype."""
         storage = self.storage
         storage.before_write()
-        values = np.broadcast_to(dtypes.cast(np.asarray(values), self.dtype), self.shape)
+        values = dtypes.cast(np.asarray(values), self.dtype)
+        if values.shape != self.shape:
+            values = np.broadcast_to(values, self.shape)
         if mask is not None:
             mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
         idx = self._index(mask)
         if not accumulate:
             check_affine_write(self, idx, mask)
-        if valid is not None and storage.valid is None:
-            storage.valid = np.ones(storage.data.shape, dtype=bool)
+        if storage.boxes is not None:
+            # Lazy storage: a whole-rectangle write of valid values is recorded as a box.
+            box = None if mask is not None or valid is not None else key_box(idx)
+            if box is None or not storage.note_written(box):
+                storage.settle()
+        shadow = storage._valid
+        if valid is not None and shadow is None:
+            shadow = storage._valid = np.ones(storage.data.shape, dtype=bool)
         if mask is None:
             storage.data[idx] = values
-            if storage.valid is not None:
-                storage.valid[idx] = True if valid is None else valid
+            if shadow is not None:
+                shadow[idx] = True if valid is None else valid
         elif self.advanced:
             sel = tuple(a[mask] for a in idx)
             storage.data[sel] = values[mask]
-            if storage.valid is not None:
-                storage.valid[sel] = (
-                    True if valid is None else np.broadcast_to(valid, mask.shape)[mask]
-                )
+            if shadow is not None:
+                shadow[sel] = True if valid is None else np.broadcast_to(valid, mask.shape)[mask]
         else:
             np.copyto(storage.data[idx], values, where=mask)
-            if storage.valid is not None:
+            if shadow is not None:
                 ok = True if valid is None else valid
-                np.copyto(storage.valid[idx], ok, where=mask)
+                np.copyto(shadow[idx], ok, where=mask)
         storage.dirty = True
         run = maybe_current_run()
         if run is not None:
