@@ -858,6 +858,15 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "Nothing to do if within the policy.",
     ),
     DiagnosticKind(
+        "C2N4046",
+        "CONSTRUCT_MISSING",
+        "warning",
+        "medium",
+        "{detail}",
+        "Use the NKI op for the same function (nl.exp, nl.tanh, nl.rsqrt, nl.max, ...) or "
+        "explain the substitution in a comment.",
+    ),
+    DiagnosticKind(
         "C2N4050",
         "PARTITION_UNDERUSE",
         "warning",

@@ -135,7 +135,8 @@ class IsaEngine(StatsScanInstructions):
         name: str = "nisa.activation",
     ) -> Tensor:
         """``op(data * scale + bias)`` on ScalarE, optional add-reduce into ``reduce_res``."""
-        fn, _ = _ops.UNARY[_ops.resolve(op, name)]
+        opname = _ops.resolve(op, name)
+        fn, _ = _ops.UNARY[opname]
         t = require_on_chip(data, name, "data")
         vals, ok = f32(t)
         p = t.partitions
@@ -148,7 +149,7 @@ class IsaEngine(StatsScanInstructions):
         valid = all_valid(None if ok is None else flat(ok), sc_ok, bi_ok)
         if valid is not None:
             valid = np.broadcast_to(valid, values.shape)
-        _record(name, Engine.SCALAR, t)
+        _record(f"{name}[{opname}]", Engine.SCALAR, t)  # the function: construct evidence
         if reduce_res is not None:
             if reduce_op is not None and _ops.resolve(reduce_op, name) != "add":
                 raise NkiConstraintError(

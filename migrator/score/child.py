@@ -253,6 +253,7 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
         inputs_read=[h.storage.uid in reads for h in handles],
         compute_dtypes=sorted(compute),
         matmul_dtypes=sorted({i.dtype for i in run.trace if i.flops}),
+        instr_names=sorted({i.name for i in run.trace}),  # construct evidence (fidelity)
         findings=[str(f) for f in run.findings],
         instructions=len(run.trace),
     )

@@ -161,3 +161,76 @@ def attach_cuda_locations(
         }.get(f.rule)
         if line:
             f.cuda_location = f"{cuda_path}:{line}"
+
+
+# CUDA math function (normalised: no "__" prefix, no "f" suffix) -> substrings of NKI instruction
+# names that can compute it. Deliberately generous: composites that contain the function
+# (softmax, sigmoid, gelu, ...) count, so a legitimate substitution is never flagged.
+FUNCTION_EVIDENCE: dict[str, tuple[str, ...]] = {
+    "exp": ("exp", "softmax", "sigmoid", "silu", "gelu", "softplus", "mish", "elu"),
+    "tanh": ("tanh", "gelu", "sigmoid"),
+    "log": ("log", "softplus"),
+    "sqrt": ("sqrt", "pow", "bn_aggr"),
+    "rsqrt": ("rsqrt", "sqrt", "pow", "bn_aggr"),
+    "erf": ("erf", "gelu"),
+    "sin": ("sin",),
+    "cos": ("cos", "sin"),
+    "pow": ("pow", "exp"),
+}
+REDUCTION_EVIDENCE: dict[str, tuple[str, ...]] = {"max": ("max",), "min": ("min",)}
+
+
+def _function_name(name: str) -> str:
+    base = name.removeprefix("__")
+    return base[:-1] if base.endswith("f") and base[:-1] in FUNCTION_EVIDENCE else base
+
+
+def cuda_constructs(kernel: Any) -> dict[str, int]:
+    """The math functions and max/min reductions a kernel's stored values are computed with
+    (helpers inlined), each with the CUDA line where it first appears."""
+    found: dict[str, int] = {}
+    for store in kernel.stores:
+        for e in store.value.walk():
+            if e.kind == "call" and e.op and _function_name(e.op) in FUNCTION_EVIDENCE:
+                found.setdefault(_function_name(e.op), store.span.line)
+            elif e.kind == "reduce" and e.op in REDUCTION_EVIDENCE:
+                found.setdefault(f"{e.op} reduction", store.span.line)
+    for call in kernel.calls:
+        if call.kind == "math" and _function_name(call.name) in FUNCTION_EVIDENCE:
+            found[_function_name(call.name)] = call.span.line  # the call site is more precise
+    for red in kernel.reductions:
+        if red.op in REDUCTION_EVIDENCE:
+            found[f"{red.op} reduction"] = red.span.line
+    return found
+
+
+def construct_findings(kernel: Any, cuda_file: str, instr_names: set[str]) -> list[Finding]:
+    """CONSTRUCT_MISSING for each CUDA construct no executed instruction can compute.
+
+    Evidence is the set of instruction names the candidate ran (the emulator's trace); an
+    instruction whose name does not say its function (a generic activation) counts for every
+    function, so only a candidate that plainly never computes it is flagged."""
+    names = {n.lower() for n in instr_names}
+    if not names:
+        return []
+    generic = any("activation" in n and "[" not in n for n in names)
+    out: list[Finding] = []
+    for construct, line in sorted(cuda_constructs(kernel).items()):
+        if construct.endswith(" reduction"):
+            tokens = REDUCTION_EVIDENCE[construct.split()[0]]
+        else:
+            if generic:
+                continue
+            tokens = FUNCTION_EVIDENCE[construct]
+        if any(t in n for n in names for t in tokens):
+            continue
+        what = construct if construct.endswith(" reduction") else f"{construct}()"
+        out.append(
+            Finding.of(
+                "C2N4046",
+                f"the CUDA kernel computes {what} (line {line}); the candidate executes no "
+                f"instruction that can ({', '.join(tokens[:3])}...)",
+                cuda_location=f"{cuda_file}:{line}",
+            )
+        )
+    return out

@@ -36,6 +36,7 @@ stays, marked ``retired=True``.
 | C2N4043 | SIGNATURE | error | fidelity | parameters do not follow the task contract |
 | C2N4044 | DISTRIBUTION | error | fidelity | fails only for one input distribution |
 | C2N4045 | ACCUMULATION_ORDER | note | correctness | expected reduction-order differences |
+| C2N4046 | CONSTRUCT_MISSING | warning | fidelity | CUDA function or max/min not computed |
 | C2N4050 | PARTITION_UNDERUSE | warning | performance | compute tiles use few of 128 partitions |
 | C2N4051 | SMALL_DMA | warning | performance | DMA descriptors below 512 bytes |
 | C2N4052 | HBM_TRAFFIC | warning | performance | more HBM traffic than the reference |
@@ -332,6 +333,18 @@ _ROWS = (
         "signature differs from the contract",
         "Positional: in/inout tensors in spec order; keywords: value scalars.",
         "Follow the calling convention in the task contract.",
+    ),
+    _r(
+        "C2N4046",
+        "CONSTRUCT_MISSING",
+        "warning",
+        "fidelity",
+        "CUDA construct without an NKI counterpart",
+        "The CUDA kernel computes this function or reduction, and no instruction the candidate "
+        "executed can compute it: an approximation or a different formula that happens to pass "
+        "the tested inputs may diverge on others.",
+        "Use the NKI op for the same function (nl.exp, nl.tanh, nl.rsqrt, nl.max, ...) or "
+        "explain the substitution in a comment.",
     ),
     _r(
         "C2N4044",

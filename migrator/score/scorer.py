@@ -127,6 +127,8 @@ def score(
         findings += defences.runtime_findings(box.trials, box.patched, task)
         findings += _constant_outputs(task, plans, oracles, box)
     findings += fidelity.failure_pattern_findings(trials)
+    if box is not None:
+        findings += _construct_findings(task, cuda_path, box)
     _three_way(task, plans, oracles, trials, box)
     numerics = _numerics_summary(task, trials, findings)
 
@@ -296,6 +298,20 @@ def _constant_outputs(
         if found:
             return found
     return []
+
+
+def _construct_findings(task: TaskSpec, cuda_path: str | Path, box: Any) -> list[Finding]:
+    """Structural comparison: CUDA math functions and max/min reductions vs the instructions
+    the candidate executed (any trial)."""
+    from migrator.cuda.frontend import analyze_file
+    from migrator.cuda.source import SourceError
+
+    names = {n for t in box.trials for n in t.get("instr_names", [])}
+    try:
+        kernel = analyze_file(cuda_path).kernel(task.kernel.name)
+    except (SourceError, KeyError, ValueError):
+        return []  # the oracle already reported the CUDA side's problem
+    return fidelity.construct_findings(kernel, Path(cuda_path).name, names)
 
 
 def _three_way(
