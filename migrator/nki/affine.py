@@ -109,6 +109,16 @@ def _selected(stamps: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return stamps[mask] if mask is not None and stamps.shape == mask.shape else stamps
 
 
+def _access_keys(storage: Storage, idx: Any, mask: np.ndarray | None) -> tuple[_Scan | None, Any]:
+    """The rectangle scan (None once the per-element array exists) and the writer keys of
+    the elements an access touches."""
+    scan = _scan(storage, idx, mask) if storage.stamps is None else None
+    if scan is None:
+        _materialise(storage)
+        return None, _selected(storage.stamps[idx], mask)
+    return scan, scan[1]
+
+
 def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None:
     """Report a read of data that another iteration of an enclosing affine loop wrote."""
     storage = tensor.storage
@@ -118,12 +128,7 @@ def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None
     run, frames = _relevant(storage)
     if run is None or not frames:
         return
-    scan = _scan(storage, idx, mask) if storage.stamps is None else None
-    if scan is None:
-        _materialise(storage)
-        keys = _selected(storage.stamps[idx], mask)
-    else:
-        keys = scan[1]
+    scan, keys = _access_keys(storage, idx, mask)
     hit = _conflict(run, frames, keys)
     if hit is not None:
         run.violation(
@@ -145,12 +150,7 @@ def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> Non
         # key + 1 per element, 0 for "never written": rectangles until an access needs the
         # per-element array (int32 until keys outgrow it).
         storage.stamp_boxes = []
-    scan = _scan(storage, idx, mask) if storage.stamps is None else None
-    if scan is None:
-        _materialise(storage)
-        keys = _selected(storage.stamps[idx], mask)
-    else:
-        keys = scan[1]
+    scan, keys = _access_keys(storage, idx, mask)
     hit = _conflict(run, frames, keys)
     if hit is not None:
         run.violation(
