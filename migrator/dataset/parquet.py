@@ -50,6 +50,7 @@ def _schema(pa: Any) -> Any:
         ("difficulty", text),
         ("cuda_file", text),
         ("cuda_source", text),
+        ("numpy_reference", opt_text),
         ("reference_nki", opt_text),
         ("reference_check_ok", pa.bool_()),
         ("expert_nki", opt_text),
@@ -63,6 +64,9 @@ def _schema(pa: Any) -> Any:
 
 def task_to_row(task: TaskRecord) -> dict[str, Any]:
     data = task.model_dump(mode="json")
+    missing = set(data) - {f.name for f in _schema(_pyarrow()[0])}
+    if missing:  # a new record field without a column would be dropped silently
+        raise AssertionError(f"Parquet schema lacks columns for {sorted(missing)}")
     for name in JSON_FIELDS:
         value = data.get(name)
         data[name] = None if value is None else json.dumps(value, sort_keys=True)

@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # typ
     p.add_argument("--out", required=True, help="tasks file: .jsonl or .parquet")
     p.add_argument("--validate", action="store_true", help="score mutants of each reference")
     p.add_argument("--seeds", type=int, default=1, help="seeds per distribution (--validate)")
+    p.add_argument("--dtype", action="append", default=[], choices=["bfloat16", "float16"],
+                   help="also build this dtype variant of each task (repeatable)")  # fmt: skip
     p.set_defaults(func=handle)
     return p
 
@@ -36,19 +38,21 @@ def handle(args: argparse.Namespace) -> int:
     failed = 0
     sources = list(iter_sources(args.inputs))
     for i, cu in enumerate(sources, 1):
-        try:
-            t = build_task(cu, validate=args.validate, seeds=args.seeds)
-        except (SourceError, ValueError, OSError) as e:
-            failed += 1
-            diags = getattr(e, "diagnostics", None)
-            text = "; ".join(d.render() for d in diags) if diags else str(e)
-            sys.stderr.write(f"[{i}/{len(sources)}] failed   {cu}: {text}\n")
-            continue
-        tasks.append(t)
-        v = t.validation
-        extra = (f"  mutants killed {v.killed}/{v.mutants}, variants passed "
-                 f"{v.variants_passed}/{v.variants}" if v else "")  # fmt: skip
-        sys.stderr.write(f"[{i}/{len(sources)}] {t.difficulty:<11} {cu}{extra}\n")
+        for dtype in [None, *args.dtype]:
+            label = f"{cu} [{dtype}]" if dtype else str(cu)
+            try:
+                t = build_task(cu, validate=args.validate, seeds=args.seeds, dtype=dtype)
+            except (SourceError, ValueError, OSError) as e:
+                failed += 1
+                diags = getattr(e, "diagnostics", None)
+                text = "; ".join(d.render() for d in diags) if diags else str(e)
+                sys.stderr.write(f"[{i}/{len(sources)}] failed   {label}: {text}\n")
+                break  # the variants of an input that fails fail too
+            tasks.append(t)
+            v = t.validation
+            extra = (f"  mutants killed {v.killed}/{v.mutants}, variants passed "
+                     f"{v.variants_passed}/{v.variants}" if v else "")  # fmt: skip
+            sys.stderr.write(f"[{i}/{len(sources)}] {t.difficulty:<11} {label}{extra}\n")
     try:
         n = export_tasks(tasks, args.out)
     except RuntimeError as e:  # .parquet without pyarrow

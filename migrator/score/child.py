@@ -27,6 +27,7 @@ from migrator.nki.errors import NkiConstraintError, NkiKernelError, NkiUnsupport
 from migrator.nki.storage import Buffer
 from migrator.nki.tensor import Tensor
 from migrator.nki.trace import Engine
+from migrator.score import npy
 from migrator.score.performance import line_stats
 
 _BLOCKED_PREFIXES = (
@@ -184,7 +185,8 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> dict[str, Any]:
-    originals = [np.load(job / "in" / n, allow_pickle=False) for n in trial["inputs"]]
+    dtypes = trial.get("input_dtypes") or [None] * len(trial["inputs"])
+    originals = [npy.load(job / "in" / n, d) for n, d in zip(trial["inputs"], dtypes, strict=False)]
     arrays = [np.array(a, copy=True) for a in originals]
     handles = [Tensor.wrap_input(a, name=f"arg{k}") for k, a in enumerate(arrays)]
     raw: list[Any] = []
@@ -227,7 +229,8 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
     values = list(outs) if isinstance(outs, tuple | list) else [outs]
     last = raw[-1] if raw else None
     raws = list(last) if isinstance(last, tuple | list) else [last]
-    files = []
+    files: list[str] = []
+    out_dtypes: list[str] = []
     for j, v in enumerate(values):
         name = f"{trial['index']}_{j}.npy"
         try:
@@ -236,7 +239,7 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
                 raise TypeError("object array")
         except (TypeError, ValueError):
             arr = np.asarray(np.nan)
-        np.save(job / "out" / name, arr, allow_pickle=False)
+        out_dtypes.append(npy.save(job / "out" / name, arr))
         files.append(name)
     reads: set[int] = set()
     for r, _ in run.deps:
@@ -244,6 +247,7 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
     compute = {i.dtype for i in run.trace if i.engine is not Engine.DMA}
     res.update(
         output_files=files,
+        output_dtypes=out_dtypes,
         raw_kinds=[_raw_kind(v, handles) for v in raws],
         inputs_mutated=[
             k

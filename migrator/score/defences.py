@@ -439,7 +439,8 @@ def runtime_findings(
         for k, t in enumerate(inputs):
             if not any(k < len(r.get("inputs_read", [])) and r["inputs_read"][k] for r in ok):
                 once("C2N4041", t.name, f"input {t.name!r} is never read by any instruction")
-        all_fp32 = all(t.dtype == "float32" for t in spec.tensors if t.dtype.startswith("float"))
+        floats = [t for t in spec.tensors if t.dtype.startswith("float") or t.dtype in LOW]
+        all_fp32 = all(t.dtype == "float32" for t in floats)  # ("bfloat16" is a float too)
         low = sorted(
             {
                 d

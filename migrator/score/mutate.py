@@ -103,8 +103,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "missing_max_subtraction",
         "mutant",
         # the whole max-subtraction goes (the row max too), as when it is simply forgotten
-        _sub(r"row_max = nl\.max\(x_tile, axis=1\)\n\s*shifted = nl\.subtract\(x_tile, row_max\)",
-             "shifted = x_tile"),  # fmt: skip
+        _sub(
+            r"row_max = nl\.max\(x_tile, axis=1\)\n\s*shifted = nl\.subtract\(x_tile, row_max\)",
+            "shifted = x_tile",
+        ),  # fmt: skip
     ),
     # --- correct variants ---------------------------------------------------------------------
     Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),

@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from migrator.score import npy
+
 Status = Literal["ok", "crash", "timeout", "cpu_limit", "memory_limit", "protocol_error"]
 NOBODY = 65534
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -156,14 +158,15 @@ def _run(
         "trials": [],
     }
     for t in trials:
-        names = []
+        names, dtypes = [], []
         for k, arr in enumerate(t.inputs):
             name = f"{t.index}_{k}.npy"
-            np.save(job / "in" / name, arr, allow_pickle=False)
+            dtypes.append(npy.save(job / "in" / name, arr))
             names.append(name)
         spec["trials"].append(
-            {"index": t.index, "inputs": names, "kwargs": t.kwargs, "profile": t.profile}
-        )
+            {"index": t.index, "inputs": names, "input_dtypes": dtypes, "kwargs": t.kwargs,
+             "profile": t.profile}
+        )  # fmt: skip
     (job / "job.json").write_text(json.dumps(spec))
     drop = os.geteuid() == 0
     for p in [job / candidate.name, job / "job.json", *(job / "in").iterdir()]:
@@ -231,9 +234,10 @@ def _run(
         res.trials = list(data.get("trials", []))
         for t in res.trials:
             outs = []
-            for name in t.get("output_files", []):
+            dtypes = t.get("output_dtypes") or [None] * len(t.get("output_files", []))
+            for name, dt in zip(t.get("output_files", []), dtypes, strict=False):
                 path = (job / "out" / Path(name).name).resolve()
-                outs.append(np.load(path, allow_pickle=False))
+                outs.append(npy.load(path, dt if isinstance(dt, str) else None))
             res.outputs[int(t["index"])] = outs
     except (OSError, ValueError, KeyError, TypeError) as e:
         res.status, res.detail = "protocol_error", f"unreadable child result: {e}"
