@@ -39,6 +39,18 @@ _COMPARE = {
 _FLOAT_CASTS = {"float", "double", "T", "const float", "half", "__half", "__nv_bfloat16"}
 
 
+_SCALAR_OPS = {"+", "-", "*"}
+
+
+def _scalar_only(n: Expr) -> bool:
+    """True when `n` reads no memory: constants and scalar parameters combined."""
+    if n.kind in ("const", "param"):
+        return True
+    if n.kind in ("binary", "unary", "cast"):
+        return all(_scalar_only(x) for x in n.args)
+    return False
+
+
 class Untranslatable(ValueError):
     """A CUDA expression with no NKI rendering (the reason names the construct)."""
 
@@ -67,6 +79,10 @@ def render(
             return load_names(n)
         if k == "binary":
             a, b = (go(x) for x in n.args)
+            if n.op in _SCALAR_OPS and all(_scalar_only(x) for x in n.args):
+                # no tile operand (`1.0f - beta1`): Python arithmetic on the kernel's scalars,
+                # as nl ops need a tile; "/" stays out: C truncates int / int, Python does not
+                return f"({a} {n.op} {b})"
             if n.op in _BINARY:
                 return f"{_BINARY[n.op]}({a}, {b})"
             if n.op in _COMPARE:

@@ -216,3 +216,23 @@ def test_new_dialect_golden_files(stem: str, tmp_path: Path) -> None:
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(got)
     assert got == golden.read_text(), f"new-dialect NKI for {stem} changed (UPDATE_GOLDEN=1)"
+
+
+def test_scalar_only_subexpressions_become_python_arithmetic(tmp_path: Path) -> None:
+    # `1.0f - beta` has no tile operand: nl.subtract would reject it, Python computes it
+    cu = tmp_path / "blend.cu"
+    cu.write_text(
+        "__global__ void blend(const float* x, const float* y, float* out, float beta, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = beta * x[i] + (1.0f - beta) * y[i];\n"
+        "}\n"
+        "void launch_blend(const float* x, const float* y, float* out, float beta, int n) {\n"
+        "  blend<<<(n + 255) / 256, 256>>>(x, y, out, beta, n);\n"
+        "}\n"
+    )
+    from migrator.migration import migrate
+
+    m = migrate(cu, out_dir=tmp_path)
+    k = m.kernels[0]
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert "(1.0 - beta)" in (k.nki_source or "")

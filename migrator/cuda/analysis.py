@@ -58,6 +58,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
         self.kernel_name = kernel_name
         self.facts = BodyFacts()
         self.loop_stack: list[int] = []
+        self.loop_depths: list[int] = []  # branch_depth inside each open loop's body
         self.guard_stack: list[int] = []
         self.branch_depth = 0
         self.guard_of_if = {}

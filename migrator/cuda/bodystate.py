@@ -58,6 +58,7 @@ class BodyState:
     kernel_name: str
     facts: BodyFacts
     loop_stack: list[int]  # ids of enclosing loops, outermost first
+    loop_depths: list[int]  # branch_depth inside each open loop body
     guard_stack: list[int]  # ids of enclosing guards (including early exits)
     branch_depth: int  # loops and if-branches entered; decides strong vs weak updates
     guard_of_if: dict[int, int]  # tree-sitter node id of an if_statement -> guard id

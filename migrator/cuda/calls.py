@@ -182,6 +182,8 @@ class CallMixin(BodyState):
                 return None
             if has_shfl:
                 style = "warp_shuffle"
+            elif self.loop_stack and var.ctx >= self.loop_depths[-1]:
+                return None  # declared inside the loop: a fresh value each iteration, not carried
             elif self.loop_stack:
                 style = "loop_accumulate"
             else:

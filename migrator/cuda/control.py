@@ -161,12 +161,14 @@ class ControlMixin(BodyState):
         """Condition/update and body inside the loop's context; then settle accumulators."""
         self.loop_stack.append(loop.id)
         self.branch_depth += 1
+        self.loop_depths.append(self.branch_depth)
         for part in header:
             if part is not None:
                 self.expr(part, "read")
         body = node.child_by_field_name("body")
         if body is not None:
             self.stmt(body)
+        self.loop_depths.pop()
         self.branch_depth -= 1
         self.loop_stack.pop()
         self.finish_loop(loop.id, assigned)  # type: ignore[attr-defined]

@@ -126,3 +126,34 @@ def test_straight_line_updates_are_followed() -> None:
     )
     consts = [n for n in k.stores[0].value.walk() if n.kind == "const"]
     assert {c.dtype for c in consts} == {"float", "double"}  # 1.0 is a double literal
+
+
+def test_local_declared_inside_the_loop_is_not_an_accumulator() -> None:
+    # AdamW-style: `p` is fresh every grid-stride iteration, so `p = p * c` carries nothing
+    src = """
+    __global__ void decay(const float* x, float* y, float c, int n) {
+      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        float p = x[i];
+        p = p * c;
+        y[i] = p;
+      }
+    }
+    """
+    k = validate(analyze_text(src, "decay.cu")).kernel("decay")
+    assert k.reductions == []
+    assert show(k.stores[0].value) == "(x[i] * c)"
+
+
+def test_local_declared_outside_the_loop_still_accumulates() -> None:
+    src = """
+    __global__ void total(const float* x, float* y, int n) {
+      float s = 0.0f;
+      for (int i = 0; i < n; ++i) {
+        float v = x[i];
+        s = s + v;
+      }
+      y[0] = s;
+    }
+    """
+    k = validate(analyze_text(src, "total.cu")).kernel("total")
+    assert [(r.target, r.op, r.style) for r in k.reductions] == [("s", "sum", "loop_accumulate")]
