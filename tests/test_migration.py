@@ -20,7 +20,7 @@ CORPUS = ROOT / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared",
              "reduce_warp_shuffle", "softmax_row", "layernorm", "matmul_naive", "matmul_tiled",
-             "transpose_tiled", "stencil_1d", "dot_atomic", "conv2d_3x3"]  # fmt: skip
+             "transpose_tiled", "stencil_1d", "dot_atomic", "conv2d_3x3", "adamw"]  # fmt: skip
 UNSUPPORTED = {"scan_block": "C2N2004", "histogram": "C2N2003"}
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3"]  # fmt: skip

@@ -36,6 +36,7 @@ def kernel_params(src: str, name: str) -> dict[str, str]:
     """The `__global__` kernel's parameters as {name: declaration text}, in order."""
     pattern = (
         r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
+        r"(?:__launch_bounds__\s*\([^)]*\)\s*)?"  # either side of the return type
         + re.escape(name)
         + r"\s*\(([^)]*)\)"
     )

@@ -38,6 +38,17 @@ EXPECT: dict[str, dict[str, Any]] = {
         "loops": ["grid_stride"],
         "accesses": {("y", "write"): ["i"]},
     },
+    "adamw": {
+        "kernel": "adamw_kernel",
+        "roles": {"param": "inout", "exp_avg": "inout", "exp_avg_sq": "inout", "grad": "in",
+                  "lr": "scalar", "step_size": "scalar", "n": "scalar"},  # fmt: skip
+        "shared": {},
+        "barriers": 0,
+        "loops": ["grid_stride"],
+        "accesses": {("param", "write"): ["i"], ("exp_avg_sq", "write"): ["i"]},
+        "calls": {"sqrtf": "math"},
+        "reductions": set(),  # `p = p * decay` on a loop-local is not an accumulator
+    },
     "gelu": {
         "kernel": "gelu_kernel",
         "roles": {"x": "in", "y": "out", "n": "scalar"},

@@ -22,6 +22,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 EXPECT = {
     ("vector_add", "vector_add_kernel"): ("elementwise", "1d", "one thread per element"),
     ("saxpy", "saxpy_kernel"): ("elementwise", "1d", "grid-stride loop"),
+    ("adamw", "adamw_kernel"): ("elementwise", "1d", "grid-stride loop"),
     ("gelu", "gelu_kernel"): ("elementwise", "1d", "math: tanhf"),
     ("gelu", "relu_kernel"): ("elementwise", "1d", "math: fmaxf"),
     ("scale_2d_pitch", "scale_2d_pitch_kernel"): ("elementwise", "2d", "leading dimension ld_in"),

@@ -15,6 +15,10 @@
 #include <functional>
 #include <vector>
 
+#include <algorithm>
+using std::max;  // CUDA's host/device min and max overloads
+using std::min;
+
 struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -30,6 +34,7 @@ inline cudaError_t cudaGetLastError() { return 0; }
 #define __forceinline__ inline
 #define __shared__ static
 #define __constant__
+#define __launch_bounds__(...)
 
 enum { RUN = 0, AT_BLOCK = 1, AT_WARP = 2, DONE = 3 };
 struct SimThread {
