@@ -18,8 +18,18 @@ def reference(
     bias_correction2_sqrt: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     f = np.float64
-    s = {k: f(np.float32(v)) for k, v in dict(lr=lr, b1=beta1, b2=beta2, eps=eps, wd=weight_decay,
-                                              step=step_size, bc2=bias_correction2_sqrt).items()}
+    s = {
+        k: f(np.float32(v))
+        for k, v in dict(
+            lr=lr,
+            b1=beta1,
+            b2=beta2,
+            eps=eps,
+            wd=weight_decay,
+            step=step_size,
+            bc2=bias_correction2_sqrt,
+        ).items()
+    }
     p, m0, v0, g = (a.astype(f) for a in (param, exp_avg, exp_avg_sq, grad))
     p = p * (1.0 - s["lr"] * s["wd"])
     m = s["b1"] * m0 + (1.0 - s["b1"]) * g

@@ -40,8 +40,15 @@ EXPECT: dict[str, dict[str, Any]] = {
     },
     "adamw": {
         "kernel": "adamw_kernel",
-        "roles": {"param": "inout", "exp_avg": "inout", "exp_avg_sq": "inout", "grad": "in",
-                  "lr": "scalar", "step_size": "scalar", "n": "scalar"},  # fmt: skip
+        "roles": {
+            "param": "inout",
+            "exp_avg": "inout",
+            "exp_avg_sq": "inout",
+            "grad": "in",
+            "lr": "scalar",
+            "step_size": "scalar",
+            "n": "scalar",
+        },  # fmt: skip
         "shared": {},
         "barriers": 0,
         "loops": ["grid_stride"],
