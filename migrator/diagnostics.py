@@ -981,6 +981,12 @@ class Diagnostic(BaseModel):
         return f"{where}{self.severity}: {self.id}: {self.message}"
 
 
+def diagnostics_text(e: BaseException, sep: str = "; ") -> str | None:
+    """The rendered diagnostics an exception carries (SourceError and kin), or None."""
+    diags = getattr(e, "diagnostics", None)
+    return sep.join(d.render() for d in diags) if diags else None
+
+
 def make(name_or_id: str, span: Span | None = None, **args: Any) -> Diagnostic:
     """Build a diagnostic from its registry row; missing or unknown fields are a bug."""
     kind = REGISTRY.get(name_or_id) or BY_NAME.get(name_or_id)

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from migrator.dataset.tasks import iter_sources
+from migrator.diagnostics import diagnostics_text
 
 Backend = Literal["local", "ray"]
 
@@ -95,8 +96,7 @@ def run_item(item: BatchItem, check: bool = True, seeds: int = 2) -> dict[str, A
             diagnostics=sorted({d.id for d in k.diagnostics if d.severity != "note"}),
         )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - one bad item must not stop the batch
-        msg = getattr(e, "diagnostics", None)
-        text = "; ".join(d.render() for d in msg) if msg else f"{type(e).__name__}: {e}"
+        text = diagnostics_text(e) or f"{type(e).__name__}: {e}"
         result.update(status="failed", family=None, error=text[:500],
                       trace=traceback.format_exc(limit=3)[-800:])  # fmt: skip
     result["seconds"] = round(time.perf_counter() - t0, 3)
@@ -106,22 +106,24 @@ def run_item(item: BatchItem, check: bool = True, seeds: int = 2) -> dict[str, A
 def _score_item(item: BatchItem, seeds: int) -> dict[str, Any]:
     """Score status: pass / fail / error (the scorer's verdict), missing (no submission file),
     failed (the task itself could not be set up)."""
-    from migrator.migration import migrate
+    from migrator.cuda.frontend import analyze_file
+    from migrator.patterns.registry import classify
     from migrator.score import score
 
     out: dict[str, Any] = {"submission": item.submission, "family": None}
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            out["family"] = migrate(item.path, kernel=item.kernel, out_dir=tmp,
-                                    check=False).kernels[0].family  # fmt: skip
+        # the family is the classifier's verdict (as in `migrate`); score() itself migrates
+        # the generated reference, so a full migration here would be done twice
+        tu = analyze_file(item.path)
+        kernel = tu.kernel(item.kernel) if item.kernel else tu.global_kernels[0]
+        out["family"] = classify(tu, kernel).family
         if item.submission is None:
             return {**out, "status": "missing", "score": None}
         rep = score(item.path, item.submission, kernel=item.kernel, seeds=seeds)
         return {**out, "status": rep.verdict, "score": rep.score,
                 "rules": sorted(rep.rule_ids()), "summary": rep.summary[:500]}  # fmt: skip
     except Exception as e:  # noqa: BLE001 - one bad item must not stop the batch
-        msg = getattr(e, "diagnostics", None)
-        text = "; ".join(d.render() for d in msg) if msg else f"{type(e).__name__}: {e}"
+        text = diagnostics_text(e) or f"{type(e).__name__}: {e}"
         return {**out, "status": "failed", "score": None, "error": text[:500]}
 
 
@@ -163,11 +165,13 @@ def run_batch(
     check: bool = True,
     address: str | None = None,
     on_result: Callable[[dict[str, Any], int, int], None] | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
     submissions: str | Path | None = None,
     seeds: int = 2,
 ) -> list[dict[str, Any]]:
     """Run every item not yet in `out`; returns all results (old and new) in file order.
-    With `submissions` (a directory of NKI files), score them instead of migrating."""
+    With `submissions` (a directory of NKI files), score them instead of migrating.
+    on_plan(total, already_done) is called once the items are planned, before any runs."""
     out = Path(out)
     if backend == "ray":
         _require_ray()  # before the results file is touched
@@ -178,6 +182,8 @@ def run_batch(
     todo = [i for i in items if i.id not in done]
     total = len(items)
     count = len(done)
+    if on_plan is not None:
+        on_plan(total, count)
     with open(out, "a", encoding="utf-8") as fh:
         for result in _execute(todo, jobs, backend, check, seeds, address):
             _append(fh, result)

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # typ
 
 
 def handle(args: argparse.Namespace) -> int:
-    from migrator.dataset.batch import plan_items, run_batch, summary
+    from migrator.dataset.batch import run_batch, summary
 
     if args.jobs < 1:
         sys.stderr.write("migrate: error: --jobs must be at least 1\n")
@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
         mode = "bar" if sys.stderr.isatty() else "lines"
     t0 = time.perf_counter()
     counts: Counter[str] = Counter()
-    bar = _Bar(len(plan_items(args.inputs, args.score))) if mode == "bar" else None
+    bar = _Bar() if mode == "bar" else None
 
     def progress(result: dict[str, Any], done: int, total: int) -> None:
         counts[result.get("status", "failed")] += 1
@@ -68,6 +68,7 @@ def handle(args: argparse.Namespace) -> int:
         results = run_batch(args.inputs, args.out, jobs=args.jobs, backend=args.backend,
                             resume=args.resume, check=args.check, address=args.address,
                             on_result=progress, submissions=args.score,
+                            on_plan=bar.plan if bar is not None else None,
                             seeds=args.seeds)  # fmt: skip
     except RuntimeError as e:  # e.g. the ray backend without Ray installed
         sys.stderr.write(f"migrate: error: {e}\n")
@@ -82,7 +83,7 @@ def handle(args: argparse.Namespace) -> int:
 class _Bar:
     """A rich progress bar with the running complete/partial/failed counts and the ETA."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -98,7 +99,11 @@ class _Bar:
             TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("eta"),
             TimeRemainingColumn(), console=Console(stderr=True),
         )  # fmt: skip
-        self.task = self.progress.add_task("batch", total=total, counts="")
+        self.task = self.progress.add_task("batch", total=None, counts="")
+
+    def plan(self, total: int, done: int) -> None:
+        """The item count, known once run_batch has planned (no second parse here)."""
+        self.progress.update(self.task, total=total, completed=done)
 
     def start(self) -> None:
         self.progress.start()

@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from migrator.contract import TaskSpec
+from migrator.diagnostics import diagnostics_text
 
 Status = Literal["ok", "failed", "skipped"]
 RTOL = 1e-5  # the interpreter vs numpy float64-then-round: ulp-level differences only
@@ -41,8 +42,7 @@ class EntryCheck(BaseModel):
 
 
 def _error_text(e: Exception) -> str:
-    diags = getattr(e, "diagnostics", None)
-    return "; ".join(d.render() for d in diags) if diags else f"{type(e).__name__}: {e}"
+    return diagnostics_text(e) or f"{type(e).__name__}: {e}"
 
 
 def _interpreter_matches(spec: TaskSpec) -> Step:

@@ -64,9 +64,6 @@ def _schema(pa: Any) -> Any:
 
 def task_to_row(task: TaskRecord) -> dict[str, Any]:
     data = task.model_dump(mode="json")
-    missing = set(data) - {f.name for f in _schema(_pyarrow()[0])}
-    if missing:  # a new record field without a column would be dropped silently
-        raise AssertionError(f"Parquet schema lacks columns for {sorted(missing)}")
     for name in JSON_FIELDS:
         value = data.get(name)
         data[name] = None if value is None else json.dumps(value, sort_keys=True)
@@ -92,8 +89,12 @@ def task_from_row(row: Mapping[str, Any]) -> TaskRecord:
 
 def export_parquet(tasks: Iterable[TaskRecord], path: str | Path) -> int:
     pa, pq = _pyarrow()
+    schema = _schema(pa)
+    missing = set(TaskRecord.model_fields) - set(schema.names)
+    if missing:  # a new record field without a column would be dropped silently
+        raise AssertionError(f"Parquet schema lacks columns for {sorted(missing)}")
     rows = [task_to_row(t) for t in tasks]
-    table = pa.Table.from_pylist(rows, schema=_schema(pa))
+    table = pa.Table.from_pylist(rows, schema=schema)
     pq.write_table(table, str(path), compression="zstd")
     return len(rows)
 

@@ -204,7 +204,7 @@ def build_task(
     expert = cu.parent / "expert" / f"{km.kernel.removesuffix('_kernel')}_expert.py"
     from migrator.cuda.frontend import analyze_file
 
-    ir_kernel = analyze_file(cu).kernel(km.kernel)
+    difficulty = _difficulty(km.family, analyze_file(cu).kernel(km.kernel))
     variant = ",".join(
         [f"dtype={dtype}"] * bool(dtype) + [f"{k}={v}" for k, v in (sizes or {}).items()]
     )
@@ -213,7 +213,7 @@ def build_task(
         kernel=km.kernel,
         family=km.family,
         variant=km.variant,
-        difficulty=_difficulty(km.family, ir_kernel),
+        difficulty=difficulty,
         cuda_file=cu.name,
         cuda_source=source,
         spec=spec_data,
@@ -224,7 +224,7 @@ def build_task(
         reference_nki=km.nki_source if km.family else None,  # a skeleton is no reference
         reference_check_ok=km.check.ok if km.check is not None else None,
         expert_nki=expert.read_text(encoding="utf-8") if expert.is_file() and not dtype else None,
-        tags=[t for t in (km.family, km.variant, _difficulty(km.family, ir_kernel), variant) if t],
+        tags=[t for t in (km.family, km.variant, difficulty, variant) if t],
         provenance=_versions(),
         validation=validation,
     )
@@ -248,13 +248,10 @@ def _spec_data(spec: TaskSpec, numpy_ref: str | None) -> dict[str, Any]:
 def _validate(
     cu: Path, kernel: str, nki_source: str, spec: Path | None, tmp: Path, seeds: int
 ) -> TaskValidation:
-    from migrator.score import score
-    from migrator.score.mutate import score_mutations
+    from migrator.score.mutate import score_mutations, score_source
 
     reference = tmp / f"{cu.stem}__reference.py"
-    reference.write_text(nki_source, encoding="utf-8")
-    ref = score(cu, reference, kernel=kernel, spec=spec, seeds=seeds,
-                nki_name=kernel.removesuffix("_kernel"))  # fmt: skip
+    ref = score_source(cu, kernel, nki_source, reference, spec=spec, seeds=seeds)
     results = score_mutations(cu, kernel, nki_source, tmp, spec=spec, seeds=seeds)
     mutants = [r for r in results if r.kind == "mutant"]
     variants = [r for r in results if r.kind == "variant"]

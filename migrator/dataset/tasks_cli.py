@@ -28,6 +28,7 @@ def handle(args: argparse.Namespace) -> int:
     from migrator.cuda.source import SourceError
     from migrator.dataset.files import export_tasks, task_file_kind
     from migrator.dataset.tasks import TaskRecord, build_task, iter_sources
+    from migrator.diagnostics import diagnostics_text
 
     try:
         task_file_kind(args.out)
@@ -44,8 +45,7 @@ def handle(args: argparse.Namespace) -> int:
                 t = build_task(cu, validate=args.validate, seeds=args.seeds, dtype=dtype)
             except (SourceError, ValueError, OSError) as e:
                 failed += 1
-                diags = getattr(e, "diagnostics", None)
-                text = "; ".join(d.render() for d in diags) if diags else str(e)
+                text = diagnostics_text(e) or str(e)
                 sys.stderr.write(f"[{i}/{len(sources)}] failed   {label}: {text}\n")
                 break  # the variants of an input that fails fail too
             tasks.append(t)

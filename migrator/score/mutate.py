@@ -26,6 +26,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from migrator.score.models import FidelityReport
+
 
 @dataclass(frozen=True)
 class Mutation:
@@ -166,6 +168,18 @@ class MutationReport(BaseModel):
         return sum(r.expected for r in v) / len(v) if v else 1.0
 
 
+def score_source(
+    cu: Path, kernel: str, source: str, path: Path, *, spec: Path | None = None, seeds: int = 2
+) -> FidelityReport:
+    """Write an NKI kernel's source to `path` and score it as a migration of `cu`'s `kernel`
+    (the NKI function named like the kernel, without `_kernel`)."""
+    from migrator.score import score
+
+    path.write_text(source, encoding="utf-8")
+    return score(cu, path, kernel=kernel, spec=spec, seeds=seeds,
+                 nki_name=kernel.removesuffix("_kernel"))  # fmt: skip
+
+
 def score_mutations(
     cu: Path,
     kernel: str,
@@ -177,14 +191,10 @@ def score_mutations(
     task: str | None = None,
 ) -> list[MutantResult]:
     """Score every mutant and variant of `nki_source` (a migration of `cu`'s `kernel`)."""
-    from migrator.score import score
-
     results: list[MutantResult] = []
     for mut, src in make(nki_source):
         path = workdir / f"{cu.stem}__{mut.name}.py"
-        path.write_text(src, encoding="utf-8")
-        rep = score(cu, path, kernel=kernel, spec=spec, seeds=seeds,
-                    nki_name=kernel.removesuffix("_kernel"))  # fmt: skip
+        rep = score_source(cu, kernel, src, path, spec=spec, seeds=seeds)
         passed = rep.verdict == "pass"
         results.append(MutantResult(
             task=task or cu.stem, mutation=mut.name, kind=mut.kind, verdict=rep.verdict,
