@@ -68,15 +68,28 @@ class TaskRecord(BaseModel):
     def write_files(self, directory: str | Path) -> tuple[Path, Path]:
         """Pose the task from the record alone: the CUDA source, its spec sidecar and numpy
         reference written into `directory`; returns (.cu, .toml) for `migrate` or the scorer."""
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        stem = Path(self.cuda_file).stem
-        cu, spec = d / self.cuda_file, d / f"{stem}.toml"
-        cu.write_text(self.cuda_source, encoding="utf-8")
-        spec.write_text(spec_toml(self.spec), encoding="utf-8")
-        if self.numpy_reference is not None:
-            (d / f"{stem}.py").write_text(self.numpy_reference, encoding="utf-8")
-        return cu, spec
+        return pose_files(
+            directory, self.cuda_file, self.cuda_source, self.spec, self.numpy_reference
+        )
+
+
+def pose_files(
+    directory: str | Path,
+    cuda_file: str,
+    cuda_source: str,
+    spec_data: dict[str, Any],
+    numpy_reference: str | None,
+) -> tuple[Path, Path]:
+    """A task as files: `<stem>.cu`, its `<stem>.toml` sidecar and `<stem>.py` reference."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    stem = Path(cuda_file).stem
+    cu, spec = d / cuda_file, d / f"{stem}.toml"
+    cu.write_text(cuda_source, encoding="utf-8")
+    spec.write_text(spec_toml(spec_data), encoding="utf-8")
+    if numpy_reference is not None:
+        (d / f"{stem}.py").write_text(numpy_reference, encoding="utf-8")
+    return cu, spec
 
 
 def _versions() -> dict[str, str]:
@@ -179,6 +192,7 @@ def build_task(
         m = migrate(cu, kernel=name, spec=spec_file, out_dir=work, check=check, dtype=dtype,
                     sizes=sizes)  # fmt: skip
         km = m.kernels[0]
+        source = cu.read_text(encoding="utf-8")  # after migrate: it reports a bad file best
         if spec is None:  # inferred: the migration wrote it
             inferred = work / f"{km.kernel.removesuffix('_kernel')}.inferred.toml"
             if inferred.is_file():
@@ -189,18 +203,12 @@ def build_task(
         task_cu = cu
         if dtype or sizes:  # the variant posed as files of its own, as a record would pose it
             spec = variant_spec(spec, dtype, sizes)
-            posed = Path(tmp) / "variant"
-            posed.mkdir()
-            task_cu, spec_file = posed / cu.name, posed / f"{cu.stem}.toml"
-            task_cu.write_text(cu.read_text(encoding="utf-8"), encoding="utf-8")
-            spec_file.write_text(spec_toml(_spec_data(spec, numpy_ref)), encoding="utf-8")
-            if numpy_ref is not None:
-                (posed / f"{cu.stem}.py").write_text(numpy_ref, encoding="utf-8")
+            task_cu, spec_file = pose_files(Path(tmp) / "variant", cu.name, source,
+                                            _spec_data(spec, numpy_ref), numpy_ref)  # fmt: skip
         validation = None
         if validate and km.family and km.nki_source:
             validation = _validate(task_cu, km.kernel, km.nki_source, spec_file, Path(tmp), seeds)
     spec_data = _spec_data(spec, numpy_ref)
-    source = cu.read_text(encoding="utf-8")
     expert = cu.parent / "expert" / f"{km.kernel.removesuffix('_kernel')}_expert.py"
     from migrator.cuda.frontend import analyze_file
 
