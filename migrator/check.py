@@ -98,18 +98,15 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: flo
             elements=int(w.size),
             ok=False,
         )
-    with np.errstate(invalid="ignore"):  # inf - inf: compared by equality below
-        diff = np.abs(g - w)
     # atol scales with the output's magnitude: sums that cancel to near zero carry the rounding
     # error of their largest terms, so a fixed absolute floor would flag correct reorderings
     finite = np.abs(w[np.isfinite(w)])
     scale = max(1.0, float(finite.max())) if finite.size else 1.0
-    # NaN where the CUDA original has NaN (sqrt of a negative, 0/0) and equal infinities agree
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # inf - inf and NaN: decided by equality / NaN below
+        diff = np.abs(g - w)
         close = np.isfinite(w) & (diff <= atol * scale + rtol * np.abs(w))
-        agree = close | (g == w) | (np.isnan(g) & np.isnan(w))
-    bad = ~agree
-    with np.errstate(invalid="ignore"):
+        # NaN where the CUDA original has NaN (sqrt of a negative, 0/0) and equal infinities agree
+        bad = ~(close | (g == w) | (np.isnan(g) & np.isnan(w)))
         rel = diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny)
     return OutputCheck(
         name=name,
