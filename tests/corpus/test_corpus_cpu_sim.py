@@ -74,7 +74,13 @@ def _for_cpu(src: str) -> str:
     )
 
 
-C_TYPES = {"float32": "float", "int32": "int", "uint32": "unsigned int"}
+C_TYPES = {
+    "float32": "float",
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "int32": "int",
+    "uint32": "unsigned int",
+}
 
 
 def _build(spec: TaskSpec, workdir: Path) -> ctypes.CDLL:
@@ -141,4 +147,16 @@ def test_kernel_matches_reference_on_cpu(spec_path: Path, tmp_path: Path) -> Non
         expected = expected if isinstance(expected, tuple) else (expected,)
         got = [b for b, t in zip(bufs, spec.tensors, strict=True) if t.role != "in"]
         for t, g, e in zip(spec.outputs_in_order, got, expected, strict=True):
-            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5, err_msg=f"{t.name} {sizes}")
+            # 16-bit outputs: the float64 reference may round the other way (one ulp)
+            tol = (
+                1e-4
+                if t.dtype not in ("float16", "bfloat16")
+                else 2.0 ** -(7 if t.dtype == "bfloat16" else 10)
+            )
+            np.testing.assert_allclose(
+                g.astype(np.float64),
+                np.asarray(e).astype(np.float64),
+                rtol=tol,
+                atol=tol * 1e-1,
+                err_msg=f"{t.name} {sizes}",
+            )

@@ -78,14 +78,107 @@ T atomicAdd(T* address, T value) {
 }
 
 template <typename T>
-T __shfl_down_sync(unsigned, T v, int delta) {
+T atomicMax(T* address, T value) {
+  T old = *address;
+  *address = old < value ? value : old;
+  return old;
+}
+template <typename T>
+T atomicMin(T* address, T value) {
+  T old = *address;
+  *address = value < old ? value : old;
+  return old;
+}
+template <typename T>
+T atomicExch(T* address, T value) {
+  T old = *address;
+  *address = value;
+  return old;
+}
+template <typename T>
+T atomicCAS(T* address, T compare, T value) {
+  T old = *address;
+  if (old == compare) *address = value;
+  return old;
+}
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __saturatef(float x) { return x < 0.f ? 0.f : (x > 1.f ? 1.f : x); }
+
+// Warp shuffles: every lane of the warp publishes its value, then reads its source lane's, with
+// CUDA's `width` segments (a source outside the lane's segment returns the lane's own value).
+template <typename T, typename F>
+T sim_shfl(T v, F src_lane) {
   const int t = g_sim.cur, lane = t % 32;
   g_sim.shfl[t] = static_cast<double>(v);
   sim_yield(AT_WARP);
-  T r = (lane + delta < 32) ? static_cast<T>(g_sim.shfl[t + delta]) : v;
+  const int s = src_lane(lane);
+  T r = s < 0 ? v : static_cast<T>(g_sim.shfl[t - lane + s]);
   sim_yield(AT_WARP);
   return r;
 }
+template <typename T>
+T __shfl_down_sync(unsigned, T v, int delta, int width = 32) {
+  return sim_shfl(v, [=](int lane) {
+    return (lane % width) + delta < width ? lane + delta : -1;
+  });
+}
+template <typename T>
+T __shfl_up_sync(unsigned, T v, int delta, int width = 32) {
+  return sim_shfl(v, [=](int lane) { return (lane % width) >= delta ? lane - delta : -1; });
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+  return sim_shfl(v, [=](int lane) {
+    const int s = lane ^ mask;
+    return s / width == lane / width ? s : -1;
+  });
+}
+template <typename T>
+T __shfl_sync(unsigned, T v, int src, int width = 32) {
+  return sim_shfl(v, [=](int lane) { return (lane / width) * width + (src % width); });
+}
+
+// 16-bit float storage types: the value is kept as its bit pattern; arithmetic goes through
+// float (as the CUDA headers' host fallbacks do), conversions round to nearest even.
+inline unsigned sim_f32_bits(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float sim_bits_f32(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+struct __nv_bfloat16 {
+  unsigned short x;
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) {
+    unsigned u = sim_f32_bits(f);
+    if (std::isnan(f)) x = 0x7fc0;
+    else x = static_cast<unsigned short>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+  }
+  operator float() const { return sim_bits_f32(static_cast<unsigned>(x) << 16); }
+};
+struct __half {
+  _Float16 h;
+  __half() = default;
+  __half(float f) : h(static_cast<_Float16>(f)) {}
+  operator float() const { return static_cast<float>(h); }
+};
+inline float __bfloat162float(__nv_bfloat16 v) { return static_cast<float>(v); }
+inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
+inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
+inline float __half2float(__half v) { return static_cast<float>(v); }
+inline __half __float2half(float f) { return __half(f); }
+inline __half __float2half_rn(float f) { return __half(f); }
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 inline void sim_entry() {
   g_sim.body();

@@ -1,0 +1,3 @@
+// Stand-in for <cuda_bf16.h> when a corpus kernel is compiled for the CPU simulator.
+#pragma once
+#include "sim_cuda.h"
