@@ -113,6 +113,21 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     return spec
 
 
+def site_launch(tu: TranslationUnit, kernel: str) -> tuple[list[Any], list[Any], Any, list[Any]]:
+    """The launch of `kernel` at its host launch site, as expressions of the host function's
+    parameters: (grid, block, shared_bytes, template_args)."""
+    site = next((s for s in tu.launch_sites if s.kernel == kernel), None)
+    if site is None:
+        raise InferenceError(f"no launch of {kernel} in {tu.file} (grid and block are unknown)")
+    host = _Host(
+        {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")},
+        tu.host_helpers,
+    )
+    smem = _int_or_text(host.resolve(site.shared_bytes or "0"))
+    targs = [_number(a) for a in site.template_args]
+    return host.dim3(site.grid), host.dim3(site.block), smem, targs
+
+
 def to_toml(spec: TaskSpec) -> str:
     """The inferred spec as a sidecar the user can review and keep."""
     lines = ["# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",

@@ -18,6 +18,7 @@ from migrator.dataset.tasks import (
     import_jsonl,
     iter_sources,
 )
+from migrator.dataset.variants import launch_variant, rewrite_defines
 
 __all__ = [
     "TASK_SCHEMA_VERSION",
@@ -32,4 +33,6 @@ __all__ = [
     "export_jsonl",
     "import_jsonl",
     "iter_sources",
+    "launch_variant",
+    "rewrite_defines",
 ]

@@ -54,12 +54,16 @@ def _eps(dtype: np.dtype) -> float:
         return 0.0
 
 
-def _interpreter_matches(spec: TaskSpec) -> Step:
+def interpreter_matches(spec: TaskSpec) -> Step:
+    from migrator.cuda.interp.findings import InterpError
     from migrator.cuda.interp.spec_run import run_spec_full
 
     worst = 0.0
     for i, sizes in enumerate(spec.all_size_sets()):
-        run = run_spec_full(spec, sizes, seed=i)
+        try:
+            run = run_spec_full(spec, sizes, seed=i)
+        except InterpError as e:  # out of bounds, divergent barrier, unsupported construct
+            return Step(name="interpreter", status="failed", detail=f"{sizes}: {_error_text(e)}")
         if run.result.findings:
             return Step(
                 name="interpreter",
@@ -182,7 +186,7 @@ def check_entry(cu: Path, *, score: bool = True, seeds: int = 1) -> EntryCheck:
         out.steps.append(Step(name="parse", status="failed", detail=_error_text(e)))
         return out
     try:
-        out.steps.append(_interpreter_matches(spec))
+        out.steps.append(interpreter_matches(spec))
     except Exception as e:  # noqa: BLE001
         out.steps.append(Step(name="interpreter", status="failed", detail=_error_text(e)))
     if score and out.ok:

@@ -173,12 +173,16 @@ def build_task(
     seeds: int = 1,
     dtype: str | None = None,
     sizes: dict[str, int] | None = None,
+    defines: dict[str, int] | None = None,
 ) -> TaskRecord:
     """A task record for one kernel: migrated (and checked) to give the reference NKI.
 
     validate: also score the reference, its mutants and variants (`migrate mutants`), so the
     record shows that its tests fail wrong migrations; `seeds` per input distribution.
-    dtype / sizes: a variant of the task (`variant_spec`), tagged as such."""
+    dtype / sizes: a variant of the task (`variant_spec`), tagged as such.
+    defines: a launch-configuration variant (`launch_variant`: `#define` launch constants set
+    to other integers); rejected with ValueError unless the CUDA interpreter still matches the
+    numpy reference on every size set."""
     import tempfile
 
     from migrator.migration import migrate
@@ -189,6 +193,10 @@ def build_task(
     name = kernel or (spec.kernel.name if spec else None)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(out_dir or tmp)
+        experts = cu.parent / "expert"  # of the original: a variant is posed elsewhere
+        if defines:
+            cu, spec_file = _launch_variant_files(cu, spec, defines, Path(tmp) / "launch")
+            spec = load_spec(spec_file)
         m = migrate(cu, kernel=name, spec=spec_file, out_dir=work, check=check, dtype=dtype,
                     sizes=sizes)  # fmt: skip
         km = m.kernels[0]
@@ -208,14 +216,15 @@ def build_task(
         validation = None
         if validate and km.family and km.nki_source:
             validation = _validate(task_cu, km.kernel, km.nki_source, spec_file, Path(tmp), seeds)
-    spec_data = _spec_data(spec, numpy_ref)
-    expert = cu.parent / "expert" / f"{km.kernel.removesuffix('_kernel')}_expert.py"
-    from migrator.cuda.frontend import analyze_file
+        spec_data = _spec_data(spec, numpy_ref)
+        from migrator.cuda.frontend import analyze_text
 
-    difficulty = _difficulty(km.family, analyze_file(cu).kernel(km.kernel))
+        difficulty = _difficulty(km.family, analyze_text(source, str(cu)).kernel(km.kernel))
     variant = ",".join(
-        [f"dtype={dtype}"] * bool(dtype) + [f"{k}={v}" for k, v in (sizes or {}).items()]
+        [f"dtype={dtype}"] * bool(dtype)
+        + [f"{k}={v}" for k, v in {**(sizes or {}), **(defines or {})}.items()]
     )
+    expert = experts / f"{km.kernel.removesuffix('_kernel')}_expert.py"
     return TaskRecord(
         id=content_hash(source, spec_data, km.kernel),
         kernel=km.kernel,
@@ -236,6 +245,28 @@ def build_task(
         provenance=_versions(),
         validation=validation,
     )
+
+
+def _launch_variant_files(
+    cu: Path, spec: TaskSpec | None, defines: dict[str, int], directory: Path
+) -> tuple[Path, Path]:
+    """The launch variant posed as files, after checking it still computes its reference."""
+    from migrator.dataset.corpus_check import interpreter_matches
+    from migrator.dataset.variants import launch_variant
+
+    if spec is None:
+        raise ValueError(f"{cu}: a launch variant needs the task's spec sidecar")
+    numpy_ref = _numpy_reference(spec)
+    source, varied = launch_variant(spec, cu.read_text(encoding="utf-8"), defines)
+    new_cu, new_spec = pose_files(directory, cu.name, source, _spec_data(varied, numpy_ref),
+                                  numpy_ref)  # fmt: skip
+    if numpy_ref is not None:
+        step = interpreter_matches(load_spec(new_spec))
+        if step.status == "failed":
+            setting = ", ".join(f"{k}={v}" for k, v in defines.items())
+            raise ValueError(f"{cu}: with {setting} the kernel no longer computes its "
+                             f"reference: {step.detail}")  # fmt: skip
+    return new_cu, new_spec
 
 
 def _numpy_reference(spec: TaskSpec) -> str | None:
