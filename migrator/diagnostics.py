@@ -931,6 +931,15 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "See the message.",
     ),
     DiagnosticKind(
+        "C2N4058",
+        "ENGINES_SERIALISED",
+        "warning",
+        "medium",
+        "{detail}",
+        "Let independent tiles overlap: affine_range without loop-carried dependencies, "
+        "tiles allocated inside the loop (multi-buffering), loads issued before compute.",
+    ),
+    DiagnosticKind(
         "C2N4060",
         "NO_COMMENTS",
         "note",

@@ -16,6 +16,19 @@ SLOWER_FACTOR = 1.5  # modelled latency above this multiple of the reference: wa
 SMALL_DMA_BYTES = 512  # bytes per descriptor (nki-facts: >= 512 B for efficient DMAs)
 HBM_FACTOR = 1.5  # HBM bytes above this multiple of the reference: warning
 LOW_PARTITIONS = 64  # mean partitions per compute instruction below this: warning
+SERIAL_OVERLAP = 0.25  # overlap efficiency below this (0 = engines one after another): warning
+OVERLAP_GAIN = 0.35  # ... when the reference overlaps at least this much better
+
+
+def overlap_efficiency(prof: dict[str, Any]) -> float | None:
+    """How much of the engines' work runs concurrently: 1 when the modelled latency equals the
+    busiest engine's time (perfect overlap), 0 when it equals the sum of all engines' times;
+    None when there is too little to overlap (one engine does nearly everything)."""
+    serial, bound = prof["serial_latency_us"], prof["overlap_bound_us"]
+    if serial <= 1.3 * bound or serial <= 0:
+        return None
+    eff = (serial - prof["estimated_latency_us"]) / (serial - bound)
+    return min(1.0, max(0.0, eff))
 
 
 def line_stats(run: Any) -> list[dict[str, Any]]:
@@ -94,7 +107,7 @@ def performance_findings(
     ref_lines: list[dict[str, Any]],
     min_hbm_bytes: int,
 ) -> list[Finding]:
-    """Rules C2N4050-C2N4056 on one profiled trial."""
+    """Rules C2N4050-C2N4058 on one profiled trial."""
     if prof is None:
         return []
     out: list[Finding] = []
@@ -153,6 +166,23 @@ def performance_findings(
                 "C2N4054",
                 "matmuls run on float32 operands (1/4 of the bf16 TensorE rate)",
                 nki_location=mm[0]["location"],
+            )
+        )
+    eff = overlap_efficiency(prof)
+    ref_eff = overlap_efficiency(ref) if ref is not None else None
+    if (
+        eff is not None
+        and eff < SERIAL_OVERLAP
+        and (ref is None or (ref_eff or 0.0) >= eff + OVERLAP_GAIN)
+    ):
+        out.append(
+            Finding.of(
+                "C2N4058",
+                f"engines overlap {100 * eff:.0f} %: modelled {est:.2f} us against "
+                f"{prof['overlap_bound_us']:.2f} us for the busiest engine and "
+                f"{prof['serial_latency_us']:.2f} us for all engines one after another"
+                + (f" (reference overlaps {100 * ref_eff:.0f} %)" if ref_eff is not None else ""),
+                nki_location=top,
             )
         )
     if prof["peak_psum_banks"] >= 8:

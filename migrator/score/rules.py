@@ -45,6 +45,7 @@ stays, marked ``retired=True``.
 | C2N4055 | PSUM_PRESSURE | note | hardware | all PSUM banks live at once |
 | C2N4056 | LOW_ROOFLINE | note | performance | low fraction of the roofline bound |
 | C2N4057 | EMULATOR_FINDING | warning | hardware | non-fatal emulator finding |
+| C2N4058 | ENGINES_SERIALISED | warning | performance | DMA and compute engines barely overlap |
 | C2N4060 | NO_COMMENTS | note | maintainability | no comments tying the code to the CUDA |
 """
 
@@ -436,6 +437,17 @@ _ROWS = (
         "emulator finding",
         "The emulator recorded a rule violation in report mode.",
         "See the message.",
+    ),
+    _r(
+        "C2N4058",
+        "ENGINES_SERIALISED",
+        "warning",
+        "performance",
+        "engines serialised",
+        "Trainium's DMA queues and compute engines run concurrently; a kernel whose engines "
+        "wait for each other runs at the sum of their times instead of the longest.",
+        "Let independent tiles overlap: affine_range loops without loop-carried dependencies, "
+        "tiles allocated inside the loop (multi-buffering), loads issued before compute.",
     ),
     _r(
         "C2N4060",

@@ -28,3 +28,35 @@ def test_strided_dma_is_correct_but_flagged(tmp_path: Path) -> None:
     line = int(small.nki_location.rsplit(":", 1)[1])
     assert "nl.load" in strided.read_text().splitlines()[line - 1]
     assert r.score < reference.score
+
+
+def test_single_buffer_serialises_engines_and_is_flagged(tmp_path: Path) -> None:
+    """One SBUF buffer reused by load, compute and store makes every iteration wait for the
+    previous store (WAR): DMA and VectorE run one after another (C2N4058)."""
+    k = migrate(CORPUS / "gelu.cu", out_dir=tmp_path, check=False).kernels[0]
+    src = k.nki_source
+    loop = "    for t in nl.affine_range("
+    assert loop in src and "x_tile = nl.load(x[idx], mask=in_bounds)" in src, "update the rewrite"
+    head = src[: src.index(loop)]
+    math = src[src.index("value=", src.index("nl.store(y_out[idx]")) + len("value=") :]
+    math = math[: math.rindex(", mask=in_bounds)")].replace("x_tile", "buf")
+    serial = tmp_path / "serial.py"
+    serial.write_text(
+        head
+        + "    buf = nl.ndarray((P_TILE, F_TILE), dtype=nl.float32, buffer=nl.sbuf)\n"
+        + loop.replace("affine_range", "sequential_range")
+        + "(N + P_TILE * F_TILE - 1) // (P_TILE * F_TILE)):\n"
+        + "        idx = t * (P_TILE * F_TILE) + i_p * F_TILE + i_f\n"
+        + "        in_bounds = idx < N\n"
+        + "        buf[...] = nl.load(x[idx], mask=in_bounds)\n"
+        + f"        buf[...] = {math}\n"
+        + "        nl.store(y_out[idx], value=buf, mask=in_bounds)\n"
+        + "    return y_out\n"
+    )
+    reference = score(CORPUS / "gelu.cu", k.nki_file, seeds=1)
+    assert "C2N4058" not in reference.rule_ids()
+    r = score(CORPUS / "gelu.cu", serial, seeds=1, nki_name="gelu")
+    assert r.verdict == "pass", r.summary  # correct numbers; only the schedule is judged
+    (f,) = [f for f in r.findings if f.rule == "C2N4058"]
+    assert "engines overlap 0 %" in f.message and "reference overlaps" in f.message
+    assert r.performance.estimated_latency_us > r.performance.reference_latency_us
