@@ -9,6 +9,7 @@ kernel file.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,50 @@ def with_dtype(spec: TaskSpec, dtype: str) -> TaskSpec:
     return spec.model_copy(update={"tensors": tensors})
 
 
+CUDA_16BIT = {"__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16",
+              "nv_bfloat16": "bfloat16"}  # fmt: skip
+
+
 def cuda_view(spec: TaskSpec) -> TaskSpec:
-    """The task as the float32 CUDA kernel sees it."""
-    tensors = [t.model_copy(update={"dtype": "float32"}) if t.dtype in LOW_PRECISION else t
+    """The task as the CUDA kernel sees it: a low-precision tensor stays low precision where
+    the kernel's own parameter is `__half*`/`__nv_bfloat16*`; elsewhere it is a dtype variant
+    of a float32 kernel, which is given the data widened to float32."""
+    native = _native_16bit(spec)
+    tensors = [t.model_copy(update={"dtype": "float32"})
+               if t.dtype in LOW_PRECISION and native.get(t.cuda_param) != t.dtype else t
                for t in spec.tensors]  # fmt: skip
     return spec.model_copy(update={"tensors": tensors})
+
+
+def _native_16bit(spec: TaskSpec) -> dict[str, str]:
+    """CUDA pointer parameters declared with a 16-bit float type: name -> task dtype."""
+    if not spec.path:
+        return {}
+    path = spec.cuda_source_path()
+    targs = tuple(str(a) for a in spec.kernel.template_args)
+    try:
+        return _params_16bit(str(path), path.stat().st_mtime_ns, spec.kernel.name, targs)
+    except OSError:
+        return {}
+
+
+@functools.lru_cache(maxsize=64)
+def _params_16bit(path: str, _mtime: int, kernel: str, targs: tuple[str, ...]) -> dict[str, str]:
+    from migrator.cuda.frontend import analyze_file
+    from migrator.cuda.source import SourceError
+
+    try:
+        k = analyze_file(path).kernel(kernel)
+    except (SourceError, KeyError, ValueError):
+        return {}
+    # `template <typename T> ... const T* x` instantiated as T = __nv_bfloat16
+    types = {t.name: a for t, a in zip(k.template_params, targs, strict=False) if t.kind == "type"}
+    out = {}
+    for p in k.params:
+        base = types.get(p.base_type, p.base_type)
+        if p.pointer_depth and base in CUDA_16BIT:
+            out[p.name] = CUDA_16BIT[base]
+    return out
 
 
 def _tolerance(spec: TaskSpec, dtype: str) -> tuple[float, float]:

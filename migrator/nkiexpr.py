@@ -37,6 +37,10 @@ _COMPARE = {
     "==": "nl.equal", "!=": "nl.not_equal",
 }  # fmt: skip
 _FLOAT_CASTS = {"float", "double", "T", "const float", "half", "__half", "__nv_bfloat16"}
+# 16-bit conversion intrinsics are casts too: NKI engines compute in fp32 and the store rounds
+# to the output tile's dtype (round-to-nearest-even, like the `_rn` forms)
+CONVERSIONS = {"__half2float", "__float2half", "__float2half_rn", "__bfloat162float",
+               "__float2bfloat16", "__float2bfloat16_rn"}  # fmt: skip
 
 
 _SCALAR_OPS = {"+", "-", "*"}
@@ -98,6 +102,8 @@ def render(
                 return go(n.args[0])  # engines compute in fp32; the store casts to the dtype
             raise Untranslatable(f"cast to {n.op} in {n.text!r}")
         if k == "call":
+            if n.op in CONVERSIONS and len(n.args) == 1:
+                return go(n.args[0])
             fn = MATH.get(n.op or "")
             if fn is None:
                 raise Untranslatable(f"call to {n.op}() in {n.text!r}")

@@ -26,6 +26,26 @@ class IrregularMatcher:
                 reasons.append(f"histogram: atomic {op} into {a.array}[{a.indices[0].text}]")
                 break
         doubling = [lp for lp in k.loops if lp.kind == "doubling"]
+        # a bitonic network: a halving stride loop inside a doubling size loop, stages
+        # separated by barriers over shared memory (also written without XOR partners, as
+        # `pos = 2*tid - (tid & (stride - 1))`); a scan has a single doubling loop
+        network = [lp for lp in k.loops if lp.kind == "halving"
+                   and any(d.id == lp.parent for d in doubling)]  # fmt: skip
+        if network and k.barriers and k.shared:
+            arr = k.shared[0].name
+            found.append(diag.make("SORT", network[0].span, array=arr))
+            reasons.append(f"sorting network: halving loop #{network[0].id} inside doubling loop "
+                           f"#{network[0].parent} over shared {arr}")  # fmt: skip
+            doubling = []
+        # warp scan (lane i adds lane i - offset, offset doubling), often in a __device__ helper
+        scans = [(f, lp) for f in _with_callees(tu, k) for lp in f.loops if lp.kind == "doubling"
+                 and any(c.name == "__shfl_up_sync" for c in f.calls)]  # fmt: skip
+        if scans and not any(d.id == "C2N2005" for d in found):
+            lp = scans[0][1]
+            found.append(diag.make("SCAN", lp.span, array="warp lanes (__shfl_up_sync)",
+                                   line=lp.span.line))  # fmt: skip
+            reasons.append(f"prefix scan: __shfl_up_sync in doubling loop #{lp.id}")
+            doubling = []
         for lp in doubling:
             shared_reads = [
                 a
@@ -47,7 +67,7 @@ class IrregularMatcher:
         xor_partner = any("^" in v.expr.text for v in k.index_vars) or any(
             "^" in a.indices[0].text for a in k.accesses
         )
-        if (
+        if not any(d.id == "C2N2005" for d in found) and (
             xor_partner
             and any(c.name in ("fminf", "fmaxf", "min", "max") for c in k.calls)
             or (xor_partner and k.barriers and k.shared)
@@ -66,3 +86,16 @@ class IrregularMatcher:
         return MatchResult(
             family=self.family, kernel=k.name, matched=False, reasons=reasons, diagnostics=found
         )
+
+
+def _with_callees(tu: TranslationUnit, k: Kernel) -> list[Kernel]:
+    """`k` and the device functions it calls, transitively."""
+    by_name = {f.name: f for f in tu.kernels}
+    out, todo = [k], [k]
+    while todo:
+        for c in todo.pop().calls:
+            f = by_name.get(c.name)
+            if f is not None and f not in out:
+                out.append(f)
+                todo.append(f)
+    return out

@@ -17,6 +17,7 @@ from migrator import diagnostics as diag
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, IndexExpr, Kernel, Store, TranslationUnit
+from migrator.nkiexpr import CONVERSIONS
 from migrator.plan import (
     MOVING_FMAX,
     PMAX,
@@ -89,6 +90,7 @@ class MatmulMatcher(FamilyMatcher):
                     "beta": epilogue["beta"],
                     "batched": batched,
                     "k_vars": kvars,
+                    "epilogue": None if epilogue["mapped"] else epilogue["form"],
                 },
             )
         return self.reject(k, "no store of a sum of products (no matmul accumulation)")
@@ -110,7 +112,8 @@ def _product_reduction(e: Expr) -> tuple[Expr, Expr, Expr] | None:
 
 
 def _strip(e: Expr) -> Expr:
-    while e.kind == "cast" and e.args:
+    """The value under casts and 16-bit conversions (`__bfloat162float(A[i])` is a load)."""
+    while e.args and (e.kind == "cast" or (e.kind == "call" and e.op in CONVERSIONS)):
         e = e.args[0]
     return e
 
@@ -188,12 +191,20 @@ def _epilogue(st: Store, red: Expr) -> dict[str, object]:
             v = left
     if v.kind == "binary" and v.op == "*" and any(a is red or a == red for a in v.args):
         alpha = next((a.name for a in v.args if a.kind == "param"), None)
+    if alpha:
+        v = next(a for a in v.args if a.kind != "param")
+    while v.kind == "cast" and v.args:
+        v = v.args[0]
     form = "acc"
     if alpha:
         form = f"{alpha} * acc"
     if beta:
         form += f" + {beta} * {st.array}"
-    return {"alpha": alpha, "beta": beta, "form": form}
+    # anything else around the sum (bias, activation, clamping) is not emitted: say so rather
+    # than store the bare accumulator
+    mapped = v is red or v == red
+    return {"alpha": alpha, "beta": beta, "form": form if mapped else st.value.text,
+            "mapped": mapped}  # fmt: skip
 
 
 def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
@@ -212,6 +223,10 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     if batched and not (len(a.shape) == len(b.shape) == len(c.shape) == 3):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what="a batched matmul whose tensors "
                                   "are not [batch, rows, cols]"))  # fmt: skip
+    if info.get("epilogue"):
+        st = next(s for s in facts.global_stores(k) if s.array == info["c"])
+        raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a matmul epilogue other than "
+                                  f"alpha * acc + beta * C: `{info['epilogue']}`"))  # fmt: skip
     if batched:  # plan on the matrices of one batch; the template adds the batch index
         a, b, c = (t.model_copy(update={"shape": t.shape[1:]}) for t in (a, b, c))
         batch = p.tensor_for_param(info["c"]).shape[0]  # type: ignore[union-attr]

@@ -19,3 +19,18 @@ def test_tolerance_still_applies_to_finite_values() -> None:
     want = np.array([1.0, 100.0], dtype=np.float32)
     assert compare("y", want * (1 + 1e-7), want, 1e-5, 1e-6).ok
     assert compare("y", want * 1.01, want, 1e-5, 1e-6).mismatches == 2
+
+
+def test_cuda_view_widens_only_dtype_variants_of_float_kernels() -> None:
+    from pathlib import Path
+
+    from migrator.check import cuda_view
+    from migrator.contract import load_spec
+    from migrator.dataset.tasks import variant_spec
+
+    corpus = Path(__file__).resolve().parents[1] / "corpus"
+    native = load_spec(corpus / "silu_bf16.toml")  # the kernel's own parameters are bf16
+    assert [t.dtype for t in cuda_view(native).tensors] == ["bfloat16", "bfloat16"]
+    variant = variant_spec(load_spec(corpus / "softmax_row.toml"), "bfloat16")
+    assert {t.dtype for t in variant.tensors} == {"bfloat16"}
+    assert {t.dtype for t in cuda_view(variant).tensors} == {"float32"}  # a float kernel

@@ -10,11 +10,25 @@ from migrator.check import check_kernel
 from migrator.contract import load_spec
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-EXPERTS = [
-    ("matmul_tiled", "sgemm_tiled_expert.py", "sgemm_tiled"),
-    ("softmax_row", "softmax_row_expert.py", "softmax_row"),
-    ("layernorm", "layernorm_expert.py", "layernorm"),
-]
+
+
+def _experts() -> list[tuple[str, str, str]]:
+    """(corpus stem, expert file, NKI name) for every expert, found by the kernel's name."""
+    by_base = {load_spec(t).kernel.name.removesuffix("_kernel"): t.stem
+               for t in CORPUS.glob("*.toml")}  # fmt: skip
+    out = []
+    for f in sorted((CORPUS / "expert").glob("*_expert.py")):
+        base = f.name.removesuffix("_expert.py")
+        assert base in by_base, f"{f.name}: no corpus kernel named {base}_kernel"
+        out.append((by_base[base], f.name, base))
+    return out
+
+
+EXPERTS = _experts()
+
+
+def test_experts_cover_the_families() -> None:
+    assert len(EXPERTS) >= 10
 
 
 @pytest.mark.parametrize(("stem", "file", "name"), EXPERTS)

@@ -176,3 +176,6 @@ _TABLES: tuple[tuple[frozenset[str], CallKind], ...] = (
     (PRINTS, CallKind.PRINT),
     (TEXTURES, CallKind.TEXTURE),
 )
+
+# fused multiply-adds: `acc = fmaf(a, b, acc)` accumulates a * b like `acc += a * b`
+FMA = frozenset({"fmaf", "fma", "__fmaf_rn", "__fma_rn"})

@@ -11,7 +11,7 @@ from tree_sitter import Node
 
 from migrator import diagnostics as diag
 from migrator.cuda.bodystate import BodyState
-from migrator.cuda.builtins import ATOMICS, WARP_INTRINSICS, CallKind, call_kind
+from migrator.cuda.builtins import ATOMICS, FMA, WARP_INTRINSICS, CallKind, call_kind
 from migrator.cuda.decl import callee_name
 from migrator.cuda.ir import Barrier, Call, Reduction
 from migrator.cuda.memory import subscript_base
@@ -223,6 +223,8 @@ class CallMixin(BodyState):
             texts = [self.p.text(a) for a in args.named_children] if args is not None else []
             if name in _MAXMIN and lt in texts:
                 return _MAXMIN[name]
+            if name in FMA and len(texts) == 3 and texts[2] == lt:
+                return "sum"
         return None
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from migrator.cuda.bodystate import BodyState
-from migrator.cuda.builtins import BLOCK_SYMBOLS, DIM_SYMBOLS, THREAD_SYMBOLS
+from migrator.cuda.builtins import BLOCK_SYMBOLS, DIM_SYMBOLS, FMA, THREAD_SYMBOLS
 from migrator.cuda.decl import callee_name
 from migrator.cuda.indexing import Var, parse_int_literal
 from migrator.cuda.ir import Expr, Store
@@ -237,7 +237,12 @@ class ExprMixin(BodyState):
             return self.to_expr(right)
         if right.type == "call_expression":
             args = right.child_by_field_name("arguments")
-            others = [a for a in (args.named_children if args else []) if self.p.text(a) != name]
+            nodes = list(args.named_children) if args else []
+            if callee_name(self.p, right)[0] in FMA and len(nodes) == 3:  # fmaf(a, b, acc)
+                a, b = (self.to_expr(x) for x in nodes[:2])
+                return Expr(kind="binary", op="*", args=[a, b],
+                            text=f"{self.p.text(nodes[0])} * {self.p.text(nodes[1])}")  # fmt: skip
+            others = [a for a in nodes if self.p.text(a) != name]
             return self.to_expr(others[0]) if others else opaque(self.p.text(right), "no term")
         if right.type == "binary_expression":
             for side in ("left", "right"):

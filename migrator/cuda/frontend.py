@@ -528,7 +528,9 @@ def _launch_sites(
             sites.append(
                 LaunchSite(
                     kernel=name,
-                    template_args=_template_args(parsed, targs),
+                    template_args=[
+                        _host_constant(a, host_values) for a in _template_args(parsed, targs)
+                    ],  # fmt: skip
                     grid=parts[0] if parts else "",
                     block=parts[1] if len(parts) > 1 else "",
                     shared_bytes=parts[2] if len(parts) > 2 else None,
@@ -541,6 +543,16 @@ def _launch_sites(
             )
     sites.sort(key=lambda s: (s.span.line, s.span.col))
     return sites, errors
+
+
+def _host_constant(arg: str, host_values: dict[str, str]) -> str:
+    """A template argument named by a host constant (`constexpr int BX = 32; k<BX>`) as its
+    integer value; anything else as written."""
+    value, seen = arg, set()
+    while value in host_values and value not in seen:
+        seen.add(value)
+        value = host_values[value].strip()
+    return value if seen and re.fullmatch(r"-?\d+[uUlL]*", value) else arg
 
 
 def _host_helpers(

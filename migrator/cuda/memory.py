@@ -278,11 +278,18 @@ def subscript_base(node: Node) -> Node:
     return node
 
 
+_CASTS = (b"static_cast", b"reinterpret_cast", b"const_cast", b"dynamic_cast")
+
+
 def _has_template_call(node: Node) -> bool:
+    """A template call inside an lvalue, other than a C++ cast (`out[static_cast<size_t>(i)]`
+    is an ordinary index; `x < a && y > b` read as a template is not)."""
     stack = [node]
     while stack:
         n = stack.pop()
         if n.type == "template_function":
-            return True
+            name = n.child_by_field_name("name")
+            if name is None or name.text not in _CASTS:
+                return True
         stack.extend(n.named_children)
     return False

@@ -23,7 +23,10 @@ MAX_BYTES = 5 * 1024 * 1024
 
 # Defined the way nvcc defines them for the device-and-host compilation of a .cu file.
 # __CUDA_ARCH__ is left undefined (host view) unless the user passes -D__CUDA_ARCH__=800.
-PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1"}
+PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1",
+              # <cuda_runtime.h> makes it __attribute__((aligned(n))); alignment does not
+              # change what a kernel computes, and tree-sitter-cuda cannot parse attributes there
+              "__align__(n)": ""}  # fmt: skip
 # Constants kernels take from system headers we skip (<cfloat>, <climits>, <cmath>,
 # <math_constants.h>); values as those headers define them for nvcc on Linux x86-64.
 HEADER_CONSTANTS = {

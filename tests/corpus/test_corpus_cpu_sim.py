@@ -129,7 +129,7 @@ def test_kernel_matches_reference_on_cpu(spec_path: Path, tmp_path: Path) -> Non
             assert t.dtype in C_TYPES, f"the CPU harness has no C type for {t.dtype}"
             if t.role == "out":
                 dt = np_dtype(t.dtype)
-                fill = np.nan if dt.kind == "f" else np.iinfo(dt).max  # poison unwritten outputs
+                fill = np.nan if dt.kind in "fV" else np.iinfo(dt).max  # poison unwritten outputs
                 bufs.append(np.full(spec.shape_of(t, sizes), fill, dtype=dt))
             else:
                 bufs.append(np.ascontiguousarray(inputs[t.name]).copy())

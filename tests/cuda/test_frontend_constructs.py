@@ -313,3 +313,21 @@ def test_comparison_chain_misread_as_template_is_flagged() -> None:
         "  out[0] = (y >= 0 && y < H && x >= 0 && x < W) ? in[0] : 0.0f;\n}\n"
     )
     assert "C2N1019" in diag_ids(k)
+
+
+def test_cast_in_a_store_index_is_not_a_misparse() -> None:
+    k = one(
+        "__global__ void k(float* out, const float* in, int rows) {\n"
+        "  int r = threadIdx.x, c = blockIdx.x;\n"
+        "  out[static_cast<size_t>(c) * rows + r] = in[static_cast<size_t>(r) * 4 + c];\n}\n"
+    )
+    assert "C2N1019" not in diag_ids(k)
+
+
+def test_align_attribute_on_shared_arrays() -> None:
+    k = one(
+        "__global__ void k(float* x) {\n"
+        "  __shared__ __align__(16) float s[64];\n"
+        "  s[threadIdx.x] = 1.0f;\n  __syncthreads();\n  x[threadIdx.x] = s[threadIdx.x];\n}\n"
+    )
+    assert [(a.name, a.dims) for a in k.shared] == [("s", [64])]
