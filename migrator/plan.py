@@ -122,6 +122,15 @@ class Plan(BaseModel):
     def tensor_for_param(self, param: str) -> TensorArg | None:
         return next((t for t in self.tensors if t.param == param), None)
 
+    def avoid_names(self, reserved: set[str] | frozenset[str]) -> None:
+        """Rename input arguments that a template's locals would shadow (`res = nl.copy(acc)`
+        then `nl.load(res[...])`); arguments are positional, so callers are unaffected."""
+        for t in self.tensors:
+            if t.role in ("in", "inout") and t.name in reserved:
+                old, t.name = t.name, f"{t.name}_in"
+                self.sizes = {n: e.replace(f"{old}.shape", f"{t.name}.shape")
+                              for n, e in self.sizes.items()}  # fmt: skip
+
 
 class PlanError(ValueError):
     """The kernel cannot be planned; carries the diagnostic to report."""

@@ -10,14 +10,17 @@ launches (``blockIdx.z``) are recognised.
 
 from __future__ import annotations
 
+from typing import Any
+
 from migrator.patterns import facts
 from migrator.patterns.registry import FamilyMatcher, MatchResult, Priority
 
 from migrator import diagnostics as diag
+from migrator import nkiexpr
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import Expr, IndexExpr, Kernel, Store, TranslationUnit
-from migrator.nkiexpr import CONVERSIONS
+from migrator.nkiexpr import CONVERSIONS, Untranslatable
 from migrator.plan import (
     MOVING_FMAX,
     PMAX,
@@ -86,8 +89,9 @@ class MatmulMatcher(FamilyMatcher):
                     "c": st.array,
                     "a_layout": a_lay,
                     "b_layout": b_lay,
-                    "alpha": epilogue["alpha"],
-                    "beta": epilogue["beta"],
+                    # a general epilogue is rendered whole (alpha and beta inside it)
+                    "alpha": epilogue["alpha"] if epilogue["mapped"] else None,
+                    "beta": epilogue["beta"] if epilogue["mapped"] else None,
                     "batched": batched,
                     "k_vars": kvars,
                     "epilogue": None if epilogue["mapped"] else epilogue["form"],
@@ -200,8 +204,8 @@ def _epilogue(st: Store, red: Expr) -> dict[str, object]:
         form = f"{alpha} * acc"
     if beta:
         form += f" + {beta} * {st.array}"
-    # anything else around the sum (bias, activation, clamping) is not emitted: say so rather
-    # than store the bare accumulator
+    # anything else around the sum (bias, activation, clamping) is rendered in full by the
+    # planner (`_general_epilogue`), or reported there: never the bare accumulator
     mapped = v is red or v == red
     return {"alpha": alpha, "beta": beta, "form": form if mapped else st.value.text,
             "mapped": mapped}  # fmt: skip
@@ -212,6 +216,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     row-major), B tiles moving, one [TILE_M, TILE_N] PSUM bank per output tile."""
     info = match.plan or {}
     p = bind(tu, k, spec, "matmul", match.variant)
+    p.avoid_names(MATMUL_LOCALS)
     a, b, c = (p.tensor_for_param(info[x]) for x in ("a", "b", "c"))
     if a is None or b is None or c is None:
         raise PlanError(
@@ -223,10 +228,15 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     if batched and not (len(a.shape) == len(b.shape) == len(c.shape) == 3):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what="a batched matmul whose tensors "
                                   "are not [batch, rows, cols]"))  # fmt: skip
+    epilogue: dict[str, Any] | None = None
     if info.get("epilogue"):
         st = next(s for s in facts.global_stores(k) if s.array == info["c"])
-        raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a matmul epilogue other than "
-                                  f"alpha * acc + beta * C: `{info['epilogue']}`"))  # fmt: skip
+        try:
+            epilogue = _general_epilogue(p, st)
+        except Untranslatable as e:
+            raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a matmul epilogue other "
+                                      f"than alpha * acc + beta * C: `{info['epilogue']}` "
+                                      f"({e})")) from e  # fmt: skip
     if batched:  # plan on the matrices of one batch; the template adds the batch index
         a, b, c = (t.model_copy(update={"shape": t.shape[1:]}) for t in (a, b, c))
         batch = p.tensor_for_param(info["c"]).shape[0]  # type: ignore[union-attr]
@@ -271,6 +281,8 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "batch": batch if batched else None,
         "alpha": alpha,
         "beta": beta,
+        "epilogue": epilogue["expr"] if epilogue else None,
+        "epilogue_loads": epilogue["loads"] if epilogue else [],
         "dtype": a.nl_dtype,
         "constant_notes": {
             "TILE_M": "output rows per tile = stationary free size (gemm_stationary_fmax)",
@@ -279,3 +291,77 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         },
     }
     return p
+
+
+# names the matmul templates (both dialects) use for their own locals
+MATMUL_LOCALS = frozenset({
+    "acc", "res", "out_tile", "c_tile", "a_t", "a_tile", "b_tile", "bt_tile", "a_flip", "b_flip",
+    "i_m", "i_n", "i_k", "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "m", "n", "k",
+    "m0", "n0", "k0", "ms", "ns", "ks", "bt", "TILE_M", "TILE_N", "TILE_K",
+})  # fmt: skip
+ACC = "ACC__"  # the accumulator in a rendered epilogue; each template names its tile
+
+
+def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
+    """An epilogue around the sum (`fmaxf(acc + bias[col], 0.0f)`) rendered as nl math over the
+    accumulator tile, with the tensors it reads loaded per output tile: row vectors indexed by
+    the output column ([1, TILE_N]), column vectors indexed by the row ([TILE_M, 1]), or tiles
+    at the output element itself."""
+    found = _product_reduction(st.value)
+    if found is None:
+        raise Untranslatable("the sum is not found in the stored value")
+    red = found[0]
+    out_index = st.index[0].canonical
+    col_index, row_index = _column_and_row(st.index[0])
+    loads: dict[str, dict[str, str]] = {}
+
+    def swap(e: Expr) -> Expr:
+        if e is red or e == red:
+            return Expr(kind="param", name=ACC, text="acc")
+        return e.model_copy(update={"args": [swap(a) for a in e.args]})
+
+    def tile_of(ld: Expr) -> str:
+        t = p.tensor_for_param(ld.name or "")
+        if t is None or ld.space != "global" or not ld.index:
+            raise Untranslatable(f"{ld.text} is not a tensor of the task")
+        idx = ld.index[0]
+        if idx.canonical == out_index:
+            kind = "same"
+        elif len(t.shape) == 1 and idx.affine and idx.as_poly() == col_index:
+            kind = "row"  # indexed by the output column: broadcast down the rows
+        elif len(t.shape) == 1 and idx.affine and row_index and idx.as_poly() == row_index:
+            kind = "col"  # indexed by the output row: broadcast along the columns
+        else:
+            raise Untranslatable(f"{ld.text} is neither the output element nor a row/column "
+                                 "vector of it")  # fmt: skip
+        entry = loads.setdefault(t.name, {"tensor": t.name, "var": f"{t.name}_epi",
+                                          "kind": kind})  # fmt: skip
+        if entry["kind"] != kind:
+            raise Untranslatable(f"{t.name} is read at two different indices")
+        return entry["var"]
+
+    expr = nkiexpr.render(swap(st.value), tile_of, {**p.params, ACC: ACC})
+    return {"expr": expr, "loads": list(loads.values())}
+
+
+def _column_and_row(idx: IndexExpr) -> tuple[poly.Poly, poly.Poly | None]:
+    """The output column (the x-axis terms of `row * ldc + col`) and row (the y-axis terms
+    divided by their stride), as polynomials a vector's index must equal exactly."""
+    if not idx.affine:
+        return {}, None
+    out = idx.as_poly()
+    xs = {m: c for m, c in out.items() if any(s.endswith(".x") for s in m)}
+    ys = {m: c for m, c in out.items() if any(s.endswith(".y") for s in m)}
+    stride = poly.coefficient_of(out, "threadIdx.y")
+    row: poly.Poly | None = None
+    if stride and ys:
+        row = {}
+        for m, c in ys.items():  # divide each y term by the stride monomial(s)
+            (sm, sc), *rest = stride.items()
+            if rest or c % sc or not set(sm) <= set(m):
+                return xs, None
+            left = list(m)
+            for sym in sm:
+                left.remove(sym)
+            row[tuple(left)] = c // sc
+    return xs, row

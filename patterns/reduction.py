@@ -68,7 +68,13 @@ class ReductionMatcher(FamilyMatcher):
         axes = facts.axes(idx)
         op = _final_op(k)
         reasons = [f"reduction styles: {', '.join(styles)} ({op})"]
-        if idx.affine and idx.canonical == "blockIdx.x":
+        if idx.affine and idx.canonical == "blockIdx.x" and _row_per_block(k):
+            variant = "axis"
+            reasons.append(
+                f"one result per block: {out.array}[blockIdx.x], each block reading its row "
+                "(the input's blockIdx.x stride is a size)"
+            )
+        elif idx.affine and idx.canonical == "blockIdx.x":
             variant = "block_partial"
             reasons.append(
                 f"one partial result per block: {out.array}[blockIdx.x] "
@@ -98,6 +104,18 @@ class ReductionMatcher(FamilyMatcher):
                 "styles": styles,
             },
         )
+
+
+def _row_per_block(k: Kernel) -> bool:
+    """Each block reduces one row: global reads advance by a problem size per block
+    (`in[blockIdx.x * cols + c]`), not by a constant block extent (`in[blockIdx.x * 512 + t]`)."""
+    sizes = {p.name for p in k.params if p.role == "scalar"}  # not template constants
+    reads = [a for a in k.accesses if a.space == "global" and a.kind == "read" and a.indices]
+    for a in reads:
+        idx = a.indices[0]
+        if idx.affine and poly.symbols(poly.coefficient_of(idx.as_poly(), "blockIdx.x")) & sizes:
+            return True
+    return False
 
 
 def _final_op(k: Kernel) -> str:

@@ -22,16 +22,16 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "reduce_warp_shuffle", "softmax_row", "layernorm", "matmul_naive", "matmul_tiled",
              "transpose_tiled", "stencil_1d", "dot_atomic", "conv2d_3x3", "adamw",
              "relu_half", "silu_bf16", "leaky_relu", "hardswish", "sgd_momentum", "bias_gelu_2d",
-             "log_softmax", "batched_gemm", "gemm_tn", "hgemm_bf16", "transpose_naive"]  # fmt: skip
+             "log_softmax", "batched_gemm", "gemm_tn", "hgemm_bf16", "transpose_naive",
+             "matmul_bias_relu", "row_max", "rmsnorm"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"scan_block": "C2N2004", "histogram": "C2N2003", "scan_warp": "C2N2004",
                "bitonic_sort": "C2N2005", "attention_fwd": "C2N2001", "avgpool_2x2": "C2N2001",
                "col_sum": "C2N2001", "conv1d": "C2N2001", "mean_rows_cg": "C2N2001",
-               "rmsnorm": "C2N2001", "sigmoid_vec4": "C2N2001", "softmax_warp": "C2N2001",
+               "sigmoid_vec4": "C2N2001", "softmax_warp": "C2N2001",
                "stencil_2d_5pt": "C2N2001", "swiglu": "C2N2001"}  # fmt: skip
 # a family claims them, its planner names the part it cannot emit (C2N2006)
-NOT_EMITTED = {"matmul_bias_relu": "matmul epilogue", "batched_transpose": "transpose",
-               "gemv": "reduction with other than one input", "row_max": "per-block reduction",
+NOT_EMITTED = {"batched_transpose": "transpose", "gemv": "reduction with other than one input",
                "cross_entropy": "reduction", "l2_norm_sq": "atomic total"}  # fmt: skip
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3"]  # fmt: skip
@@ -264,3 +264,23 @@ def test_scalar_only_subexpressions_become_python_arithmetic(tmp_path: Path) -> 
     k = m.kernels[0]
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
     assert "(1.0 - beta)" in (k.nki_source or "")
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_matmul_epilogue_with_vectors_and_a_residual(api: str, tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent / "data" / "matmul_epilogue.cu"
+    m = migrate(src, out_dir=tmp_path, nki_api=api)
+    (k,) = m.kernels
+    assert (k.family, k.status) == ("matmul", "complete") and k.check is not None and k.check.ok
+    source = k.nki_source or ""
+    assert "nl.tanh(" in source and "def mm_epi(A, B, scale, bias, res_in)" in source
+
+
+def test_matmul_epilogue_reading_elsewhere_is_reported(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parent / "data" / "matmul_epilogue.cu").read_text()
+    src = tmp_path / "shifted.cu"
+    src.write_text(text.replace("bias[col]", "bias[col + 1]"))
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "partial"
+    (d,) = [d for d in k.diagnostics if d.id == "C2N2006"]
+    assert "bias[col + 1] is neither the output element nor a row/column vector" in d.message

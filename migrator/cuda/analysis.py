@@ -118,6 +118,12 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
         (an accumulator keeps its pre-loop value until `finish_loop` makes it a reduce).
         """
         var = self.env.lookup(name)
+        if var is not None and var.kind == "array" and var.space == "shared" and op == "=":
+            if right is not None and any(d.name == name and not d.dims for d in self.facts.shared):
+                # a `__shared__ float s;` written (by one thread) for the block to read after
+                # a barrier: readers see the written value (the broadcast idiom)
+                var.expr = self.to_expr(right)
+            return
         if var is None or var.kind not in ("value", "opaque", "param"):
             return
         new_expr = self.scalar_value(name, var, op, right)

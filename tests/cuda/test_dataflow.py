@@ -157,3 +157,34 @@ def test_local_declared_outside_the_loop_still_accumulates() -> None:
     """
     k = validate(analyze_text(src, "total.cu")).kernel("total")
     assert [(r.target, r.op, r.style) for r in k.reductions] == [("s", "sum", "loop_accumulate")]
+
+
+def test_shared_scalar_broadcast_carries_the_written_value() -> None:
+    k = validate(
+        analyze_text(
+            "__global__ void k(const float* x, float* y, float s) {\n"
+            "  __shared__ float scale;\n"
+            "  if (threadIdx.x == 0) scale = rsqrtf(s + 1.0f);\n"
+            "  __syncthreads();\n"
+            "  const float v = scale;\n"
+            "  y[threadIdx.x] = x[threadIdx.x] * v;\n}\n",
+            "t.cu",
+        )
+    ).kernel("k")
+    (st,) = [s for s in k.stores if s.array == "y"]
+    assert show(st.value) == "(x[threadIdx.x] * rsqrtf((s + 1.0f)))"
+
+
+def test_fmaf_accumulation_is_a_sum_of_products() -> None:
+    k = validate(
+        analyze_text(
+            "__global__ void k(const float* a, const float* b, float* c, int n) {\n"
+            "  float acc = 0.0f;\n"
+            "  for (int i = 0; i < n; ++i) acc = fmaf(a[i], b[i], acc);\n"
+            "  c[threadIdx.x] = acc;\n}\n",
+            "t.cu",
+        )
+    ).kernel("k")
+    assert {(r.target, r.op, r.style) for r in k.reductions} == {("acc", "sum", "loop_accumulate")}
+    (st,) = k.stores
+    assert show(st.value) == "loop_accumulate:sum(0.0f, (a[i] * b[i]))"

@@ -47,20 +47,21 @@ EXPECT = {
     ("sgd_momentum", "sgd_momentum_kernel"): ("elementwise", "1d", "grid-stride loop"),
     ("bias_gelu_2d", "bias_gelu_2d_kernel"): ("elementwise", "2d", "2-D map"),
     ("log_softmax", "log_softmax_kernel"): ("rowwise", "log_softmax", "logf"),
+    ("rmsnorm", "rmsnorm_kernel"): ("rowwise", "rmsnorm", "rsqrtf"),  # via a shared scalar
     ("batched_gemm", "batched_gemm_kernel"): ("matmul", "shared_tiled", "batched over blockIdx.z"),
     ("gemm_tn", "gemm_tn_kernel"): ("matmul", "naive", "A is transposed (stored [K, M])"),
     ("hgemm_bf16", "hgemm_bf16_kernel"): ("matmul", "naive", "A is row-major [M, K]"),
     ("transpose_naive", "transpose_naive_kernel"): ("transpose", "naive", "contiguous axis"),
-    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("matmul_bias_relu", "matmul_bias_relu_kernel"): (
         "matmul",
         "shared_tiled",
         "fmaxf(acc + bias[col], 0.0f)",
     ),
+    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("batched_transpose", "batched_transpose_kernel"): ("transpose", "shared_tiled", "shared tile"),
     ("gemv", "gemv_kernel"): ("reduction", "axis", "warp_shuffle"),
-    ("row_max", "row_max_kernel"): ("reduction", "block_partial", "shared_tree"),
-    ("cross_entropy", "cross_entropy_fwd_kernel"): ("reduction", "block_partial", "max+sum"),
+    ("row_max", "row_max_kernel"): ("reduction", "axis", "each block reading its row"),
+    ("cross_entropy", "cross_entropy_fwd_kernel"): ("reduction", "axis", "max+sum"),
     ("l2_norm_sq", "l2_norm_sq_kernel"): ("reduction", "atomic_total", "global accumulator"),
 }
 
@@ -78,7 +79,6 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     ("col_sum", "col_sum_kernel"): None,
     ("conv1d", "conv1d_same_kernel"): None,
     ("mean_rows_cg", "mean_rows_cg_kernel"): None,
-    ("rmsnorm", "rmsnorm_kernel"): None,
     ("sigmoid_vec4", "sigmoid_vec4_kernel"): None,
     ("softmax_warp", "softmax_warp_kernel"): None,
     ("stencil_2d_5pt", "jacobi_5pt_kernel"): None,
