@@ -141,7 +141,10 @@ def score(
             label = "generated"
         else:
             ref_file, label = reference, str(reference) if reference else None
-        ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
+        if reference == "generated":  # our own emitted kernel: trusted, profiled in-process
+            ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
+        else:  # a file the user gave runs like a submission: sandboxed, with the same limits
+            ref, ref_lines = _sandboxed_reference(task, ref_file, jobs, limits, target)
     ref_name = label if ref is not None else None
     if km is not None:
         fidelity.attach_cuda_locations(findings, task, str(cuda_path), km.constructs)
@@ -428,6 +431,25 @@ def _reference_profile(
     except Exception:  # noqa: BLE001 - a reference that does not run: judge without it
         return None, []
     return summarize(run, top=8).model_dump(mode="json"), performance.line_stats(run)
+
+
+def _sandboxed_reference(
+    task: TaskSpec,
+    path: str | Path | None,
+    jobs: list[TrialJob],
+    limits: Limits | None,
+    target: str,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Profile a user-supplied reference file in the sandbox, on the candidate's profiled trial."""
+    profiled = [j for j in jobs if j.profile]
+    if path is None or not profiled or not Path(path).is_file():
+        return None, []
+    name = task.kernel.name.removesuffix("_kernel")
+    box = run_candidate(path, name, profiled, limits=limits, target=target)
+    trial = next((t for t in box.trials if t.get("profile")), None)
+    if trial is None or trial.get("status", "ok") != "ok":
+        return None, []  # a reference that does not run: judge without it
+    return _candidate_profile(box)
 
 
 def _summary(verdict: str, total: float, trials: list[Trial], findings: list[Finding]) -> str:

@@ -61,3 +61,29 @@ def test_reading_files_outside_the_sandbox_is_refused(tmp_path: Path) -> None:
     assert r.trials[0]["status"] == "crash" and "reading" in r.trials[0]["error"]
     r = _run(tmp_path, "    os.listdir('/tmp')\n    return a\n")
     assert "listing" in r.trials[0]["error"]
+
+
+def test_a_reference_file_runs_sandboxed_too(tmp_path: Path) -> None:
+    """A user-supplied reference is profiled in the sandbox: one that misbehaves (writes
+    outside, spawns processes) is dropped from the comparison and leaves nothing behind."""
+    from migrator.migration import migrate
+    from migrator.score import score
+
+    corpus = Path(__file__).resolve().parents[2] / "corpus"
+    k = migrate(corpus / "vector_add.cu", out_dir=tmp_path / "gen", check=False).kernels[0]
+    good = score(corpus / "vector_add.cu", k.nki_file, seeds=1, reference=k.nki_file)
+    assert good.performance.reference == str(k.nki_file)
+    assert good.performance.reference_latency_us and good.performance.reference_latency_us > 0
+    leak = tmp_path / "leak.txt"
+    hostile = tmp_path / "hostile_ref.py"
+    hostile.write_text(
+        (k.nki_source or "")
+        .replace(
+            "    N = a.shape[0]\n",
+            f"    N = a.shape[0]\n    open({str(leak)!r}, 'w').write('x')\n    os.system('true')\n",
+        )
+        .replace("import neuronxcc.nki as nki\n", "import os\n\nimport neuronxcc.nki as nki\n")
+    )
+    assert "os.system" in hostile.read_text() and "import os" in hostile.read_text()
+    r = score(corpus / "vector_add.cu", k.nki_file, seeds=1, reference=hostile)
+    assert r.verdict == "pass" and r.performance.reference is None and not leak.exists()
