@@ -44,6 +44,8 @@ CONVERSIONS = {"__half2float", "__float2half", "__float2half_rn", "__bfloat162fl
 
 
 _SCALAR_OPS = {"+", "-", "*"}
+# C's fmax/fmin against a constant: keep x where this comparison with the constant holds
+_MAXNUM = {"fmaxf": "nl.greater", "fmax": "nl.greater", "fminf": "nl.less", "fmin": "nl.less"}
 
 
 def _scalar_only(n: Expr) -> bool:
@@ -104,6 +106,12 @@ def render(
         if k == "call":
             if n.op in CONVERSIONS and len(n.args) == 1:
                 return go(n.args[0])
+            if n.op in _MAXNUM and len(n.args) == 2 and any(a.kind == "const" for a in n.args):
+                # fmaxf/fminf return the non-NaN operand (IEEE maxNum): fmaxf(NaN, 0) is 0,
+                # which a NaN-propagating maximum would not give; a select on the comparison does
+                x, c = n.args if n.args[1].kind == "const" else n.args[::-1]
+                a, b = go(x), go(c)
+                return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
             fn = MATH.get(n.op or "")
             if fn is None:
                 raise Untranslatable(f"call to {n.op}() in {n.text!r}")

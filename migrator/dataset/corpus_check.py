@@ -143,7 +143,8 @@ def _scores(cu: Path, spec_path: Path, kernel: str, seeds: int) -> list[Step]:
                 )
             )
         for label, path in candidates:
-            rep = score(cu, path, kernel=kernel, spec=spec_path, seeds=seeds, nki_name=base)
+            rep = score(cu, path, kernel=kernel, spec=spec_path, seeds=seeds, nki_name=base,
+                        migration=km)  # fmt: skip
             status: Status = "ok" if rep.verdict == "pass" else "failed"
             rules = sorted({f.rule for f in rep.findings if f.severity != "info"})
             steps.append(

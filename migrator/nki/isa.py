@@ -42,6 +42,20 @@ from .tensor import Buffer, Tensor
 from .trace import Engine
 
 
+def _rounded_products(sv: np.ndarray, mv: np.ndarray, chunk: int = 64) -> np.ndarray:
+    """``sv.T @ mv`` with every product rounded to fp32 before it is added.
+
+    BLAS may fuse multiply and add, so an overflowing product never becomes ±inf and a sum of
+    +inf and -inf products comes out +inf instead of NaN (and differs between BLAS builds).
+    Only taken when the fast result is not finite; chunked over columns to bound memory."""
+    out = np.empty((sv.shape[1], mv.shape[1]), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        for j in range(0, mv.shape[1], chunk):
+            prods = sv[:, :, None] * mv[:, None, j : j + chunk]  # [K, M, n] fp32 products
+            out[:, j : j + chunk] = prods.sum(axis=0, dtype=np.float32)
+    return out
+
+
 class IsaEngine(StatsScanInstructions):
     """Stateless instruction implementations; per-run state comes from ``current_run()``."""
 
@@ -63,7 +77,10 @@ class IsaEngine(StatsScanInstructions):
         mv, m_ok = f32(m)
         sv, mv = flat(sv), flat(mv)
         # fp32 products and fp32 accumulation, as TensorE + PSUM do (nki-facts §5).
-        values = sv.T @ mv
+        with np.errstate(all="ignore"):
+            values = sv.T @ mv
+        if not np.isfinite(values).all():
+            values = _rounded_products(sv, mv)
         valid = None
         if s_ok is not None or m_ok is not None:
             cols_s = np.ones(sv.shape[1], bool) if s_ok is None else flat(s_ok).all(axis=0)

@@ -82,12 +82,15 @@ def score(
     nki_name: str | None = None,
     limits: Limits | None = None,
     target: str = "trn2",
+    migration: Any = None,
 ) -> FidelityReport:
     """Score `candidate_path` (an NKI kernel file) as a migration of `cuda_path`'s kernel.
 
     reference: "generated" (the migrator's own kernel), a path to a reference NKI file, or
     None (performance judged against the roofline only). nki_name: the kernel's name in the
-    candidate (default: the CUDA kernel's name without ``_kernel``)."""
+    candidate (default: the CUDA kernel's name without ``_kernel``). migration: the migrator's
+    result for this kernel (a `KernelMigration` whose `nki_file` still exists) when the caller
+    already has it, instead of migrating again."""
     t_start = time.perf_counter()
     task = resolve_task(cuda_path, kernel, spec)
     candidate = Path(candidate_path)
@@ -135,7 +138,7 @@ def score(
     t0 = time.perf_counter()
     prof, lines = _candidate_profile(box)
     with tempfile.TemporaryDirectory(prefix="c2n_ref_") as tmp:
-        km = _migration(task, cuda_path, target, tmp)
+        km = migration if migration is not None else _migration(task, cuda_path, target, tmp)
         if reference == "generated":
             ref_file = km.nki_file if km is not None and km.status == "complete" else None
             label = "generated"

@@ -204,3 +204,22 @@ def test_spmd_program_queries():
 
     run_kernel(kernel, np.zeros((1, 1), np.float32), grid=(2, 3))
     assert seen[0] == (0, 0, 2, 6, 2) and seen[-1] == (1, 2, 2, 6, 2) and len(seen) == 6
+
+
+def test_matmul_rounds_each_product_to_fp32_when_it_overflows():
+    """+inf and -inf products sum to NaN, as fp32 products do (a fused BLAS would give inf)."""
+
+    def kernel(a, b):
+        out = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    big = np.float32(3e30)
+    a = np.full((64, 1), big, np.float32)
+    b = np.where(np.arange(64) % 2 == 0, big, -big).astype(np.float32)[:, None]
+    out, _ = run_kernel(kernel, a, b)
+    assert np.isnan(np.asarray(out)[0, 0])
+    small = np.ones((64, 1), np.float32)
+    out, _ = run_kernel(kernel, small, small)  # the fast path is unchanged
+    assert np.asarray(out)[0, 0] == 64.0

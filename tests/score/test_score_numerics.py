@@ -71,6 +71,13 @@ def test_nonfinite_only_where_the_original_is_nonfinite() -> None:
     assert not c.ok and c.nonfinite_mismatch == 1
 
 
+def test_reproducing_the_original_where_the_truth_overflows_is_not_penalised() -> None:
+    truth = np.array([1.0, 1e60, 3.0])  # the float64 truth of element 1 overflows float32
+    oracle = np.array([1.0, 0.0, 3.0], dtype=np.float32)  # fp32 CUDA: NaN, then fmaxf(., 0)
+    assert compare(np.array([1.0, 0.0, 3.0], np.float32), oracle, truth, "float32").ok
+    assert not compare(np.array([1.0, 5.0, 3.0], np.float32), oracle, truth, "float32").ok
+
+
 def test_low_precision_policy_and_error_ratio() -> None:
     rng = np.random.default_rng(2)
     truth = rng.standard_normal(4096)
