@@ -4,8 +4,10 @@ For matmul, softmax and layernorm, `migrate` emits a kernel from the CUDA origin
 reference in `corpus/expert/` was written by hand in the style of the optimised NKI tutorials.
 Both run in the emulator on identical inputs at the spec's default sizes and at larger sizes; the
 ratio generated / expert is reported (goal: at most 1.25). Also prints `migrate` wall time.
+`--all`: every corpus kernel with an expert and a complete migration, at its default sizes,
+with the geometric mean of the ratios and how many are within the goal.
 
-    python bench/bench_migrate_vs_expert.py [--target trn2] [--quick]
+    python bench/bench_migrate_vs_expert.py [--target trn2] [--quick] [--all]
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--target", default="trn2", choices=["trn1", "trn2"])
     ap.add_argument("--quick", action="store_true", help="default sizes only")
+    ap.add_argument("--all", action="store_true", help="every expert/generated pair, defaults")
     args = ap.parse_args()
     opts = mn.EmulatorOptions(target=args.target)
+    if args.all:
+        return whole_corpus(opts)
     print(f"{'kernel':<14} {'sizes':<26} {'generated us':>13} {'expert us':>10} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for stem, expert_file, name, extra in CASES:
@@ -55,6 +60,43 @@ def main() -> None:
                 label = ",".join(f"{k}={v}" for k, v in sizes.items())
                 print(f"{stem:<14} {label:<26} {g:>13.2f} {e:>10.2f} {g / e:>6.2f}")
             print(f"{'':<14} migrate (no check) {wall:.2f} s")
+
+
+def whole_corpus(opts: object) -> None:
+    import math
+
+    import migrator.nki as mn
+
+    ratios: list[float] = []
+    print(f"{'kernel':<20} {'generated us':>13} {'expert us':>10} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for toml in sorted((ROOT / "corpus").glob("*.toml")):
+            spec = load_spec(toml)
+            name = spec.kernel.name.removesuffix("_kernel")
+            expert = ROOT / "corpus" / "expert" / f"{name}_expert.py"
+            if not expert.is_file():
+                continue
+            m = migrate(toml.with_suffix(".cu"), kernel=spec.kernel.name, out_dir=tmp,
+                        check=False)  # fmt: skip
+            km = m.kernels[0]
+            if km.status != "complete" or not km.nki_file:
+                print(f"{toml.stem:<20} {'(no migration)':>13}")
+                continue
+            ins = make_inputs(spec, spec.sizes, seed=0)
+            arrays = [ins[t.name] for t in spec.inputs_in_order]
+            kw = {s.name: s.value for s in spec.value_scalars}
+            gen = getattr(mn.load_kernel_module(km.nki_file), name)
+            ref = getattr(mn.load_kernel_module(expert), name)
+            g = mn.profile(gen, *arrays, options=opts, **kw).estimated_latency_us
+            e = mn.profile(ref, *arrays, options=opts, **kw).estimated_latency_us
+            ratios.append(g / e)
+            print(f"{toml.stem:<20} {g:>13.2f} {e:>10.2f} {g / e:>6.2f}")
+    gmean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    within = sum(r <= 1.25 for r in ratios)
+    print(
+        f"{len(ratios)} pairs: geometric mean {gmean:.2f}x, {within} within 1.25x, "
+        f"worst {max(ratios):.2f}x"
+    )
 
 
 if __name__ == "__main__":

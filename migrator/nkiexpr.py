@@ -108,10 +108,13 @@ def render(
                 return go(n.args[0])
             if n.op in _MAXNUM and len(n.args) == 2 and any(a.kind == "const" for a in n.args):
                 # fmaxf/fminf return the non-NaN operand (IEEE maxNum): fmaxf(NaN, 0) is 0,
-                # which a NaN-propagating maximum would not give; a select on the comparison does
+                # which a NaN-propagating maximum would not give; a select on the comparison
+                # does, at the price of evaluating the operand twice, so only for an operand of
+                # at most one instruction (nested clamps would otherwise grow exponentially)
                 x, c = n.args if n.args[1].kind == "const" else n.args[::-1]
                 a, b = go(x), go(c)
-                return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
+                if a.count("nl.") <= 1:
+                    return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
             fn = MATH.get(n.op or "")
             if fn is None:
                 raise Untranslatable(f"call to {n.op}() in {n.text!r}")
