@@ -168,11 +168,17 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "weights": note(table.span, f"__constant__ {table.name}[{len(weights)}]"),
         "halo": note(
             k.shared[0].span if k.shared else k.span,
+            "shared tile with halos: one load per tile (per row offset in 2-D) brings the halo "
+            "along, each tap is a free-axis slice of it, zero outside the array",
+        ),
+        "halo_shifted": note(
+            k.shared[0].span if k.shared else k.span,
             "shared tile with halos: each tap is a shifted load instead, zero outside the array",
         ),
         "store": note(st.span, source_line(st.span)),
     }
     p.fields = {
+        "uses_isa": True,  # fused multiply-add taps (nisa.scalar_tensor_tensor)
         "dims": dims,
         "x": x.name,
         "out": out.var,

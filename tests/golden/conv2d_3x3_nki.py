@@ -14,6 +14,7 @@ if __name__ == "__main__":
     sys.exit(main(__file__, cuda="<relative path to the .cu>", kernel="conv2d_3x3_kernel"))
 
 import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
@@ -32,20 +33,26 @@ def conv2d_3x3(x):
 
     out = nl.ndarray((H, W), dtype=nl.float32, buffer=nl.shared_hbm)
 
-    # from conv2d_3x3.cu:15 — shared tile with halos: each tap is a shifted load instead, zero outside the array
+    # from conv2d_3x3.cu:15 — shared tile with halos: one load per tile (per row offset in 2-D) brings the halo along, each tap is a free-axis slice of it, zero outside the array
+    dx_low = min(dx for _, dx, _ in TAPS)
+    width = max(dx for _, dx, _ in TAPS) - dx_low + 1
+    row_offsets = list(dict.fromkeys(dy for dy, _, _ in TAPS))  # in the CUDA tap order
+    i_h = nl.arange(F_TILE + width - 1)[None, :]  # a tile's columns and their halo
     for r in nl.affine_range((H + P_TILE - 1) // P_TILE):
         for col in nl.affine_range((W + F_TILE - 1) // F_TILE):
             i_p = r * P_TILE + nl.arange(P_TILE)[:, None]
             i_f = col * F_TILE + nl.arange(F_TILE)[None, :]
             acc = nl.zeros((P_TILE, F_TILE), dtype=nl.float32, buffer=nl.sbuf)
-            for j in nl.static_range(len(TAPS)):
-                dy, dx, w = TAPS[j]
+            for dy in row_offsets:
+                # one load per row offset: the rows dy away, with the columns every tap reaches
                 s_p = i_p + dy
-                s_f = i_f + dx
-                inside = (s_p >= 0) & (s_p < H) & (s_f >= 0) & (s_f < W)
-                tap = nl.zeros((P_TILE, F_TILE), dtype=nl.float32, buffer=nl.sbuf)
-                tap[...] = nl.load(x[s_p, s_f], mask=inside)
-                acc[...] = nl.add(acc, nl.multiply(tap, w))
+                s_h = col * F_TILE + i_h + dx_low
+                inside = (s_p >= 0) & (s_p < H) & (s_h >= 0) & (s_h < W)
+                rows = nl.zeros((P_TILE, F_TILE + width - 1), dtype=nl.float32, buffer=nl.sbuf)
+                rows[...] = nl.load(x[s_p, s_h], mask=inside)
+                for ty, dx, w in TAPS:
+                    if ty == dy:  # acc + w * x as one VectorE instruction
+                        acc = nisa.scalar_tensor_tensor(data=rows[:, dx - dx_low : dx - dx_low + F_TILE], op0=nl.multiply, operand0=w, op1=nl.add, operand1=acc)
             # from conv2d_3x3.cu:37 — out[y * W + x] = acc;
             nl.store(out[i_p, i_f], value=acc, mask=(i_p < H) & (i_f < W))
     return out
