@@ -297,7 +297,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
 MATMUL_LOCALS = frozenset({
     "acc", "res", "out_tile", "c_tile", "a_t", "a_tile", "b_tile", "bt_tile", "a_flip", "b_flip",
     "i_m", "i_n", "i_k", "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "m", "n", "k",
-    "m0", "n0", "k0", "ms", "ns", "ks", "bt", "TILE_M", "TILE_N", "TILE_K",
+    "m0", "n0", "k0", "ms", "ns", "ks", "bt", "TILE_M", "TILE_N", "TILE_K", "tm", "tn", "tk",
 })  # fmt: skip
 ACC = "ACC__"  # the accumulator in a rendered epilogue; each template names its tile
 

@@ -81,8 +81,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "bf16_accumulation",
         "mutant",
         _sub(
-            r"acc = nl\.zeros\(\(TILE_M, TILE_N\), nl\.float32, buffer=nl\.psum\)",
-            "acc = nl.zeros((TILE_M, TILE_N), nl.bfloat16, buffer=nl.psum)",
+            r"acc = nl\.zeros\(\((\w+), (\w+)\), nl\.float32, buffer=nl\.psum\)",
+            r"acc = nl.zeros((\1, \2), nl.bfloat16, buffer=nl.psum)",
         ),
     ),
     Mutation(

@@ -30,26 +30,28 @@ def sgemm_tiled(A, B, C, *, alpha, beta):
 
     C_out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
 
+    # tiles no larger than the matrices: a small M, N or K wastes no TensorE rows or columns
+    tm, tn, tk = min(TILE_M, M), min(TILE_N, N), min(TILE_K, K)
     # ragged edges: masked loads into zeroed tiles, masked stores
-    for m in nl.affine_range((M + TILE_M - 1) // TILE_M):
-        for n in nl.affine_range((N + TILE_N - 1) // TILE_N):
+    for m in nl.affine_range((M + tm - 1) // tm):
+        for n in nl.affine_range((N + tn - 1) // tn):
             # from matmul_tiled.cu:28 — the per-thread accumulator becomes a PSUM tile, accumulated over K tiles
-            acc = nl.zeros((TILE_M, TILE_N), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range((K + TILE_K - 1) // TILE_K):
+            acc = nl.zeros((tm, tn), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range((K + tk - 1) // tk):
                 # from matmul_tiled.cu:34 — A is row-major [M, K]: row-major tiles are transposed on the Tensor engine
-                i_m = m * TILE_M + nl.arange(TILE_M)[:, None]
-                i_kf = k * TILE_K + nl.arange(TILE_K)[None, :]
-                a_tile = nl.zeros((TILE_M, TILE_K), dtype=nl.float32, buffer=nl.sbuf)
+                i_m = m * tm + nl.arange(tm)[:, None]
+                i_kf = k * tk + nl.arange(tk)[None, :]
+                a_tile = nl.zeros((tm, tk), dtype=nl.float32, buffer=nl.sbuf)
                 a_tile[...] = nl.load(A[i_m, i_kf], mask=(i_m < M) & (i_kf < K))
                 a_t = nl.copy(nl.transpose(a_tile), dtype=nl.float32)
-                i_kp = k * TILE_K + nl.arange(TILE_K)[:, None]
-                i_n = n * TILE_N + nl.arange(TILE_N)[None, :]
-                b_tile = nl.zeros((TILE_K, TILE_N), dtype=nl.float32, buffer=nl.sbuf)
+                i_kp = k * tk + nl.arange(tk)[:, None]
+                i_n = n * tn + nl.arange(tn)[None, :]
+                b_tile = nl.zeros((tk, tn), dtype=nl.float32, buffer=nl.sbuf)
                 b_tile[...] = nl.load(B[i_kp, i_n], mask=(i_kp < K) & (i_n < N))
                 acc += nl.matmul(a_t, b_tile, transpose_x=True)
             # from matmul_tiled.cu:34 — C[row * ldc + col] = alpha * acc + beta * C[row * ldc + col];
-            i_mo = m * TILE_M + nl.arange(TILE_M)[:, None]
-            i_no = n * TILE_N + nl.arange(TILE_N)[None, :]
+            i_mo = m * tm + nl.arange(tm)[:, None]
+            i_no = n * tn + nl.arange(tn)[None, :]
             out_ok = (i_mo < M) & (i_no < N)
             res = nl.multiply(acc, alpha)
             c_tile = nl.load(C[i_mo, i_no], mask=out_ok)

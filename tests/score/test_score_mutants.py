@@ -26,7 +26,7 @@ MUTANTS = [
      [("row_sum = nl.sum(exps, axis=1)", "row_sum = nl.sum(exps, axis=1, dtype=nl.bfloat16)")],
      {"C2N4029"}),
     ("matmul_tiled", "skipped last K tile",
-     [("nl.affine_range((K + TILE_K - 1) // TILE_K)", "nl.affine_range(K // TILE_K)")],
+     [("nl.affine_range((K + tk - 1) // tk)", "nl.affine_range(K // tk)")],
      {"C2N4010"}),
     ("matmul_tiled", "missing beta",
      [("res = nl.add(res, nl.multiply(c_tile, beta))", "res = nl.add(res, c_tile)")],
