@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from migrator.cuda.ir import Expr
 
 # CUDA math function -> NKI function (same argument order).
@@ -57,6 +59,87 @@ def _scalar_only(n: Expr) -> bool:
     return False
 
 
+# Activation functions the Scalar engine computes in one instruction, by their float64 formula:
+# a CUDA expression of one operand that equals one of them everywhere (silu written as
+# `v / (1.0f + expf(-v))`, tanh-GELU spelled out) becomes that one instruction instead of a chain
+# of Vector engine ops. Decided numerically on sample points, so any spelling is recognised.
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "nl.sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "nl.silu": lambda x: x / (1.0 + np.exp(-x)),
+    "nl.gelu_apprx_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi)
+                                                               * (x + 0.044715 * x**3))),
+    "nl.gelu": lambda x: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
+    "nl.softplus": lambda x: np.logaddexp(0.0, x),
+}  # fmt: skip
+_SAMPLES = np.array([-9.5, -4.1, -2.3, -1.7, -1.0, -0.61, -0.25, -0.03, 0.0, 0.04, 0.3, 0.77,
+                     1.0, 1.9, 2.6, 4.4, 8.7])  # fmt: skip
+_EVAL_CALLS: dict[str, Callable[..., np.ndarray]] = {
+    "exp": np.exp, "tanh": np.tanh, "log": np.log, "sqrt": np.sqrt, "fabs": np.abs,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "fmax": np.fmax, "fmin": np.fmin,
+}  # fmt: skip
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf)(x)
+
+
+def _key(e: Expr) -> str:
+    return f"{e.kind}:{e.op}:{e.name}:{e.value}:{[i.canonical for i in e.index]}:" + ",".join(
+        _key(a) for a in e.args
+    )
+
+
+def _evaluate(e: Expr, var: str, x: np.ndarray) -> np.ndarray | None:
+    """`e` in float64 with the subtree keyed `var` as x; None if anything else is not constant."""
+    if _key(e) == var:
+        return x
+    if e.kind == "const" and e.dtype != "bool":
+        return np.full_like(x, float(e.value or 0.0))
+    if e.kind == "cast" or (e.kind == "call" and e.op in CONVERSIONS):
+        return _evaluate(e.args[0], var, x) if e.args else None
+    args = [_evaluate(a, var, x) for a in e.args]
+    if any(a is None for a in args):
+        return None
+    with np.errstate(all="ignore"):
+        if e.kind == "binary" and e.op in ("+", "-", "*", "/"):
+            a, b = args
+            return {"+": a + b, "-": a - b, "*": a * b, "/": a / b}[e.op]  # type: ignore[operator]
+        if e.kind == "unary" and e.op == "-":
+            return -args[0]  # type: ignore[operator]
+        if e.kind == "call" and e.op:
+            name = e.op.removeprefix("__").removesuffix("f")
+            if name == "erf":
+                return _erf(args[0])  # type: ignore[arg-type]
+            fn = _EVAL_CALLS.get(name)
+            return fn(*args) if fn is not None else None
+    return None
+
+
+def activation_of(e: Expr) -> tuple[str, Expr] | None:
+    """(nl activation, its operand) when `e` computes one activation of one subexpression."""
+    if e.kind not in ("binary", "call", "unary"):
+        return None
+    if sum(n.kind in ("binary", "call", "unary") for n in e.walk()) < 3:
+        return None  # a single op renders as itself
+    subtrees = sorted((n for n in e.walk()[1:] if any(m.kind == "load" for m in n.walk())),
+                      key=lambda n: -len(n.walk()))  # fmt: skip
+    tried: set[str] = set()
+    for u in subtrees:
+        k = _key(u)
+        if k in tried:
+            continue
+        tried.add(k)
+        y = _evaluate(e, k, _SAMPLES)
+        if y is None or not np.isfinite(y).all():
+            continue
+        for name, f in _ACTIVATIONS.items():
+            if np.allclose(y, f(_SAMPLES), rtol=1e-6, atol=1e-7):
+                return name, u
+    return None
+
+
 class Untranslatable(ValueError):
     """A CUDA expression with no NKI rendering (the reason names the construct)."""
 
@@ -67,12 +150,16 @@ def render(
     params: Mapping[str, str],
     *,
     float_casts: set[str] | None = None,
+    activations: bool = True,
 ) -> str:
     """NKI source for `e`; `load_names` names the tile holding each load, `params` renames."""
     casts = _FLOAT_CASTS | (float_casts or set())
 
     def go(n: Expr) -> str:
         k = n.kind
+        act = activation_of(n) if activations else None
+        if act is not None:
+            return f"{act[0]}({_strip_outer(go(act[1]))})"
         if k == "const":
             if n.dtype == "bool":
                 return "True" if n.value else "False"
