@@ -215,6 +215,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
                 "note": note(st.span, source_line(st.span)),
             }
         )
+    _share_values(rendered)
     first_out = p.tensor_for_param(stores[0].array)
     assert first_out is not None
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
@@ -250,3 +251,18 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         fields["rows"], fields["cols"] = first_out.shape[0], first_out.shape[1]
     p.fields = fields
     return p
+
+
+def _share_values(rendered: list[dict[str, Any]]) -> None:
+    """An output whose value a later output also computes (AdamW's `m` inside the parameter
+    update) is computed once into a local: the later expression refers to it by name."""
+    for i, r in enumerate(rendered):
+        r["local"] = None
+        expr = r["expr"]
+        if "(" not in expr:  # a bare tile: nothing to share
+            continue
+        later = rendered[i + 1 :]
+        if any(expr in x["expr"] for x in later):
+            r["local"] = f"{r['tensor']}_value"
+            for x in later:
+                x["expr"] = x["expr"].replace(expr, r["local"])

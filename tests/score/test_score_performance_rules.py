@@ -33,7 +33,8 @@ def test_strided_dma_is_correct_but_flagged(tmp_path: Path) -> None:
 def test_single_buffer_serialises_engines_and_is_flagged(tmp_path: Path) -> None:
     """One SBUF buffer reused by load, compute and store makes every iteration wait for the
     previous store (WAR): DMA and VectorE run one after another (C2N4058)."""
-    k = migrate(CORPUS / "gelu.cu", out_dir=tmp_path, check=False).kernels[0]
+    # hardswish: a chain of VectorE ops long enough for the schedule to matter
+    k = migrate(CORPUS / "hardswish.cu", out_dir=tmp_path, check=False).kernels[0]
     src = k.nki_source
     loop = "    for t in nl.affine_range("
     assert loop in src and "x_tile = nl.load(x[idx], mask=in_bounds)" in src, "update the rewrite"
@@ -53,9 +54,9 @@ def test_single_buffer_serialises_engines_and_is_flagged(tmp_path: Path) -> None
         + "        nl.store(y_out[idx], value=buf, mask=in_bounds)\n"
         + "    return y_out\n"
     )
-    reference = score(CORPUS / "gelu.cu", k.nki_file, seeds=1)
+    reference = score(CORPUS / "hardswish.cu", k.nki_file, seeds=1)
     assert "C2N4058" not in reference.rule_ids()
-    r = score(CORPUS / "gelu.cu", serial, seeds=1, nki_name="gelu")
+    r = score(CORPUS / "hardswish.cu", serial, seeds=1, nki_name="hardswish")
     assert r.verdict == "pass", r.summary  # correct numbers; only the schedule is judged
     (f,) = [f for f in r.findings if f.rule == "C2N4058"]
     assert "engines overlap 0 %" in f.message and "reference overlaps" in f.message
