@@ -139,4 +139,6 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     """Widen stored values to the float32 compute type of every engine (nki-facts §5)."""
     if values.dtype == np.float32:
         return values
+    if values.dtype == bfloat16:  # exact: bf16 is the upper half of the fp32 bit pattern
+        return (values.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     return values.astype(np.float32)

@@ -541,6 +541,9 @@ class Tensor:
     def _apply_inplace(self, op: str, other: Any) -> Tensor:
         from . import language
 
+        if self._accumulate_fast(op, other):
+            language._record_inplace(self, op, other)
+            return self
         if op == "add" and self._starts_accumulation(other):
             # TensorE opens an accumulation group with an overwrite: `psum += nc_matmul(...)`
             # into a never-written PSUM tile is the first write (nki-facts §4 nc_matmul), and
@@ -554,6 +557,30 @@ class Tensor:
         self.write(values, valid, accumulate=True)
         language._record_inplace(self, op, other)
         return self
+
+    def _accumulate_fast(self, op: str, other: Any) -> bool:
+        """`psum_tile += matmul(...)` with both fully valid fp32 tiles of one shape: the sum is
+        written straight back (the general path's promotion and broadcasting would be no-ops)."""
+        if (
+            op != "add"
+            or self.buffer is not Buffer.PSUM
+            or not isinstance(other, Tensor)
+            or self.advanced
+            or other.advanced
+            or self.dtype != dtypes.float32
+            or other.dtype != dtypes.float32
+            or other.shape != self.shape
+            or self._starts_accumulation(other)
+        ):
+            return False
+        ov, o_ok = other.read()
+        sv, s_ok = self.read()
+        if o_ok is not None or s_ok is not None:
+            return False
+        with np.errstate(all="ignore"):
+            total = sv + ov
+        self.write(total, None, accumulate=True)
+        return True
 
     def _starts_accumulation(self, other: Any) -> bool:
         """PSUM += PSUM (a matmul result) onto elements that were never written."""
