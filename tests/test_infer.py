@@ -16,7 +16,9 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 INFERABLE = [
     "vector_add", "saxpy", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_naive",
     "reduce_sum_shared", "reduce_warp_shuffle", "transpose_tiled", "stencil_1d", "dot_atomic",
-    "matmul_tiled", "conv2d_3x3", "gelu",
+    "matmul_tiled", "conv2d_3x3", "gelu", "relu_half", "leaky_relu", "hardswish", "sgd_momentum",
+    "bias_gelu_2d", "log_softmax", "transpose_naive", "matmul_bias_relu", "row_max", "rmsnorm",
+    "adamw",
 ]  # fmt: skip
 
 
