@@ -110,12 +110,17 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     info = match.plan or {}
     p = bind(tu, k, spec, "transpose", match.variant)
     x, out = p.tensor_for_param(info["input"]), p.tensor_for_param(info["output"])
-    if x is None or out is None or len(x.shape) != 2:
+    # [R, C] -> [C, R], or a batch of them: [B, R, C] -> [B, C, R] (blockIdx.z over the batch)
+    batched = (
+        x is not None and out is not None and len(x.shape) == 3
+        and out.shape == [x.shape[0], x.shape[2], x.shape[1]]
+    )  # fmt: skip
+    if x is None or out is None or (len(x.shape) != 2 and not batched):
         raise PlanError(
             diag.make(
                 "NOT_EMITTED",
                 k.span,
-                what="a transpose whose input is not a 2-D tensor of the task",
+                what="a transpose whose input is not a 2-D tensor (or a batch of them) of the task",
             )
         )
     st = facts.global_stores(k)[0]
@@ -131,8 +136,9 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p.fields = {
         "x": x.name,
         "out": out.var,
-        "rows": x.shape[0],
-        "cols": x.shape[1],
+        "batch": x.shape[0] if batched else None,
+        "rows": x.shape[-2],
+        "cols": x.shape[-1],
         "dtype": x.nl_dtype,
         "constant_notes": {"TILE": "rows and columns per tile (pmax; TensorE transpose limit)"},
     }

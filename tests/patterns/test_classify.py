@@ -57,8 +57,8 @@ EXPECT = {
         "shared_tiled",
         "fmaxf(acc + bias[col], 0.0f)",
     ),
-    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("batched_transpose", "batched_transpose_kernel"): ("transpose", "shared_tiled", "shared tile"),
+    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("gemv", "gemv_kernel"): ("reduction", "axis", "warp_shuffle"),
     ("row_max", "row_max_kernel"): ("reduction", "axis", "each block reading its row"),
     ("cross_entropy", "cross_entropy_fwd_kernel"): ("reduction", "axis", "max+sum"),
