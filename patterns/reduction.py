@@ -106,6 +106,34 @@ class ReductionMatcher(FamilyMatcher):
         )
 
 
+def _row_times_vector(k: Kernel, ins: list[Any]) -> str | None:
+    """The vector of a matrix-vector row reduction (`sum += A[row*K + k] * x[k]`): the 1-D
+    input read at the reduction variable alone, the other input a matrix read along its row."""
+    matrix = [t for t in ins if len(t.shape) == 2]
+    vec = [t for t in ins if len(t.shape) == 1]
+    if len(matrix) != 1 or len(vec) != 1 or vec[0].shape[0] != matrix[0].shape[1]:
+        return None
+    for st in facts.global_stores(k):
+        for node in st.value.walk():
+            if node.kind != "binary" or node.op != "*" or len(node.args) != 2:
+                continue
+            a, b = node.args
+            if not (a.kind == "load" and b.kind == "load"):
+                continue
+            by_param = {ld.name: ld for ld in (a, b)}
+            m = by_param.get(matrix[0].param)
+            v = by_param.get(vec[0].param)
+            if m is None or v is None or not v.index or not m.index:
+                continue
+            vi, mi = v.index[0], m.index[0]
+            loop_vars = {lp.var for lp in k.loops if lp.var}
+            if vi.affine and len(vi.variant) == 1 and vi.variant[0] in loop_vars:
+                kv = vi.variant[0]
+                if mi.affine and poly.coefficient_of(mi.as_poly(), kv) == {(): 1}:
+                    return vec[0].name
+    return None
+
+
 def _row_per_block(k: Kernel) -> bool:
     """Each block reduces one row: global reads advance by a problem size per block
     (`in[blockIdx.x * cols + c]`), not by a constant block extent (`in[blockIdx.x * 512 + t]`)."""
@@ -130,6 +158,11 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     p = bind(tu, k, spec, "reduction", match.variant)
     out = p.tensor_for_param(info["output"])
     ins = [t for t in (p.tensor_for_param(a) for a in info.get("inputs", [])) if t is not None]
+    vector = None
+    if match.variant == "axis" and len(ins) == 2 and info["op"] == "sum" and out is not None:
+        vector = _row_times_vector(k, ins)  # gemv: sum_k A[row, k] * x[k]
+        if vector is not None:
+            ins = [t for t in ins if t.name != vector]
     if out is None or (len(ins) != 1 and match.variant != "atomic_total"):
         raise PlanError(
             diag.make("NOT_EMITTED", k.span, what="a reduction with other than one input tensor")
@@ -151,6 +184,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "x": x.name,
         "out": out.var,
         "op": info["op"],
+        "vector": vector,
     }
     if match.variant == "block_partial":
         chunk = _elements_per_block(k)

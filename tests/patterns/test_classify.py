@@ -58,8 +58,8 @@ EXPECT = {
         "fmaxf(acc + bias[col], 0.0f)",
     ),
     ("batched_transpose", "batched_transpose_kernel"): ("transpose", "shared_tiled", "shared tile"),
-    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("gemv", "gemv_kernel"): ("reduction", "axis", "warp_shuffle"),
+    # claimed by a family whose planner then reports what it cannot emit (C2N2006)
     ("row_max", "row_max_kernel"): ("reduction", "axis", "each block reading its row"),
     ("cross_entropy", "cross_entropy_fwd_kernel"): ("reduction", "axis", "max+sum"),
     ("l2_norm_sq", "l2_norm_sq_kernel"): ("reduction", "atomic_total", "global accumulator"),
