@@ -250,9 +250,15 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
 
     def _scalar_decl(self, node: Node, d: Declarator, elem_type: str, is_const: bool) -> None:
         if d.init is not None and d.init.type == "call_expression":
-            name, _ = callee_name(self.p, d.init)
+            name, targs = callee_name(self.p, d.init)
             if name in CG_SCOPES:
-                self.env.define(d.name, Var("cg", cg_scope=CG_SCOPES[name]))
+                # a tile's size from tiled_partition<W>(...) (the index algebra needs W)
+                size = (
+                    self.ev.const_int(targs.named_children[0])
+                    if targs is not None and targs.named_children
+                    else None
+                )
+                self.env.define(d.name, Var("cg", cg_scope=CG_SCOPES[name], width=size or 1))
                 return
         if d.init is None:
             self.env.define(

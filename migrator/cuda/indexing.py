@@ -337,7 +337,38 @@ class IndexEvaluator:
         args = node.child_by_field_name("arguments")
         if name == "static_cast" and args is not None and args.named_children:
             return self.value(args.named_children[0])
+        rank = self._cg_rank(node, name)
+        if rank is not None:
+            return rank
         return Val(None, f"the result of {name}()", self.deps(node))
+
+    def _cg_rank(self, node: Node, name: str) -> Val | None:
+        """Cooperative-group ranks of a 1-D block as thread-index algebra: for a tile of W
+        threads, `thread_rank()` is threadIdx.x % W, `meta_group_rank()` threadIdx.x / W and
+        `meta_group_size()` blockDim.x / W; for the block itself thread_rank() is threadIdx.x."""
+        fn = node.child_by_field_name("function")
+        obj = fn.child_by_field_name("argument") if fn is not None else None
+        if obj is None or obj.type != "identifier":
+            return None
+        var = self.env.lookup(self.parsed.text(obj))
+        if var is None or var.kind != "cg":
+            return None
+        tid, bdim = poly.sym("threadIdx.x"), poly.sym("blockDim.x")
+        deps = frozenset({"threadIdx.x"})
+        if var.cg_scope == "block" and name in (".thread_rank", ".size", ".num_threads"):
+            return Val(tid, None, deps) if name == ".thread_rank" else Val(bdim)
+        if var.cg_scope != "warp" or var.width <= 1:
+            return None
+        w = var.width
+        if name == ".thread_rank":
+            return Val(self._quasi_affine("%", tid, w, deps), None, deps)
+        if name == ".meta_group_rank":
+            return Val(self._quasi_affine("/", tid, w, deps), None, deps)
+        if name == ".meta_group_size":
+            return Val(self._quasi_affine("/", bdim, w, frozenset({"blockDim.x"})))
+        if name in (".size", ".num_threads"):
+            return Val(poly.const(w))
+        return None
 
     def _sizeof(self, node: Node) -> Val:
         t = node.child_by_field_name("type")

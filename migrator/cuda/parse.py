@@ -8,6 +8,7 @@ tree would guess.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -70,8 +71,18 @@ class ParsedSource:
         return len(self.source_bytes[line_start:byte_offset].decode("utf-8", "replace")) + 1
 
 
+# `cg::thread_block_tile<32> warp = ...` is read by tree-sitter-cuda as the comparison chain
+# `(cg::thread_block_tile < 32) > (warp = ...)`: the template type is spelt `auto`, padded to the
+# same width so every column stays where it was (the initialiser says what the tile is).
+_CG_TILE_DECL = re.compile(r"\b(?:\w+::)*thread_block_tile\s*<[^<>;=]*>(?=\s+\w+\s*=)")
+
+
+def _untangle_templates(text: str) -> str:
+    return _CG_TILE_DECL.sub(lambda m: "auto".ljust(len(m.group(0))), text)
+
+
 def parse_preprocessed(pre: Preprocessed) -> ParsedSource:
-    data = pre.text.encode("utf-8")
+    data = _untangle_templates(pre.text).encode("utf-8")
     tree = new_parser().parse(data)
     parsed = ParsedSource(pre=pre, tree=tree, source_bytes=data, diagnostics=list(pre.diagnostics))
     errors = syntax_errors(parsed)

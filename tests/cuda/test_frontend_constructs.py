@@ -331,3 +331,19 @@ def test_align_attribute_on_shared_arrays() -> None:
         "  s[threadIdx.x] = 1.0f;\n  __syncthreads();\n  x[threadIdx.x] = s[threadIdx.x];\n}\n"
     )
     assert [(a.name, a.dims) for a in k.shared] == [("s", [64])]
+
+
+def test_cooperative_group_ranks_are_thread_index_algebra() -> None:
+    """`cg::thread_block_tile<32> warp = ...` (which tree-sitter reads as a comparison chain)
+    declares the tile; its ranks become lane and warp ids."""
+    k = one(
+        "namespace cg = cooperative_groups;\n"
+        "__global__ void k(float* y) {\n"
+        "  cg::thread_block block = cg::this_thread_block();\n"
+        "  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);\n"
+        "  y[warp.meta_group_rank() * 32 + warp.thread_rank()] = 1.0f;\n"
+        "  y[block.thread_rank()] = 2.0f;\n}\n"
+    )
+    got = [a.indices[0].canonical for a in k.accesses if a.array == "y"]
+    assert got == ["32*floordiv(threadIdx.x, 32) + mod(threadIdx.x, 32)", "threadIdx.x"]
+    assert "C2N1019" not in diag_ids(k)

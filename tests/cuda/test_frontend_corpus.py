@@ -423,7 +423,7 @@ EXPECT: dict[str, dict[str, Any]] = {
         "roles": {"x": "in", "mean": "out", "rows": "scalar", "cols": "scalar"},
         "shared": {},
         "barriers": 0,
-        "loops": ["counted", "halving"],
+        "loops": ["block_stride", "halving"],  # lanes stride from warp.thread_rank()
         "reductions": {("sum", "warp_shuffle"), ("sum", "loop_accumulate")},
         "calls": {".shfl_down": "warp"},
     },
