@@ -9,6 +9,7 @@ each piece came from in the CUDA source). Templates make no decisions: everythin
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,21 @@ TEMPLATE_LOCALS = frozenset(
         "n",
     ]
 )
+
+# Names the templates (both dialects) assign or use besides TEMPLATE_LOCALS: a size of the task
+# with one of these names (inferred specs name sizes after host parameters: rows, cols, n) is
+# renamed in the NKI kernel, or a loop's `rows = min(P_TILE, rows - r0)` would shadow it.
+SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
+    {
+        "rows", "cols", "r0", "c0", "rs", "cs", "done", "count", "n", "m", "k", "g", "g0", "full",
+        "rem", "total", "ones", "partial", "vec", "i", "j", "flip", "flipped", "src", "tap",
+        "halo", "w", "dy", "dx", "ty", "row_offsets", "dx_low", "width", "i_h", "s_p", "s_h",
+        "inside", "bt", "tm", "tn", "tk", "m0", "n0", "k0", "ns", "ks", "i_m", "i_n", "i_k",
+        "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "a_t", "c_tile", "bt_tile",
+        "a_flip", "b_flip", "part", "shift", "first", "last", "stats", "mean_var", "norm", "g_row",
+        "b_row", "i_0", "min", "max", "range", "len", "nl", "nki", "nisa", "np",
+    }
+)  # fmt: skip
 
 NL_DTYPES = {
     "float32": "nl.float32",
@@ -168,6 +184,7 @@ def size_expr_to_python(expr: str | int) -> str:
 
 def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: str | None) -> Plan:
     """The contract side of a plan: arguments, sizes from shapes, scalars."""
+    spec = _rename_sizes(spec, SIZE_RESERVED)
     tensors = [
         TensorArg(
             name=t.name,
@@ -234,3 +251,20 @@ def source_line(span: Span) -> str:
     except OSError:
         return ""
     return lines[span.line - 1].strip() if 0 < span.line <= len(lines) else ""
+
+
+def _rename_sizes(spec: TaskSpec, reserved: frozenset[str]) -> TaskSpec:
+    """The spec with sizes whose names a template reserves renamed `name_` (in shapes and
+    scalar formulas too); the NKI kernel reads sizes from shapes, so callers see no change."""
+    clash = {n: f"{n}_" for n in spec.sizes if n in reserved}
+    if not clash:
+        return spec
+    word = re.compile(r"\b(" + "|".join(re.escape(n) for n in clash) + r")\b")
+
+    def sub(expr: Any) -> Any:
+        return word.sub(lambda m: clash[m.group(1)], expr) if isinstance(expr, str) else expr
+
+    tensors = [t.model_copy(update={"shape": [sub(d) for d in t.shape]}) for t in spec.tensors]
+    scalars = [s.model_copy(update={"size": sub(s.size)}) for s in spec.scalars]
+    sizes = {clash.get(n, n): v for n, v in spec.sizes.items()}
+    return spec.model_copy(update={"tensors": tensors, "scalars": scalars, "sizes": sizes})

@@ -106,6 +106,39 @@ class ReductionMatcher(FamilyMatcher):
         )
 
 
+def _epilogue(k: Kernel, p: Plan, output: str) -> str | None:
+    """The arithmetic the kernel applies to the reduced value before storing it (a mean's
+    `sum / cols`, a norm's `sqrtf(sum)`), rendered over a placeholder for the reduced tile;
+    None when it stores the reduction itself. Anything that reads memory is not emitted."""
+    from migrator import nkiexpr
+
+    st = next((s for s in facts.global_stores(k) if s.array == output), None)
+    if st is None:
+        return None
+    v = st.value
+    while v.kind == "cast" and v.args:
+        v = v.args[0]
+    if v.kind == "reduce":
+        return None
+    red = next((n for n in v.walk() if n.kind == "reduce"), None)
+    if red is None:
+        return None
+
+    def swap(e: Any) -> Any:
+        if e is red or e == red:
+            return e.model_copy(update={"kind": "param", "name": "ACC__", "args": []})
+        return e.model_copy(update={"args": [swap(a) for a in e.args]})
+
+    def no_loads(ld: Any) -> str:
+        raise nkiexpr.Untranslatable(f"the stored value also reads {ld.text}")
+
+    try:
+        return nkiexpr.render(swap(v), no_loads, {**p.params, "ACC__": "ACC__"})
+    except nkiexpr.Untranslatable as e:
+        raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a reduction stored as "
+                                  f"`{st.value.text}` ({e})")) from e  # fmt: skip
+
+
 def _row_times_vector(k: Kernel, ins: list[Any]) -> str | None:
     """The vector of a matrix-vector row reduction (`sum += A[row*K + k] * x[k]`): the 1-D
     input read at the reduction variable alone, the other input a matrix read along its row."""
@@ -185,6 +218,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "out": out.var,
         "op": info["op"],
         "vector": vector,
+        "epilogue": _epilogue(k, p, info["output"]),
     }
     if match.variant == "block_partial":
         chunk = _elements_per_block(k)
