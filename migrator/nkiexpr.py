@@ -140,6 +140,16 @@ def activation_of(e: Expr) -> tuple[str, Expr] | None:
     return None
 
 
+def _one_scalar(t: Expr) -> tuple[Expr, Expr, bool] | None:
+    """(tile operand, scalar operand, scalar on the left) of an arithmetic op on one tile."""
+    if t.kind != "binary" or t.op not in _BINARY or len(t.args) != 2:
+        return None
+    x, y = t.args
+    if _scalar_only(x) == _scalar_only(y):
+        return None
+    return (y, x, True) if _scalar_only(x) else (x, y, False)
+
+
 class Untranslatable(ValueError):
     """A CUDA expression with no NKI rendering (the reason names the construct)."""
 
@@ -151,15 +161,54 @@ def render(
     *,
     float_casts: set[str] | None = None,
     activations: bool = True,
+    fuse: bool = False,
 ) -> str:
-    """NKI source for `e`; `load_names` names the tile holding each load, `params` renames."""
+    """NKI source for `e`; `load_names` names the tile holding each load, `params` renames.
+
+    fuse: two arithmetic ops with scalar operands become one legacy `nisa.tensor_scalar`, and
+    `(x op s) op y` one `nisa.scalar_tensor_tensor` (one Vector engine pass instead of two)."""
     casts = _FLOAT_CASTS | (float_casts or set())
+
+    def fused(n: Expr) -> str | None:
+        a, b = n.args
+        sa, sb = _scalar_only(a), _scalar_only(b)
+        if sa and sb:
+            return None
+        if not sa and not sb:  # (data op0 scalar) op1 other
+            for t, other, t_left in ((a, b, True), (b, a, False)):
+                if not (t_left or n.op in ("+", "*")):
+                    continue
+                inner = _one_scalar(t)
+                if inner is None:
+                    continue
+                data, scalar, scalar_left = inner
+                if scalar_left and t.op not in ("+", "*"):
+                    continue
+                return (
+                    f"nisa.scalar_tensor_tensor(data={go(data)}, op0={_BINARY[t.op]}, "
+                    f"operand0={go(scalar)}, op1={_BINARY[n.op]}, operand1={go(other)})"
+                )
+            return None
+        s1, t, s1_left = (a, b, True) if sa else (b, a, False)
+        inner = _one_scalar(t)
+        if inner is None:
+            return None
+        data, s0, s0_left = inner
+        # operand order only matters for - and /
+        s0_left, s1_left = s0_left and t.op in ("-", "/"), s1_left and n.op in ("-", "/")
+        return (f"nisa.tensor_scalar({go(data)}, op0={_BINARY[t.op]}, operand0={go(s0)}, "
+                f"reverse0={s0_left}, op1={_BINARY[n.op]}, operand1={go(s1)}, "
+                f"reverse1={s1_left})")  # fmt: skip
 
     def go(n: Expr) -> str:
         k = n.kind
         act = activation_of(n) if activations else None
         if act is not None:
             return f"{act[0]}({_strip_outer(go(act[1]))})"
+        if fuse and k == "binary" and n.op in _BINARY and len(n.args) == 2:
+            f = fused(n)
+            if f is not None:
+                return f
         if k == "const":
             if n.dtype == "bool":
                 return "True" if n.value else "False"

@@ -205,6 +205,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
             raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"output {st.array}"))
         try:
             expr = nkiexpr.render(st.value, tile_of, p.params)
+            legacy = nkiexpr.render(st.value, tile_of, p.params, fuse=True)
         except Untranslatable as e:
             raise PlanError(diag.make("NOT_EMITTED", st.span, what=str(e))) from e
         rendered.append(
@@ -212,10 +213,12 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
                 "tensor": out.name,
                 "var": out.var,
                 "expr": expr,
+                "legacy": legacy,  # the legacy dialect fuses scalar ops (nisa.tensor_scalar)
                 "note": note(st.span, source_line(st.span)),
             }
         )
-    _share_values(rendered)
+    _share_values(rendered, "expr", "local")
+    _share_values(rendered, "legacy", "local_legacy")
     first_out = p.tensor_for_param(stores[0].array)
     assert first_out is not None
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
@@ -235,6 +238,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "guard": note(guard_span, f"bounds guard `{guard_text}` becomes the tile mask"),
     }
     fields: dict[str, Any] = {
+        "uses_isa": any("nisa." in r["legacy"] for r in rendered),
         "kind": layout["kind"],
         "summary": ", ".join(f"{r['tensor']} = {r['expr']}" for r in rendered),
         "loads": list(loads.values()),
@@ -253,16 +257,16 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     return p
 
 
-def _share_values(rendered: list[dict[str, Any]]) -> None:
+def _share_values(rendered: list[dict[str, Any]], key: str, local: str) -> None:
     """An output whose value a later output also computes (AdamW's `m` inside the parameter
     update) is computed once into a local: the later expression refers to it by name."""
     for i, r in enumerate(rendered):
-        r["local"] = None
-        expr = r["expr"]
+        r[local] = None
+        expr = r[key]
         if "(" not in expr:  # a bare tile: nothing to share
             continue
         later = rendered[i + 1 :]
-        if any(expr in x["expr"] for x in later):
-            r["local"] = f"{r['tensor']}_value"
+        if any(expr in x[key] for x in later):
+            r[local] = f"{r['tensor']}_value"
             for x in later:
-                x["expr"] = x["expr"].replace(expr, r["local"])
+                x[key] = x[key].replace(expr, r[local])

@@ -46,3 +46,52 @@ def test_activation_spellings(body: str, expected: str) -> None:
 def test_near_misses_stay_as_written(body: str) -> None:
     assert activation_of(_value(body)) is None
     assert "nl.silu" not in _nki(body) and "nl.gelu" not in _nki(body)
+
+
+KERNEL = """import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(x, b):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    x_tile = nl.load(x)
+    b_tile = nl.load(b)
+    nl.store(out, value={expr})
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "instruction"),
+    [
+        ("0.5f * v + 0.25f", "nisa.tensor_scalar"),
+        ("2.0f - v * 3.0f", "nisa.tensor_scalar"),
+        ("(v + 1.0f) / 4.0f", "nisa.tensor_scalar"),
+        ("1.0f / (v - 2.5f)", "nisa.tensor_scalar"),
+        ("v * 0.9f + u", "nisa.scalar_tensor_tensor"),
+        ("u - (v - 0.5f)", None),  # other - (data op scalar): not one instruction
+    ],
+)
+def test_fused_scalar_ops_compute_what_the_plain_ops_do(
+    body: str, instruction: str | None, tmp_path
+) -> None:
+    import numpy as np
+
+    import migrator.nki as mn
+
+    e = _value(body)
+    plain = render(e, lambda ld: f"{ld.name}_tile", {})
+    fused = render(e, lambda ld: f"{ld.name}_tile", {}, fuse=True)
+    assert (instruction in fused) if instruction else ("nisa." not in fused)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((128, 64)).astype(np.float32)
+    outs = []
+    for i, expr in enumerate((plain, fused)):
+        f = tmp_path / f"k{i}.py"
+        f.write_text(KERNEL.format(expr=expr))
+        out, _ = mn.run_kernel(mn.load_kernel_module(f).k, x, b)
+        outs.append(np.asarray(out))
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -14,6 +14,7 @@ if __name__ == "__main__":
     sys.exit(main(__file__, cuda="<relative path to the .cu>", kernel="scale_2d_pitch_kernel"))
 
 import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
@@ -38,5 +39,5 @@ def scale_2d_pitch(x, *, alpha, beta):
             in_bounds = (i_p < R) & (i_f < C)
             x_tile = nl.load(x[i_p, i_f], mask=in_bounds)
             # from scale_2d_pitch.cu:16 — out[row * ld_out + col] = alpha * in[row * ld_in + col] + beta;
-            nl.store(out[i_p, i_f], value=nl.add(nl.multiply(alpha, x_tile), beta), mask=in_bounds)
+            nl.store(out[i_p, i_f], value=nisa.tensor_scalar(x_tile, op0=nl.multiply, operand0=alpha, reverse0=False, op1=nl.add, operand1=beta, reverse1=False), mask=in_bounds)
     return out
