@@ -77,6 +77,10 @@ class CallMixin:
             assert targs is not None
             t = self.type_of_descriptor(targs.named_children[0])
             return self.cast(self.ev(arg_nodes[0], mask), t, node)
+        if not qualified and targs is None:
+            functor = self._functor_call(name, node, arg_nodes, mask)
+            if functor is not None:
+                return functor
         device = [
             f
             for f in self.program.functions.get(name, [])
@@ -108,6 +112,22 @@ class CallMixin:
         return coop.method(self, obj, self.parsed.text(field), args, mask, node)
 
     # --- device functions ------------------------------------------------------------------
+    def _functor_call(
+        self: Machine, name: str, node: Node, arg_nodes: list[Node], mask: np.ndarray
+    ) -> Val | None:
+        """`MaxOp()` (a value of a user struct) and `op(a, b)` (its `operator()`): the functors
+        CUB-style reductions are written with."""
+        if name in self.program.structs and not arg_nodes and self.lookup(name) is None:
+            return self._zero(self.struct_type(name, self.program.structs[name]))
+        b = self.lookup(name)
+        if not isinstance(b, Var) or b.ctype.kind != "struct":
+            return None
+        body = self.program.structs.get(b.ctype.name)
+        method = _call_operator(self, body) if body is not None else None
+        if method is None:
+            raise self.unsupported(node, f"{b.ctype.name} has no operator() to call")
+        return self.call_device(method, node, None, arg_nodes, mask, this=b.val)
+
     def call_device(
         self: Machine,
         fn: Function,
@@ -115,7 +135,10 @@ class CallMixin:
         targs: Node | None,
         arg_nodes: list[Node],
         mask: np.ndarray,
+        this: Val | None = None,
     ) -> Val:
+        """Call a `__device__` function; `this`: the object whose member function it is (its
+        fields are read-only names in the body, as in a `const` member)."""
         params = fn.params
         if len(params) != len(arg_nodes):
             raise self.error(
@@ -131,6 +154,9 @@ class CallMixin:
                 actual.append(self.ev(a, mask))
         explicit = self._template_values(targs, fn) if targs is not None else []
         scope: dict[str, Binding] = {}
+        if this is not None and this.comps is not None:
+            for (fname, ftype), value in zip(this.ctype.fields, this.comps, strict=True):
+                scope[fname] = Var(ftype, value, const=True, name=fname)
         frame = self.push_frame(ct.VOID, scope)
         try:
             if fn.template is not None:
@@ -342,3 +368,17 @@ def _assert(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
 def _nothing(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     """Lockstep execution already orders a warp; fences need no action on one host."""
     return Val(ct.VOID, np.int8(0))
+
+
+def _call_operator(m: Machine, body: Node) -> Function | None:
+    """The `operator()` member of a struct body, as a callable function."""
+    for child in body.named_children:
+        if child.type != "function_definition":
+            continue
+        decl = child.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        name = decl.child_by_field_name("declarator") if decl is not None else None
+        if name is not None and m.parsed.text(name).replace(" ", "") == "operator()":
+            return Function("operator()", child, None, frozenset({"__device__"}))
+    return None

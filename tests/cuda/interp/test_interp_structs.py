@@ -104,3 +104,45 @@ def test_structs_in_memory_are_unsupported(krun: Runner) -> None:
     __global__ void k(P* ps, float* out) { out[0] = 1.0f; }"""
     with pytest.raises(LaunchError, match="struct parameter 'ps'"):
         krun(param, "k", 1, 1, ps=np.zeros(1, np.float32), out=np.zeros(1, np.float32))
+
+
+def test_functors_with_call_operators(krun: Runner) -> None:
+    """CUB-style reductions pass a functor (`MaxOp()`) to a templated helper that calls
+    `op(a, b)`; each functor's own operator() is what runs (max vs sum vs a stateful scale)."""
+    src = """
+    struct MaxOp { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+    struct SumOp { __device__ float operator()(float a, float b) const { return a + b; } };
+    struct Scaled {
+      float s;
+      __device__ float operator()(float a, float b) const { return s * (a + b); }
+    };
+
+    template <typename Op>
+    __device__ float warp_reduce(float v, Op op) {
+      for (int off = 16; off > 0; off >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, off));
+      return v;
+    }
+
+    __global__ void k(const float* in, float* out) {
+      float v = in[threadIdx.x];
+      float mx = warp_reduce(v, MaxOp());
+      float sm = warp_reduce(v, SumOp());
+      Scaled half = {0.5f};
+      float sc = half(v, 1.0f);
+      if (threadIdx.x == 0) { out[0] = mx; out[1] = sm; }
+      out[2 + threadIdx.x] = sc;
+    }"""
+    x = np.random.default_rng(4).standard_normal(32).astype(np.float32)
+    out = np.zeros(34, np.float32)
+    krun(src, "k", 1, 32, **{"in": x, "out": out})
+    assert out[0] == x.max()
+    np.testing.assert_allclose(out[1], x.sum(dtype=np.float64), rtol=1e-5)
+    np.testing.assert_array_equal(out[2:], (np.float32(0.5) * (x + np.float32(1.0))))
+
+
+def test_a_struct_without_call_operator_is_not_callable(krun: Runner) -> None:
+    src = """
+    struct P { float a; };
+    __global__ void k(float* out) { P p = {1.0f}; out[0] = p(1.0f, 2.0f); }"""
+    with pytest.raises(UnsupportedError, match="no operator"):
+        krun(src, "k", 1, 1, out=np.zeros(1, np.float32))
