@@ -34,9 +34,11 @@ CUDA_ORDER = {
     "rowwise": "CUDA block-level tree reduction",
     "matmul": "CUDA per-thread sequential K loop (fused multiply-add)",
 }
+# the order the candidate's engines sum in, whichever engine it chose: free-axis reductions run
+# on the Vector or Scalar engine, cross-partition sums (ones-vector matmuls) on the Tensor engine
 NKI_ORDER = {
-    "reduction": "NKI free-axis reduction on the Vector engine",
-    "rowwise": "NKI sequential free-axis reduction",
+    "reduction": "the NKI kernel's engine reductions (free-axis and/or cross-partition)",
+    "rowwise": "the NKI kernel's free-axis reductions",
     "matmul": "NKI PE-array sums of 128-row K tiles accumulated in fp32 PSUM",
 }
 
