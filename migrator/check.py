@@ -72,10 +72,6 @@ def with_dtype(spec: TaskSpec, dtype: str) -> TaskSpec:
     return spec.model_copy(update={"tensors": tensors})
 
 
-CUDA_16BIT = {"__half": "float16", "half": "float16", "__nv_bfloat16": "bfloat16",
-              "nv_bfloat16": "bfloat16"}  # fmt: skip
-
-
 def cuda_view(spec: TaskSpec) -> TaskSpec:
     """The task as the CUDA kernel sees it: a low-precision tensor stays low precision where
     the kernel's own parameter is `__half*`/`__nv_bfloat16*`; elsewhere it is a dtype variant
@@ -103,6 +99,7 @@ def _native_16bit(spec: TaskSpec) -> dict[str, str]:
 def _params_16bit(path: str, _mtime: int, kernel: str, targs: tuple[str, ...]) -> dict[str, str]:
     from migrator.cuda.frontend import analyze_file
     from migrator.cuda.source import SourceError
+    from migrator.infer import DTYPES
 
     try:
         k = analyze_file(path).kernel(kernel)
@@ -113,8 +110,8 @@ def _params_16bit(path: str, _mtime: int, kernel: str, targs: tuple[str, ...]) -
     out = {}
     for p in k.params:
         base = types.get(p.base_type, p.base_type)
-        if p.pointer_depth and base in CUDA_16BIT:
-            out[p.name] = CUDA_16BIT[base]
+        if p.pointer_depth and DTYPES.get(base) in LOW_PRECISION:  # __half, __nv_bfloat16 ...
+            out[p.name] = DTYPES[base]
     return out
 
 

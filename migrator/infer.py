@@ -20,7 +20,8 @@ from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
 
 DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
           "unsigned": "uint32", "__half": "float16", "half": "float16",
-          "__nv_bfloat16": "bfloat16", "int32_t": "int32", "uint32_t": "uint32",
+          "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int32_t": "int32",
+          "uint32_t": "uint32",
           "long long": "int64", "long long int": "int64", "int64_t": "int64",
           "long": "int64"}  # fmt: skip
 DEFAULT_1D, DEFAULT_2D = 65536, 256

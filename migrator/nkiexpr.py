@@ -150,6 +150,14 @@ def _one_scalar(t: Expr) -> tuple[Expr, Expr, bool] | None:
     return (y, x, True) if _scalar_only(x) else (x, y, False)
 
 
+def with_placeholder(e: Expr, target: Expr, name: str) -> Expr:
+    """`e` with the subtree `target` (a reduction, say) replaced by a parameter `name`, so an
+    epilogue around it renders with a placeholder the template names (`params={name: ...}`)."""
+    if e is target or e == target:
+        return Expr(kind="param", name=name, text=name)
+    return e.model_copy(update={"args": [with_placeholder(a, target, name) for a in e.args]})
+
+
 class Untranslatable(ValueError):
     """A CUDA expression with no NKI rendering (the reason names the construct)."""
 

@@ -315,11 +315,6 @@ def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
     col_index, row_index = _column_and_row(st.index[0])
     loads: dict[str, dict[str, str]] = {}
 
-    def swap(e: Expr) -> Expr:
-        if e is red or e == red:
-            return Expr(kind="param", name=ACC, text="acc")
-        return e.model_copy(update={"args": [swap(a) for a in e.args]})
-
     def tile_of(ld: Expr) -> str:
         t = p.tensor_for_param(ld.name or "")
         if t is None or ld.space != "global" or not ld.index:
@@ -340,7 +335,8 @@ def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
             raise Untranslatable(f"{t.name} is read at two different indices")
         return entry["var"]
 
-    expr = nkiexpr.render(swap(st.value), tile_of, {**p.params, ACC: ACC})
+    expr = nkiexpr.render(nkiexpr.with_placeholder(st.value, red, ACC), tile_of,
+                          {**p.params, ACC: ACC})  # fmt: skip
     return {"expr": expr, "loads": list(loads.values())}
 
 

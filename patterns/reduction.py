@@ -124,16 +124,12 @@ def _epilogue(k: Kernel, p: Plan, output: str) -> str | None:
     if red is None:
         return None
 
-    def swap(e: Any) -> Any:
-        if e is red or e == red:
-            return e.model_copy(update={"kind": "param", "name": "ACC__", "args": []})
-        return e.model_copy(update={"args": [swap(a) for a in e.args]})
-
     def no_loads(ld: Any) -> str:
         raise nkiexpr.Untranslatable(f"the stored value also reads {ld.text}")
 
     try:
-        return nkiexpr.render(swap(v), no_loads, {**p.params, "ACC__": "ACC__"})
+        return nkiexpr.render(nkiexpr.with_placeholder(v, red, "ACC__"), no_loads,
+                              {**p.params, "ACC__": "ACC__"})  # fmt: skip
     except nkiexpr.Untranslatable as e:
         raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a reduction stored as "
                                   f"`{st.value.text}` ({e})")) from e  # fmt: skip

@@ -139,15 +139,13 @@ def score(
     prof, lines = _candidate_profile(box)
     with tempfile.TemporaryDirectory(prefix="c2n_ref_") as tmp:
         km = migration if migration is not None else _migration(task, cuda_path, target, tmp)
-        if reference == "generated":
+        if reference == "generated":  # our own emitted kernel: trusted, profiled in-process
             ref_file = km.nki_file if km is not None and km.status == "complete" else None
             label = "generated"
-        else:
-            ref_file, label = reference, str(reference) if reference else None
-        if reference == "generated":  # our own emitted kernel: trusted, profiled in-process
             ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
         else:  # a file the user gave runs like a submission: sandboxed, with the same limits
-            ref, ref_lines = _sandboxed_reference(task, ref_file, jobs, limits, target)
+            label = str(reference) if reference else None
+            ref, ref_lines = _sandboxed_reference(task, reference, jobs, limits, target)
     ref_name = label if ref is not None else None
     if km is not None:
         fidelity.attach_cuda_locations(findings, task, str(cuda_path), km.constructs)
