@@ -221,8 +221,9 @@ def _tile_member_mask(m: Machine, n: int) -> Val:
 
 
 def misparsed_declaration(m: Machine, expr: Node) -> tuple[CType, Node, Node | None] | None:
-    """`cg::thread_block_tile<32> t = init;` at statement level: tree-sitter reads it as the
-    expression `(cg::thread_block_tile < 32) > (t = init)`. Returns (type, name, init)."""
+    """`cg::thread_block_tile<32> t;` at statement level: tree-sitter reads it as the
+    expression `(cg::thread_block_tile < 32) > t` (initialised declarations are re-spelt
+    `auto t = init;` before parsing, `cuda/parse.py`). Returns (type, name, init)."""
     if expr.type != "binary_expression":
         return None
     op, left, right = (expr.child_by_field_name(f) for f in ("operator", "left", "right"))
