@@ -78,10 +78,12 @@ class Run:
     _to_last: int = 0
     _loop_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
-    @property
-    def hw(self) -> Hardware:
-        """Hardware numbers of the selected target."""
-        return TARGETS[self.options.target]
+    # Hardware numbers of the selected target: read on every allocation and check, so looked
+    # up once (options are frozen).
+    hw: Hardware = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.hw = TARGETS[self.options.target]
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[Run]:

@@ -117,6 +117,8 @@ class Storage:
         "uid",
         "borrowed",
         "borrowers",
+        "lender",
+        "widened",
         "release",
         "__weakref__",
     )
@@ -150,6 +152,10 @@ class Storage:
         # borrowers copy before it is written (``before_write``). Aliases share the list.
         self.borrowed = False
         self.borrowers: list[weakref.ref[Storage]] | None = None
+        # A borrowed tile also remembers (lending storage, index key) so engines can read a
+        # bf16 source through the lender's fp32 widening, computed once (``widened_f32``).
+        self.lender: tuple[Storage, tuple[Any, ...]] | None = None
+        self.widened: np.ndarray | None = None
         self.stamps: np.ndarray | None = None
         self.buffer = buffer
         self.pdim = pdim
@@ -241,6 +247,7 @@ class Storage:
         if self.borrowed:
             self.data = np.array(self.data, copy=True, order="C")
             self.borrowed = False
+            self.lender = None
 
     def shared_borrowers(self) -> list[weakref.ref[Storage]]:
         """The list of storages viewing this memory (created on demand, shared by aliases)."""
@@ -256,12 +263,28 @@ class Storage:
     def before_write(self) -> None:
         """Own this memory and detach every borrower before it changes."""
         self.own()
+        self.widened = None
         if self.borrowers:
             for ref in self.borrowers:
                 borrower = ref()
                 if borrower is not None:
                     borrower.own()
             self.borrowers.clear()
+
+    def widened_f32(self, key: tuple[Any, ...]) -> np.ndarray | None:
+        """fp32 values of a borrowed bf16 tile, sliced from its lender's one-time widening
+        (the same HBM tile is typically loaded once per output tile that needs it); None when
+        there is no fully initialised lender to widen."""
+        if self.lender is None:
+            return None
+        source, lent_key = self.lender
+        if source.boxes is not None or source._valid is not None:
+            return None
+        if source.widened is None:
+            widened = (source.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            widened.flags.writeable = False
+            source.widened = widened
+        return source.widened[lent_key][key]
 
     def _account(self, run: Run) -> None:
         """Charge live SBUF bytes / PSUM banks to the run until this storage dies."""

@@ -182,6 +182,7 @@ class Tensor:
         run = maybe_current_run()
         out = cls(Storage(data, buffer, run=run))
         source.lend(out.storage)
+        out.storage.lender = (source, view.key)
         if run is not None:
             run.note_write(out.storage.uid)
         return out
@@ -573,13 +574,29 @@ class Tensor:
             or self._starts_accumulation(other)
         ):
             return False
-        ov, o_ok = other.read()
-        sv, s_ok = self.read()
-        if o_ok is not None or s_ok is not None:
+        mine, theirs = self.storage, other.storage
+        if not (mine.boxes is None is mine._valid and theirs.boxes is None is theirs._valid):
+            return False  # some element may be uninitialised: the general path tracks it
+        target = mine.data[self.key]
+        if not isinstance(target, np.ndarray):
             return False
+        # What read() + write() would do for fully valid fp32 tiles, without the temporaries:
+        # the same affine checks and dependency notes, then one in-place add.
+        addend = theirs.data[other.key]
+        check_affine_read(other, other.key, None)
+        check_affine_read(self, self.key, None)
+        run = maybe_current_run()
+        if run is not None:
+            run.note_read(theirs.uid)
+            run.note_read(mine.uid)
+        if mine.borrowed or mine.borrowers:
+            mine.before_write()  # copy on write: the target view must be re-taken after it
+            target = mine.data[self.key]
         with np.errstate(all="ignore"):
-            total = sv + ov
-        self.write(total, None, accumulate=True)
+            np.add(target, addend, out=target)
+        mine.dirty = True
+        if run is not None:
+            run.note_write(mine.uid)
         return True
 
     def _starts_accumulation(self, other: Any) -> bool:

@@ -18,7 +18,9 @@ class Engine(StrEnum):
     DMA = "dma"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each of its 14 fields through object.__setattr__, and
+# one Instr is built per emulated instruction. Nothing mutates a recorded Instr.
+@dataclass(slots=True)
 class Instr:
     """One instruction: what ran, on which engine, how big, from which kernel line.
 
