@@ -8,8 +8,8 @@ values against numpy.
 import ml_dtypes
 import numpy as np
 
-from migrator.nki import run_kernel
 from migrator.nki import language as nl
+from migrator.nki import run_kernel
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
