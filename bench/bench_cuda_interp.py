@@ -6,6 +6,13 @@ thread-statements per second (statements executed x active lanes). The interpret
 its default checks on (bounds, shared races, uninitialised reads), as users run it. Results are
 checked against numpy before timing is reported.
 
+Two numpy baselines. "numpy s" is the fastest numpy spelling of the math (BLAS for the matmul,
+pairwise ``sum`` for the reduction): it does not compute the kernel's bits, since it adds in
+another order. "same-bits s" is numpy computing exactly the kernel's result: the same tree of
+fp32 additions, the same k-ascending fused multiply-adds per output. The interpreter's output is
+asserted bit-equal to it, so that column is both a baseline and an end-to-end check of the
+interpreter's arithmetic order.
+
 numba column: if `numba-cuda` is installed, the same three kernels written for `numba.cuda` run
 in its simulator (`NUMBA_ENABLE_CUDASIM=1`: one Python thread per CUDA thread). It is far too
 slow for the benchmark sizes, so it runs a small launch; its speed is expressed in the
@@ -88,7 +95,7 @@ def case_vector_add(n: int, repeat: int) -> tuple[float, float, RunResult]:
     ref = np.empty_like(a)
     t_n, _ = _time(lambda: np.add(a, b, out=ref), max(5, repeat))  # warm, preallocated
     np.testing.assert_array_equal(c, ref)
-    return t_i, t_n, res
+    return t_i, t_n, t_n, res  # np.add computes the same bits: one rounding per element
 
 
 def case_block_reduce(n: int, repeat: int) -> tuple[float, float, RunResult]:
@@ -113,9 +120,21 @@ def case_block_reduce(n: int, repeat: int) -> tuple[float, float, RunResult]:
         pad[:n] = x
         return pad.reshape(blocks, 256).sum(axis=1)
 
+    def same_bits() -> np.ndarray:
+        """The kernel's own tree: halve the live prefix of every block 8 times, fp32 adds."""
+        s = np.zeros((blocks, 256), np.float32)
+        s.reshape(-1)[:n] = x
+        stride = 128
+        while stride > 0:
+            s[:, :stride] += s[:, stride : 2 * stride]
+            stride //= 2
+        return s[:, 0]
+
     t_n, expect = _time(ref, max(5, repeat))
     np.testing.assert_allclose(part, expect, rtol=1e-4, atol=1e-4)
-    return t_i, t_n, res
+    t_same, bits = _time(same_bits, max(3, repeat))
+    np.testing.assert_array_equal(part, bits)
+    return t_i, t_n, t_same, res
 
 
 def case_tiled_matmul(size: int, repeat: int) -> tuple[float, float, RunResult]:
@@ -135,9 +154,21 @@ def case_tiled_matmul(size: int, repeat: int) -> tuple[float, float, RunResult]:
         ),
         repeat,
     )
+
+    def same_bits() -> np.ndarray:
+        """The kernel's order: one fp32 accumulator per output, k ascending, each step a fused
+        multiply-add (nvcc's default --fmad=true): exact product + acc, rounded once."""
+        acc = np.zeros((size, size), np.float32)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        for k in range(size):
+            acc = (np.multiply.outer(a64[:, k], b64[k]) + acc).astype(np.float32)
+        return acc
+
     t_n, expect = _time(lambda: a @ b, max(5, repeat))  # the first call initialises BLAS
     np.testing.assert_allclose(c, expect, rtol=1e-3, atol=1e-3 * np.sqrt(size))
-    return t_i, t_n, res
+    t_same, bits = _time(same_bits, 1 if size > 256 else max(3, repeat))
+    np.testing.assert_array_equal(c, bits)
+    return t_i, t_n, t_same, res
 
 
 # --- numba's CUDA simulator ------------------------------------------------------------------
@@ -223,7 +254,7 @@ def numba_rate(case: str) -> float:
         kern[size // 256, 256](a, b, c, size)
         secs = time.perf_counter() - t0
         np.testing.assert_array_equal(c, a + b)
-        _, _, res = case_vector_add(size, 1)
+        _, _, _, res = case_vector_add(size, 1)
     elif case == "block_reduce":
         x = rng.standard_normal(size, dtype=np.float32)
         part = np.zeros(size // 256, np.float32)
@@ -231,7 +262,7 @@ def numba_rate(case: str) -> float:
         kern[size // 256, 256](x, part, size)
         secs = time.perf_counter() - t0
         np.testing.assert_allclose(part, x.reshape(-1, 256).sum(axis=1), rtol=1e-4, atol=1e-4)
-        _, _, res = case_block_reduce(size, 1)
+        _, _, _, res = case_block_reduce(size, 1)
     else:
         a = rng.standard_normal((size, size), dtype=np.float32)
         b = rng.standard_normal((size, size), dtype=np.float32)
@@ -241,7 +272,7 @@ def numba_rate(case: str) -> float:
         kern[(g, g), (16, 16)](a.reshape(-1), b.reshape(-1), c, size, size, size)
         secs = time.perf_counter() - t0
         np.testing.assert_allclose(c.reshape(size, size), a @ b, rtol=1e-3, atol=1e-3 * size)
-        _, _, res = case_tiled_matmul(size, 1)
+        _, _, _, res = case_tiled_matmul(size, 1)
     return res.thread_statements / secs
 
 
@@ -259,12 +290,18 @@ def main(argv: list[str] | None = None) -> None:
         ("tiled_matmul", f"tiled_matmul {mm}^3", lambda: case_tiled_matmul(mm, args.repeat)),
     ]
     sim_ok = not args.no_numba and numba_simulator() is not None
-    head = f"{'case':<24}{'interp s':>10}{'numpy s':>10}{'ratio':>8}{'thread-stmts/s':>16}"
+    head = (
+        f"{'case':<24}{'interp s':>10}{'numpy s':>10}{'ratio':>8}{'same-bits s':>12}"
+        f"{'ratio':>7}{'thread-stmts/s':>16}"
+    )
     print(head + (f"{'numba-sim t-s/s':>17}{'x numba':>9}" if sim_ok else ""))
     for key, name, fn in cases:
-        t_i, t_n, res = fn()
+        t_i, t_n, t_same, res = fn()
         rate = res.thread_statements / t_i if t_i > 0 else 0.0
-        row = f"{name:<24}{t_i:>10.3f}{t_n:>10.4f}{t_i / t_n:>8.0f}{rate:>16.3g}"
+        row = (
+            f"{name:<24}{t_i:>10.3f}{t_n:>10.4f}{t_i / t_n:>8.0f}{t_same:>12.4f}"
+            f"{t_i / t_same:>7.1f}{rate:>16.3g}"
+        )
         if sim_ok:
             sim = numba_rate(key)
             row += f"{sim:>17.3g}{rate / sim:>9.0f}"

@@ -65,7 +65,8 @@ def require_on_chip(value: Any, op: str, role: str) -> Tensor:
 def require_buffer(value: Any, op: str, role: str, allowed: tuple[str, ...]) -> Tensor:
     """An operand must live in one of the named buffers ('sbuf', 'psum', 'hbm')."""
     t = require_tensor(value, op, role)
-    kind = "hbm" if t.buffer.is_hbm else t.buffer.value
+    buffer = t.buffer
+    kind = "hbm" if buffer.is_hbm else buffer.value
     if kind not in allowed:
         raise NkiConstraintError(
             "err_unsupported_memory",

@@ -7,6 +7,7 @@ walking the Python stack to the first frame outside this package (house rule 13)
 from __future__ import annotations
 
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -33,11 +34,21 @@ def kernel_location() -> SourceLocation:
     """Return the innermost stack frame that is not emulator code (the kernel's call site)."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR):
-            return SourceLocation(filename, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        inside = _IS_EMULATOR.get(code)
+        if inside is None:
+            if len(_IS_EMULATOR) > 4096:
+                _IS_EMULATOR.clear()
+            inside = _IS_EMULATOR[code] = code.co_filename.startswith(_PACKAGE_DIR)
+        if not inside:
+            return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return _UNKNOWN
+
+
+# code object -> defined in the emulator package: one string test per function, not per call
+# (trace records ask for every instruction). Bounded: kernels compiled at run time come and go.
+_IS_EMULATOR: dict[types.CodeType, bool] = {}
 
 
 class NkiConstraintError(Exception):

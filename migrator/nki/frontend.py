@@ -8,8 +8,9 @@ back into the caller's arrays, as the simulators do (nki-facts §1.4).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from .errors import NkiConstraintError, NkiKernelError, location_from_traceback, unsupported
 from .options import EmulatorOptions
 from .run import Run, maybe_current_run
+from .storage import compute_deferred
 from .tensor import Tensor
 
 Grid = tuple[int, ...]
@@ -89,7 +91,7 @@ def launch(
         for k, v in kwargs.items()
     }
     result = None
-    with run.activate():
+    with run.activate(), _computing_deferred():
         for index in _instances(grid, run.options):
             run.start_instance(tuple(int(i) for i in index))
             try:
@@ -113,6 +115,16 @@ def launch(
         if written and isinstance(original, np.ndarray) and original.flags.writeable:
             np.copyto(original, handle.storage.data)
     return outputs, run
+
+
+@contextlib.contextmanager
+def _computing_deferred() -> Iterator[None]:
+    """Products still queued when the kernel ends (PSUM tiles never read) are computed, so no
+    queued work outlives the launch whose memory it reads."""
+    try:
+        yield
+    finally:
+        compute_deferred()
 
 
 class GridLaunch:

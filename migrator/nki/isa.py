@@ -38,6 +38,7 @@ from .isa_extra import StatsScanInstructions
 from .language import _fit, _mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
+from .storage import Deferred
 from .tensor import Buffer, Tensor
 from .trace import Engine
 
@@ -54,6 +55,15 @@ def _rounded_products(sv: np.ndarray, mv: np.ndarray, chunk: int = 64) -> np.nda
             prods = sv[:, :, None] * mv[:, None, j : j + chunk]  # [K, M, n] fp32 products
             out[:, j : j + chunk] = prods.sum(axis=0, dtype=np.float32)
     return out
+
+
+def tensor_product(sv: np.ndarray, mv: np.ndarray) -> np.ndarray:
+    """``sv.T @ mv``: fp32 products and fp32 accumulation, as TensorE + PSUM do (nki-facts §5)."""
+    with np.errstate(all="ignore"):
+        values = sv.T @ mv
+    if not np.isfinite(np.add.reduce(values, axis=None)):  # one pass; inf/NaN make it so
+        values = _rounded_products(sv, mv)
+    return values
 
 
 class IsaEngine(StatsScanInstructions):
@@ -76,19 +86,24 @@ class IsaEngine(StatsScanInstructions):
         sv, s_ok = f32(s)
         mv, m_ok = f32(m)
         sv, mv = flat(sv), flat(mv)
-        # fp32 products and fp32 accumulation, as TensorE + PSUM do (nki-facts §5).
-        with np.errstate(all="ignore"):
-            values = sv.T @ mv
-        if not np.isfinite(np.add.reduce(values, axis=None)):  # one pass; inf/NaN make it so
-            values = _rounded_products(sv, mv)
+        k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
+        run = current_run()
+        fields = dict(partitions=k, free=n, dtype=_dt.name(s.dtype), flops=2 * k * mm * n)
+        if dst is None and s_ok is None and m_ok is None and mask is None:
+            # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
+            # joins a K-tile group computed by one BLAS call when the tile is read.
+            run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
+            out = Tensor.from_values(
+                np.empty((mm, n), np.float32), None, _dt.float32, Buffer.PSUM, fresh=True
+            )
+            out.storage.defer(Deferred(out.key, False, sv, mv, tensor_product))
+            return out
+        values = tensor_product(sv, mv)
         valid = None
         if s_ok is not None or m_ok is not None:
             cols_s = np.ones(sv.shape[1], bool) if s_ok is None else flat(s_ok).all(axis=0)
             cols_m = np.ones(mv.shape[1], bool) if m_ok is None else flat(m_ok).all(axis=0)
             valid = cols_s[:, None] & cols_m[None, :]
-        k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
-        run = current_run()
-        fields = dict(partitions=k, free=n, dtype=_dt.name(s.dtype), flops=2 * k * mm * n)
         run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
         if dst is None:
             return Tensor.from_values(  # values: a new array from the matmul, adopted as is

@@ -100,7 +100,8 @@ class Storage:
     """One allocation (or an alias of one after ``reshape``)."""
 
     __slots__ = (
-        "data",
+        "_data",
+        "pending",
         "_valid",
         "boxes",
         "covered",
@@ -136,7 +137,9 @@ class Storage:
     ) -> None:
         # (Run.release_sbuf or release_psum, amount): called once when this storage dies.
         self.release: tuple[Callable[[int], None], int] | None = None
-        self.data = data
+        self._data = data
+        # TensorE products not yet computed (``Deferred``); ``data`` computes them first.
+        self.pending: list[Deferred] | None = None
         self._valid = valid  # None means "every element is initialised"
         # Lazy (see module docstring): written rectangles, their element count and the value
         # unwritten elements hold (poison, or 0 with uninit="zero"); boxes None: not lazy.
@@ -164,10 +167,44 @@ class Storage:
         self.dirty = False
         self.mm_open = False  # an accumulation group is open (see isa nc_matmul accumulate)
         self.origin: SourceLocation | None = None  # kernel line that allocated it (HBM outputs)
-        if buffer.on_chip:
-            check_partitions(data.shape, pdim, f"{buffer.value} tile")
+        if buffer.on_chip and data.shape and data.shape[pdim] > (run.hw.pmax if run else 128):
+            check_partitions(data.shape, pdim, f"{buffer.value} tile")  # raises, with the fix
         if run is not None and account and buffer.on_chip:
             self._account(run)
+
+    @property
+    def data(self) -> np.ndarray:
+        """The element array; deferred products are added into it before anyone sees it."""
+        if self.pending is not None:
+            self.compute_pending()
+        return self._data
+
+    @data.setter
+    def data(self, value: np.ndarray) -> None:
+        if self.pending is not None:
+            self.compute_pending()
+        self._data = value
+
+    def defer(self, work: Deferred) -> None:
+        """Queue a product to be written (``work.accumulate`` False) or added into ``work.key``;
+        consecutive additions into one key join the last entry, one BLAS call later."""
+        pending = self.pending
+        if pending is None:
+            self.pending = [work]
+            _DEFERRED.append(weakref.ref(self))
+            return
+        last = pending[-1]
+        if work.accumulate and last.accumulate and last.key == work.key:
+            last.stationary.extend(work.stationary)
+            last.moving.extend(work.moving)
+        else:
+            pending.append(work)
+
+    def compute_pending(self) -> None:
+        """Run the queued products into the array, in order."""
+        pending, self.pending = self.pending, None
+        for work in pending or ():
+            work.apply(self._data)
 
     @classmethod
     def lazy(
@@ -262,6 +299,8 @@ class Storage:
 
     def before_write(self) -> None:
         """Own this memory and detach every borrower before it changes."""
+        if _DEFERRED:
+            compute_deferred()  # queued products may read this memory: compute them first
         self.own()
         self.widened = None
         if self.borrowers:
@@ -288,9 +327,10 @@ class Storage:
 
     def _account(self, run: Run) -> None:
         """Charge live SBUF bytes / PSUM banks to the run until this storage dies."""
-        shape = self.data.shape
+        data = self._data
+        shape = data.shape
         blocks = math.prod(shape[: self.pdim])
-        free_bytes = math.prod(shape[self.pdim + 1 :]) * self.data.itemsize
+        free_bytes = math.prod(shape[self.pdim + 1 :]) * data.itemsize
         if self.buffer is Buffer.PSUM:
             bank = run.hw.psum_bank_bytes
             if free_bytes > bank:
@@ -312,3 +352,74 @@ class Storage:
         if release is not None:
             self.release = None
             release[0](release[1])
+
+
+# -- deferred TensorE products ----------------------------------------------------------------
+# ``psum += nl.matmul(x, y)`` over the K tiles of a loop is the hot loop of every GEMM kernel.
+# Instead of one BLAS call, one temporary PSUM result and one addition per K tile, the product
+# is queued on the PSUM storage and computed when anything reads that storage. Consecutive
+# K tiles that are adjacent row blocks of one array (tiles loaded from one HBM tensor) become a
+# single BLAS call over the whole K range, without copying. Operands are views of the memory
+# they were read from, so *any* storage write computes every queued product first
+# (``Storage.before_write``): a queued product always sees its operands as they were.
+_DEFERRED: list[weakref.ref[Storage]] = []
+
+
+def compute_deferred() -> None:
+    """Compute every queued product (before a write, and at the end of a launch)."""
+    while _DEFERRED:
+        storage = _DEFERRED.pop()()
+        if storage is not None and storage.pending is not None:
+            storage.compute_pending()
+
+
+def _stacked(parts: list[np.ndarray]) -> np.ndarray:
+    """Row blocks stacked along axis 0: a view when they are adjacent in one array, else a copy."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    base, strides, shape = first.base, first.strides, first.shape
+    step = shape[0] * strides[0]
+    start = first.__array_interface__["data"][0]
+    adjacent = base is not None and all(
+        p.base is base
+        and p.shape == shape
+        and p.strides == strides
+        and p.__array_interface__["data"][0] == start + i * step
+        for i, p in enumerate(parts)
+    )
+    if adjacent:
+        return np.lib.stride_tricks.as_strided(
+            first, (shape[0] * len(parts), *shape[1:]), strides, writeable=False
+        )
+    return np.concatenate(parts, axis=0)
+
+
+class Deferred:
+    """``sum_i stationary[i].T @ moving[i]`` (fp32 [K, M] and [K, N] operands) to be written to,
+    or added into, ``key`` of a storage."""
+
+    __slots__ = ("key", "accumulate", "stationary", "moving", "product")
+
+    def __init__(
+        self,
+        key: tuple[Any, ...],
+        accumulate: bool,
+        stationary: np.ndarray,
+        moving: np.ndarray,
+        product: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    ) -> None:
+        self.key, self.accumulate = key, accumulate
+        self.stationary, self.moving = [stationary], [moving]
+        self.product = product  # one TensorE product with the emulator's overflow rules
+
+    def apply(self, data: np.ndarray) -> None:
+        target = data[self.key]
+        if not self.accumulate:
+            target[...] = self.product(self.stationary[0], self.moving[0])
+            return
+        # One fp32 product over all K tiles, then one fp32 addition: the same fp32
+        # accumulation as tile by tile, in another (equally unspecified) order.
+        total = self.product(_stacked(self.stationary), _stacked(self.moving))
+        with np.errstate(all="ignore"):
+            target += total

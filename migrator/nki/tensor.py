@@ -18,7 +18,7 @@ from . import dtypes
 from .affine import check_affine_read, check_affine_write
 from .errors import NkiConstraintError, NkiUnsupportedAttribute, kernel_location, unsupported
 from .run import maybe_current_run
-from .storage import Buffer, Storage, key_box
+from .storage import Buffer, Deferred, Storage, key_box
 
 __all__ = ["Buffer", "Storage", "Tensor"]
 
@@ -61,8 +61,8 @@ class Tensor:
         # assignment honours this instead of copying the result's unwritten elements.
         self.produced: np.ndarray | None = None
         if key is None:
-            shape = storage.data.shape
-            self.key = tuple(slice(0, n, 1) for n in shape)
+            shape = storage._data.shape  # not .data: that would compute queued products
+            self.key = tuple([slice(0, n, 1) for n in shape])
             self.advanced = False
             self.shape = shape  # numpy shapes are tuples of Python ints
             self.pdim = min(storage.pdim, len(shape))
@@ -191,7 +191,7 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         """Declared element type."""
-        return self.storage.data.dtype
+        return self.storage._data.dtype  # not .data: that would compute queued products
 
     @property
     def buffer(self) -> Buffer:
@@ -577,23 +577,38 @@ class Tensor:
         mine, theirs = self.storage, other.storage
         if not (mine.boxes is None is mine._valid and theirs.boxes is None is theirs._valid):
             return False  # some element may be uninitialised: the general path tracks it
-        target = mine.data[self.key]
-        if not isinstance(target, np.ndarray):
+        if not isinstance(mine._data[self.key], np.ndarray):
             return False
+        queued = theirs.pending
+        # A queued product (isa.nc_matmul) joins this tile's queue instead of being computed:
+        # only into a tile no other storage views (``borrowers`` is set once a tile is lent
+        # or aliased), whose own memory the queue may then update in place.
+        defer = (
+            queued is not None
+            and len(queued) == 1
+            and not queued[0].accumulate
+            and queued[0].key == other.key
+            and not mine.borrowed
+            and mine.borrowers is None
+        )
         # What read() + write() would do for fully valid fp32 tiles, without the temporaries:
         # the same affine checks and dependency notes, then one in-place add.
-        addend = theirs.data[other.key]
+        addend = None if defer else theirs.data[other.key]
         check_affine_read(other, other.key, None)
         check_affine_read(self, self.key, None)
         run = maybe_current_run()
         if run is not None:
             run.note_read(theirs.uid)
             run.note_read(mine.uid)
-        if mine.borrowed or mine.borrowers:
-            mine.before_write()  # copy on write: the target view must be re-taken after it
+        if addend is None:
+            work = queued[0]
+            mine.defer(Deferred(self.key, True, work.stationary[0], work.moving[0], work.product))
+        else:
+            if mine.borrowed or mine.borrowers:
+                mine.before_write()  # copy on write, before the target view is taken
             target = mine.data[self.key]
-        with np.errstate(all="ignore"):
-            np.add(target, addend, out=target)
+            with np.errstate(all="ignore"):
+                np.add(target, addend, out=target)
         mine.dirty = True
         if run is not None:
             run.note_write(mine.uid)

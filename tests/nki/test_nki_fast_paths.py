@@ -57,3 +57,94 @@ def test_psum_accumulation_in_place_is_seen_through_a_reshape_alias():
     b = rng.standard_normal((256, 64)).astype(F32)
     out, _ = run_kernel(kernel, a, b)
     np.testing.assert_allclose(out, a.T @ b, rtol=1e-5, atol=1e-4)
+
+
+def _k_tiles(a, b, order):
+    """`acc += matmul` over the K tiles of a and b in the given order; acc read once at the end."""
+
+    def kernel(x, y):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        for k in order:
+            acc += nl.matmul(
+                nl.load(x[k * 128 : (k + 1) * 128, :]), nl.load(y[k * 128 : (k + 1) * 128, :]),
+                transpose_x=True,
+            )  # fmt: skip
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    out, _ = run_kernel(kernel, a, b)
+    return out
+
+
+def test_queued_k_tiles_match_numpy_whether_adjacent_or_not():
+    """Adjacent K tiles become one product over a view; any other order is stacked by copy."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((512, 128)).astype(F32)
+    b = rng.standard_normal((512, 64)).astype(F32)
+    expect = a.astype(np.float64).T @ b.astype(np.float64)
+    tile = [a[k * 128 : (k + 1) * 128].T @ b[k * 128 : (k + 1) * 128] for k in range(4)]
+    for order in ([0, 1, 2, 3], [3, 1, 0, 2], [0, 0, 1]):
+        want = expect if len(order) == 4 else 2 * tile[0] + tile[1]
+        np.testing.assert_allclose(_k_tiles(a, b, order), want, rtol=1e-4, atol=1e-3)
+
+
+def test_queued_product_sees_its_operand_as_it_was_before_a_write():
+    """An SBUF operand overwritten after the matmul but before the PSUM tile is read."""
+
+    def kernel(x, y):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        lhs = nl.ndarray((128, 128), dtype=nl.float32)
+        lhs[...] = nl.load(x)
+        rhs = nl.load(y)
+        acc += nl.matmul(lhs, rhs, transpose_x=True)
+        lhs[...] = nl.multiply(lhs, 3.0)  # the queued product must not see this
+        acc += nl.matmul(lhs, rhs, transpose_x=True)
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((128, 128)).astype(F32)
+    y = rng.standard_normal((128, 64)).astype(F32)
+    out, _ = run_kernel(kernel, x, y)
+    np.testing.assert_allclose(out, 4 * (x.T @ y), rtol=1e-4, atol=1e-3)
+
+
+def test_queued_product_read_directly_and_accumulated():
+    """One product both added into a PSUM tile and copied out itself."""
+
+    def kernel(x, y):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        prod = nl.matmul(nl.load(x), nl.load(y), transpose_x=True)
+        acc += prod
+        acc += prod
+        nl.store(out[:, 0:64], value=nl.copy(prod))
+        nl.store(out[:, 64:128], value=nl.copy(acc))
+        return out
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((128, 128)).astype(F32)
+    y = rng.standard_normal((128, 64)).astype(F32)
+    out, _ = run_kernel(kernel, x, y)
+    np.testing.assert_allclose(out[:, :64], x.T @ y, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out[:, 64:], 2 * (x.T @ y), rtol=1e-5, atol=1e-4)
+
+
+def test_queued_k_tiles_keep_the_overflow_rule():
+    """Products that overflow fp32 are ±inf before they are added, so +inf and -inf tiles
+    give NaN, and one +inf tile gives +inf, as tile-by-tile accumulation would."""
+    a = np.zeros((256, 128), F32)
+    b = np.zeros((256, 64), F32)
+    a[0, 0], b[0, 0] = 1e30, 1e30  # K tile 0: +inf at (0, 0)
+    a[128, 0], b[128, 0] = 1e30, -1e30  # K tile 1: -inf at (0, 0)
+    a[0, 1], b[0, 1] = 1e30, 1e30  # +inf at (1, 1) from tile 0 only
+    got = _k_tiles(a, b, [0, 1])
+    with np.errstate(all="ignore"):
+        tiles = [
+            (a[t, :, None] * b[t, None, :]).sum(axis=0) for t in (slice(0, 128), slice(128, 256))
+        ]
+        want = tiles[0] + tiles[1]  # fmt: skip
+    assert np.isnan(got[0, 0]) and got[1, 1] == np.inf
+    np.testing.assert_array_equal(got, want)
