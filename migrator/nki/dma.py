@@ -7,6 +7,8 @@ built with ``nl.arange`` use their flat offsets.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .dtypes import name as dtype_name
@@ -28,15 +30,17 @@ def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, in
             return 0, 0, 0
         runs = 1 + int(np.count_nonzero(np.diff(flat) != 1))
         return int(flat.size), runs, int(flat.size * item // runs)
-    data = view.storage.data[view.key]
+    # The view's strides from the storage's and the key's steps (no numpy view is built).
+    base = view.storage._data.strides
+    strides = [base[d] * k.step for d, k in enumerate(view.key) if type(k) is slice]
     run_elems = 1
-    for n, stride in zip(reversed(data.shape), reversed(data.strides), strict=True):
+    for n, stride in zip(reversed(view.shape), reversed(strides), strict=True):
         if n == 1:
             continue
         if stride != item * run_elems:
             break
         run_elems *= n
-    elems = int(data.size if mask is None else np.count_nonzero(mask))
+    elems = math.prod(view.shape) if mask is None else int(np.count_nonzero(mask))
     if elems == 0:
         return 0, 0, 0
     runs = max(1, -(-elems // run_elems))
