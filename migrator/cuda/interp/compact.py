@@ -26,6 +26,7 @@ from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.findings import Coord
 from migrator.cuda.interp.scope import CompLV, MemLV, Var, VarLV
+from migrator.cuda.interp.span import Span, span_of
 from migrator.cuda.interp.values import Val
 
 if TYPE_CHECKING:
@@ -55,9 +56,12 @@ LOOPS = ("for_statement", "while_statement", "do_statement")
 class LaneView:
     """The lane geometry of a subset `idx` of a parent geometry (same interface)."""
 
-    def __init__(self, parent: Geometry | LaneView, idx: np.ndarray) -> None:
+    def __init__(
+        self, parent: Geometry | LaneView, idx: np.ndarray, span: Span | None = None
+    ) -> None:
         self.parent = parent
         self.idx = idx
+        self.span = span  # run structure of idx (span.py): gathers become strided copies
         self.grid, self.block = parent.grid, parent.block
         self.first_block, self.n_blocks = parent.first_block, parent.n_blocks
         self.threads = parent.threads
@@ -71,7 +75,7 @@ class LaneView:
             return value
         v = self._cache.get(key)
         if v is None:
-            v = self._cache[key] = value[self.idx]
+            v = self._cache[key] = _take(value, self.idx, self.span)
         return v
 
     @property
@@ -183,19 +187,20 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
         elif isinstance(b, CompLV) or (isinstance(b, MemLV) and np.ndim(b.ptr.data) > 0):
             return False  # a reference into memory at per-lane addresses
     idx = np.flatnonzero(mask)
+    span = span_of(idx)
     parent = m.geo
     frame = m.frame
     saved = [(v, v.val, v.init) for v in bound]
     masks = (frame.ret, [(lp.brk, lp.cont) for lp in frame.loops])
     for v in bound:
-        v.val = _gather(v.val, idx)
+        v.val = _gather(v.val, idx, span)
         if v.init is not None:  # lanes that stored to a variable declared uninitialised
-            v.init = v.init[idx]
+            v.init = _take(v.init, idx, span)
     gathered = [v.val for v in bound]
     frame.ret = frame.ret[idx]
     for lp in frame.loops:
         lp.brk, lp.cont = lp.brk[idx], lp.cont[idx]
-    m.geo = LaneView(parent, idx)  # type: ignore[assignment]
+    m.geo = LaneView(parent, idx, span)  # type: ignore[assignment]
     try:
         m.exec(node, m.geo.full)
     finally:
@@ -204,7 +209,7 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
         for lp, (brk, cont) in zip(frame.loops, masks[1], strict=True):
             lp.brk, lp.cont = brk, cont
         for (v, old, init), g in zip(saved, gathered, strict=True):
-            v.val = old if v.val is g else _scatter(old, v.val, idx, parent.n)
+            v.val = old if v.val is g else _scatter(old, v.val, idx, parent.n, span)
             if init is not None:
                 merged = init.copy()
                 merged[idx] = True if v.init is None else v.init
@@ -212,22 +217,34 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
     return True
 
 
-def _gather(v: Val, idx: np.ndarray) -> Val:
+def _take(values: np.ndarray, idx: np.ndarray, span: Span | None) -> np.ndarray:
+    """`values[idx]` for a lane array: a strided copy when idx has a run structure."""
+    if span is not None and values.ndim == 1:
+        return span.take(values)
+    return values[idx]
+
+
+def _gather(v: Val, idx: np.ndarray, span: Span | None = None) -> Val:
     if v.comps is not None:
-        return Val(v.ctype, comps=tuple(_gather(c, idx) for c in v.comps))
+        return Val(v.ctype, comps=tuple(_gather(c, idx, span) for c in v.comps))
     if np.ndim(v.data) == 0:
         return v
-    return Val(v.ctype, v.data[idx], buf=v.buf)
+    return Val(v.ctype, _take(v.data, idx, span), buf=v.buf)
 
 
-def _scatter(old: Val, new: Val, idx: np.ndarray, n: int) -> Val:
+def _scatter(old: Val, new: Val, idx: np.ndarray, n: int, span: Span | None = None) -> Val:
     """`old` with the subset's lanes replaced by `new` (as a masked store would)."""
     if old.comps is not None and new.comps is not None:
-        comps = tuple(_scatter(o, c, idx, n) for o, c in zip(old.comps, new.comps, strict=True))
+        comps = tuple(
+            _scatter(o, c, idx, n, span) for o, c in zip(old.comps, new.comps, strict=True)
+        )
         return Val(old.ctype, comps=comps)
     if new.buf is not old.buf and (new.buf is not None or old.buf is not None):
         raise TypeError("pointers into different buffers selected per lane")
     nd = np.asarray(new.data)
     out = np.array(np.broadcast_to(old.data, (n,)), dtype=np.result_type(nd, old.data))
-    out[idx] = nd
+    if span is not None:
+        span.put(out, nd)
+    else:
+        out[idx] = nd
     return Val(new.ctype, out, buf=new.buf)

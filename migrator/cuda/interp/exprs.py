@@ -15,7 +15,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.ops import COMPARE, UNARY, binary, truthy
+from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV
 from migrator.cuda.interp.values import Val, convert, scalar, select
 
@@ -298,7 +298,7 @@ class ExprMixin:
         if op in ("&&", "||"):
             a = truthy(self.ev(left, mask))
             # short-circuit per lane: the right side runs only where it decides the result
-            sub = mask & (a if op == "&&" else ~np.asarray(a))
+            sub = mask_and(mask, a if op == "&&" else ~np.asarray(a))
             if not np.any(sub):
                 return Val(ct.BOOL, np.asarray(a, dtype=bool))
             b = truthy(self.ev(right, sub))
@@ -442,7 +442,7 @@ class ExprMixin:
         b_node = node.child_by_field_name("alternative")
         assert cond is not None and a_node is not None and b_node is not None
         c = np.asarray(truthy(self.ev(cond, mask)), dtype=bool)
-        ma, mb = mask & c, mask & ~c
+        ma, mb = mask_and(mask, c), mask_and(mask, ~c)
         # each branch only for its lanes; a branch no lane takes is not evaluated at all
         if not mb.any():
             return self.ev(a_node, ma)
@@ -500,7 +500,7 @@ class ExprMixin:
 
     def truth(self: Machine, node: Node, mask: np.ndarray) -> np.ndarray:
         """Lanes of `mask` where the condition holds (a bool array over all lanes)."""
-        return mask & np.asarray(truthy(self.ev(node, mask)), dtype=bool)
+        return mask_and(mask, truthy(self.ev(node, mask)))
 
 
 def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:

@@ -17,6 +17,7 @@ import numpy as np
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
+from migrator.cuda.interp.span import Span, span_of
 from migrator.cuda.interp.values import Val, lanes
 
 if TYPE_CHECKING:
@@ -82,9 +83,10 @@ def _width(ctype: CType) -> int:
 
 def _resolve(
     m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object, write: bool
-) -> tuple[Buffer, np.ndarray | None, np.ndarray]:
-    """Active lane indices (None = all) and flat element indices of an access; raises/reports
-    out-of-bounds accesses and drops them from the active set in report mode."""
+) -> tuple[Buffer, np.ndarray | None, np.ndarray, Span | None]:
+    """Active lane indices (None = all), flat element indices of an access and their run
+    structure (`span.py`; None: irregular, or a vector access); raises/reports out-of-bounds
+    accesses and drops them from the active set in report mode."""
     buf = ptr.buf
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
@@ -101,41 +103,57 @@ def _resolve(
         bad_align = (off % w) != 0
         if bad_align.any():
             m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
-    # two reductions (no temporary) in the common in-bounds case; the mask only when needed
-    if off.size and (last < 0 or off.min() < 0 or off.max() > last):
+    span = span_of(off) if w == 1 and buf.per == "grid" else None
+    if span is not None:  # bounds of a run structure: its first and last element
+        lo, hi = span.start, span.start + (span.rows - 1) * span.step + span.cols - 1
+        outside = last < 0 or lo < 0 or hi > last
+    else:  # two reductions (no temporary) in the common in-bounds case
+        outside = bool(off.size) and (last < 0 or off.min() < 0 or off.max() > last)
+    if outside:  # the mask only when needed
         # one unsigned compare catches both ends: a negative offset viewed as uint64 is huge
         bad = off.view(np.uint64) > np.uint64(last) if last >= 0 else np.ones(off.shape, bool)
         m.oob(node, buf, off, bad, idx, write)
         keep = ~bad
         idx = (np.flatnonzero(mask)[keep]) if idx is None else idx[keep]
         off = off[keep]
+        span = None
     if buf.per in ("block", "lane"):
         base = m.geo.row_base(buf.per, buf.size)
         flat = (base if idx is None else base[idx]) + off
+        span = span_of(flat) if w == 1 else None
     else:
         flat = off
-    return buf, idx, flat
+    return buf, idx, flat, span
 
 
 def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> Val:
     """Load `*ptr` of type `ctype` for the active lanes (inactive lanes hold poison)."""
-    buf, idx, flat = _resolve(m, ptr, ctype, mask, node, write=False)
+    buf, idx, flat, span = _resolve(m, ptr, ctype, mask, node, write=False)
     if buf.space == "shared":
-        _check_shared_read(m, buf, idx, flat, ctype, node)
+        _check_shared_read(m, buf, idx, flat, ctype, node, span)
     elif buf.init is not None and not buf.fully_initialised():  # a local array
-        _check_init(m, buf, idx, flat, ctype, node, "local array")
+        _check_init(m, buf, idx, flat, ctype, node, "local array", span)
     if ctype.kind == "vec":
         assert ctype.elem is not None
         comps = tuple(_gather(m, buf, idx, flat + k, ctype.elem) for k in range(ctype.count))
         return Val(ctype, comps=comps)
-    return _gather(m, buf, idx, flat, ctype)
+    return _gather(m, buf, idx, flat, ctype, span)
 
 
-def _gather(m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType) -> Val:
+def _gather(
+    m: Machine,
+    buf: Buffer,
+    idx: np.ndarray | None,
+    flat: np.ndarray,
+    ct: CType,
+    span: Span | None = None,
+) -> Val:
+    # a span is copied as a strided view; np.take is faster than fancy indexing otherwise
+    values = span.take(buf.data) if span is not None else np.take(buf.data, flat)
     if idx is None:
-        return Val(ct, np.take(buf.data, flat))  # np.take: faster than fancy indexing
+        return Val(ct, values)
     out = np.full(m.geo.n, poison(buf.data.dtype, m.options.uninit), dtype=buf.data.dtype)
-    out[idx] = np.take(buf.data, flat)
+    out[idx] = values
     return Val(ct, out)
 
 
@@ -147,18 +165,23 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     the race checker reports it.
     """
     ctype = value.ctype
-    buf, idx, flat = _resolve(m, ptr, ctype, mask, node, write=True)
+    buf, idx, flat, span = _resolve(m, ptr, ctype, mask, node, write=True)
     if buf.space == "constant":
         raise m.error(node, f"store to __constant__ memory {buf.name!r}")
     if buf.space == "shared":
-        _check_shared_write(m, buf, idx, flat, ctype, node)
+        _check_shared_write(m, buf, idx, flat, ctype, node, span)
     elif buf.init is not None and not buf.all_init:
-        for k in range(_width(ctype)):
+        if span is not None:
+            span.put(buf.init, True)
+        for k in range(_width(ctype) if span is None else 0):
             buf.init[flat + k] = True
     parts = value.comps if value.comps is not None else (value,)
     for k, part in enumerate(parts):
         d = lanes(part, m.geo.n)
-        buf.data[flat + k] = d if idx is None else d[idx]
+        if span is not None:  # width 1: one part
+            span.put(buf.data, d if idx is None else d[idx])
+        else:
+            buf.data[flat + k] = d if idx is None else d[idx]
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
@@ -167,14 +190,20 @@ def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
 
 
 def _check_shared_read(
-    m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType, node: object
+    m: Machine,
+    buf: Buffer,
+    idx: np.ndarray | None,
+    flat: np.ndarray,
+    ct: CType,
+    node: object,
+    span: Span | None = None,
 ) -> None:
     if buf.init is not None and not buf.fully_initialised():
-        _check_init(m, buf, idx, flat, ct, node, "shared memory")
+        _check_init(m, buf, idx, flat, ct, node, "shared memory", span)
     for k in range(_width(ct)):
         f = flat + k if k else flat
         if buf.race is not None and m.options.races:
-            race = buf.race.read(f, _tids(m, idx))
+            race = buf.race.read(f, _tids(m, idx), span)
             if race is not None and race.any():
                 m.finding(
                     node,
@@ -194,12 +223,13 @@ def _check_init(
     ct: CType,
     node: object,
     what: str,
+    span: Span | None = None,
 ) -> None:
     """Report lanes reading elements that no store has written (`buf.init`)."""
     assert buf.init is not None
     for k in range(_width(ct)):
         f = flat + k if k else flat
-        uninit = ~buf.init[f]
+        uninit = ~(span.take(buf.init) if span is not None else buf.init[f])
         if uninit.any():
             m.finding(
                 node,
@@ -211,14 +241,23 @@ def _check_init(
 
 
 def _check_shared_write(
-    m: Machine, buf: Buffer, idx: np.ndarray | None, flat: np.ndarray, ct: CType, node: object
+    m: Machine,
+    buf: Buffer,
+    idx: np.ndarray | None,
+    flat: np.ndarray,
+    ct: CType,
+    node: object,
+    span: Span | None = None,
 ) -> None:
     for k in range(_width(ct)):
         f = flat + k if k else flat
         if buf.init is not None and not buf.all_init:
-            buf.init[f] = True
+            if span is not None:
+                span.put(buf.init, True)
+            else:
+                buf.init[f] = True
         if buf.race is not None and m.options.races:
-            race = buf.race.write(f, _tids(m, idx))
+            race = buf.race.write(f, _tids(m, idx), span)
             if race.any():
                 m.finding(
                     node,

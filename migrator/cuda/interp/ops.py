@@ -122,4 +122,14 @@ def truthy(v: Val) -> Arr:
     return np.not_equal(v.data, 0)
 
 
-__all__ = ["ARITH", "COMPARE", "SHIFT", "UNARY", "binary", "truthy", "INT"]
+def mask_and(mask: np.ndarray, cond: Any) -> np.ndarray:
+    """`mask & cond` for a lane mask and a condition that may be one uniform truth value.
+
+    numpy 2.4 runs `bool_array & scalar` (and `|`) ~30x slower than `&` of two arrays (no SIMD
+    loop for the broadcast scalar), and uniform conditions (`stride > 0`) are common."""
+    if np.ndim(cond) == 0:
+        return mask.copy() if cond else np.zeros_like(mask)
+    return mask & np.asarray(cond, dtype=bool)
+
+
+__all__ = ["ARITH", "COMPARE", "SHIFT", "UNARY", "binary", "mask_and", "truthy", "INT"]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from migrator.cuda.interp.span import Span
+
 TID = np.int16  # thread ids inside a block are < 1024: narrow tables move less memory
 NONE = -1
 MANY = -2
@@ -33,7 +35,7 @@ class RaceTracker:
         self.dirty = False
         self.written = False  # any write in this interval (reads race only with writes)
         self.read_any = False  # any read folded into `reader` in this interval
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.pending: list[tuple[np.ndarray, np.ndarray, Span | None]] = []
         self.pending_n = 0
 
     def reset(self) -> None:
@@ -47,39 +49,42 @@ class RaceTracker:
             self.reader.fill(NONE)
             self.dirty = False
 
-    def read(self, flat: np.ndarray, tid: np.ndarray) -> np.ndarray | None:
+    def read(
+        self, flat: np.ndarray, tid: np.ndarray, span: Span | None = None
+    ) -> np.ndarray | None:
         """Record reads of `flat` by `tid` (active lanes only); returns lanes that race
-        (None: nothing was written in this interval, so no read can race)."""
-        race = _other(self.writer[flat], tid) if self.written else None
-        self.pending.append((flat, np.broadcast_to(tid, flat.shape)))
+        (None: nothing was written in this interval, so no read can race). `span`: the run
+        structure of `flat` (span.py), whose tables are then read and written as views."""
+        race = _other(_at(self.writer, flat, span), tid) if self.written else None
+        self.pending.append((flat, np.broadcast_to(tid, flat.shape), span))
         self.pending_n += flat.size
         if self.pending_n > PENDING_LIMIT:
             self._fold()
         return race
 
     def _fold(self) -> None:
-        for flat, tid in self.pending:
-            _record(self.reader, flat, tid, empty=not self.read_any)
+        for flat, tid, span in self.pending:
+            _record(self.reader, flat, tid, not self.read_any, span)
             self.read_any = True
         self.pending.clear()
         self.pending_n = 0
         self.dirty = True
 
-    def write(self, flat: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    def write(self, flat: np.ndarray, tid: np.ndarray, span: Span | None = None) -> np.ndarray:
         """Record writes; returns lanes that race (another writer or reader in this interval,
         or another lane of this statement writing the same address)."""
         if self.pending:
             self._fold()
         # a table with nothing recorded since the barrier needs no gather
         if self.written:
-            race = _other(self.writer[flat], tid)
+            race = _other(_at(self.writer, flat, span), tid)
             if self.read_any:
-                race |= _other(self.reader[flat], tid)
+                race |= _other(_at(self.reader, flat, span), tid)
         elif self.read_any:
-            race = _other(self.reader[flat], tid)
+            race = _other(_at(self.reader, flat, span), tid)
         else:
             race = np.zeros(flat.shape, dtype=bool)
-        if _record(self.writer, flat, tid, empty=not self.written):
+        if _record(self.writer, flat, tid, not self.written, span):
             race |= self.writer[flat] == MANY  # same-statement writers of one address
         self.dirty = True
         self.written = True
@@ -98,7 +103,14 @@ def _merge(old: np.ndarray, tid: np.ndarray) -> np.ndarray:
     )
 
 
-def _record(table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool) -> bool:
+def _at(table: np.ndarray, flat: np.ndarray, span: Span | None) -> np.ndarray:
+    """`table[flat]`, through a strided view when the addresses have a run structure."""
+    return span.take(table) if span is not None else table[flat]
+
+
+def _record(
+    table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool, span: Span | None = None
+) -> bool:
     """table[f] = merge(table[f], tid) for every access, repeated addresses included.
 
     Fast path: strictly increasing addresses have no repeats, so one fancy assignment is exact
@@ -106,6 +118,10 @@ def _record(table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool) -
     by address first: a group of one thread id keeps it, a group of several becomes MANY.
     Returns whether addresses repeated.
     """
+    if span is not None:  # strictly increasing by construction: the fast path, as a view
+        view = span.view(table)
+        view[...] = span.grid(tid) if empty else _merge(view, span.grid(tid))
+        return False
     if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
         table[flat] = tid if empty else _merge(table[flat], tid)
         return False

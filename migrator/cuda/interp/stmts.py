@@ -407,9 +407,9 @@ class StmtMixin:
             self.frame.loops.pop()
 
     def truth_of(self: Machine, v: Val, label: Val, mask: np.ndarray) -> np.ndarray:
-        from migrator.cuda.interp.ops import binary
+        from migrator.cuda.interp.ops import binary, mask_and
 
-        return mask & np.asarray(binary("==", v, label).data, dtype=bool)
+        return mask_and(mask, binary("==", v, label).data)
 
     def _s_typedef(self: Machine, node: Node, mask: np.ndarray) -> None:
         """`typedef T name;` / `using name = T;`: a name bound to a type in this scope."""

@@ -110,7 +110,44 @@ def select(mask: Any, a: Val, b: Val) -> Val:
         )
     if a.buf is not b.buf and (a.buf is not None or b.buf is not None):
         raise TypeError("pointers into different buffers selected per lane")
-    return Val(a.ctype, np.where(mask, a.data, b.data), buf=a.buf)
+    return Val(a.ctype, blend(mask, a.data, b.data), buf=a.buf)
+
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def blend(mask: Any, a: Any, b: Any) -> Any:
+    """`np.where(mask, a, b)`, branch-free for two lane arrays of one dtype.
+
+    np.where mispredicts a branch per lane on data-dependent masks (`x > 0 ? x : 0` over random
+    x: ~5x slower than on runs of lanes); selecting bits with a mask of all-ones/all-zeros words,
+    `b ^ ((a ^ b) & m)`, costs the same whatever the mask and keeps every bit (NaN payloads,
+    -0.0) exactly. A uniform operand of the same dtype is broadcast."""
+    if isinstance(mask, np.ndarray) and mask.ndim == 1:
+        if isinstance(a, np.generic) or (isinstance(a, np.ndarray) and a.ndim == 0):
+            a = np.broadcast_to(a, mask.shape)
+        if isinstance(b, np.generic) or (isinstance(b, np.ndarray) and b.ndim == 0):
+            b = np.broadcast_to(b, mask.shape)
+    if (
+        isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+        and isinstance(mask, np.ndarray)
+        and a.dtype == b.dtype
+        and a.ndim == 1
+        and a.shape == b.shape == mask.shape
+        and mask.dtype == np.bool_
+        and a.dtype.itemsize in _UINT
+        and a.dtype.kind in "fiub"
+    ):
+        word = _UINT[a.dtype.itemsize]
+        bits = mask.view(np.uint8).astype(word)
+        np.negative(bits, out=bits)  # 1 -> all ones, 0 -> 0
+        ua, ub = a.view(word), b.view(word)
+        out = np.bitwise_xor(ua, ub)
+        np.bitwise_and(out, bits, out=out)
+        np.bitwise_xor(out, ub, out=out)
+        return out.view(a.dtype)
+    return np.where(mask, a, b)
 
 
 def lanes(v: Val, n: int) -> np.ndarray:
