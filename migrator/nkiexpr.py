@@ -50,6 +50,47 @@ _SCALAR_OPS = {"+", "-", "*"}
 _MAXNUM = {"fmaxf": "nl.greater", "fmax": "nl.greater", "fminf": "nl.less", "fmin": "nl.less"}
 
 
+def _nan_reaches(e: Expr) -> set[str]:
+    """Keys of the loads whose NaN always reaches `e`'s value: those joined to the root by
+    + - * / (either operand), unary minus and casts only, every one of which propagates NaN."""
+    out: set[str] = set()
+
+    def walk(n: Expr) -> None:
+        if n.kind == "load":
+            out.add(_key(n))
+        elif (n.kind == "binary" and n.op in _BINARY) or (n.kind == "unary" and n.op == "-"):
+            for a in n.args:
+                walk(a)
+        elif n.kind == "cast" or (n.kind == "call" and n.op in CONVERSIONS):
+            walk(n.args[0])
+
+    walk(e)
+    return out
+
+
+def _nan_only_from(x: Expr) -> str | None:
+    """The key of the one load `x` is NaN exactly when it is: `x` is that load combined with
+    finite non-zero constants by + - * / and unary minus (so an infinite load gives an
+    infinite or zero `x`, never NaN); None for any other shape."""
+    loads = [n for n in x.walk() if n.kind == "load"]
+    if len(loads) != 1:
+        return None
+
+    def ok(n: Expr) -> bool:
+        if n.kind == "load":
+            return True
+        if n.kind == "const":
+            v = float(n.value or 0.0)
+            return n.dtype != "bool" and v != 0.0 and bool(np.isfinite(v))
+        if n.kind == "binary" and n.op in _BINARY or n.kind == "unary" and n.op == "-":
+            return all(ok(a) for a in n.args)
+        if n.kind == "cast" or (n.kind == "call" and n.op in CONVERSIONS):
+            return ok(n.args[0])
+        return False
+
+    return _key(loads[0]) if ok(x) else None
+
+
 def _scalar_only(n: Expr) -> bool:
     """True when `n` reads no memory: constants and scalar parameters combined."""
     if n.kind in ("const", "param"):
@@ -176,6 +217,7 @@ def render(
     fuse: two arithmetic ops with scalar operands become one legacy `nisa.tensor_scalar`, and
     `(x op s) op y` one `nisa.scalar_tensor_tensor` (one Vector engine pass instead of two)."""
     casts = _FLOAT_CASTS | (float_casts or set())
+    nan_reaches = _nan_reaches(e)
 
     def fused(n: Expr) -> str | None:
         a, b = n.args
@@ -254,10 +296,13 @@ def render(
                 # fmaxf/fminf return the non-NaN operand (IEEE maxNum): fmaxf(NaN, 0) is 0,
                 # which a NaN-propagating maximum would not give; a select on the comparison
                 # does, at the price of evaluating the operand twice, so only for an operand of
-                # at most one instruction (nested clamps would otherwise grow exponentially)
+                # at most one instruction (nested clamps would otherwise grow exponentially).
+                # Not needed when the operand is NaN only where a load is NaN whose NaN reaches
+                # the whole expression anyway (hardswish `v * fminf(fmaxf(v + 3, 0), 6)`):
+                # both maxima then give the same NaN result.
                 x, c = n.args if n.args[1].kind == "const" else n.args[::-1]
                 a, b = go(x), go(c)
-                if a.count("nl.") <= 1:
+                if a.count("nl.") <= 1 and _nan_only_from(x) not in nan_reaches:
                     return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
             fn = MATH.get(n.op or "")
             if fn is None:

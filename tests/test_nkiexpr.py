@@ -95,3 +95,42 @@ def test_fused_scalar_ops_compute_what_the_plain_ops_do(
         out, _ = mn.run_kernel(mn.load_kernel_module(f).k, x, b)
         outs.append(np.asarray(out))
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize(
+    ("body", "select"),
+    [
+        ("v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f", False),  # hardswish: v's NaN wins
+        ("fmaxf(v + 3.0f, 0.0f) * u", False),  # u = x + b carries x's NaN to the result
+        ("fmaxf(v, 0.0f)", True),  # ReLU: CUDA maps NaN to 0
+        ("fmaxf(v * 0.0f, 1.0f) * v", True),  # inf * 0 is NaN while v is not
+        ("fminf(b[i] + 1.0f, 2.0f) * v", True),  # b's NaN does not reach the result otherwise
+    ],
+)
+def test_maxnum_select_only_where_a_nan_could_be_hidden(body: str, select: bool, tmp_path) -> None:
+    """fmaxf/fminf return the non-NaN operand; `nl.maximum` propagates NaN. The generator may
+    use the plain maximum only when the two agree on every input, NaN and inf included: the
+    rendered kernel must then match the CUDA interpreter bit for bit in NaN positions."""
+    import numpy as np
+
+    import migrator.nki as mn
+    from migrator.cuda.interp import run_kernel as run_cuda
+    from migrator.cuda.parse import parse_text
+
+    expr = render(_value(body), lambda ld: f"{ld.name}_tile", {})
+    assert ("nl.where(" in expr) is select
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e38, -3.0, 2.5], np.float32)
+    x = np.tile(special, 8)
+    b = np.repeat(special, 8)  # every pair of special values
+    src = parse_text(
+        "__global__ void k(const float* x, const float* b, float* y) {\n  int i = threadIdx.x;\n"
+        f"  float v = x[i];\n  float u = x[i] + b[i];\n  y[i] = {body};\n}}",
+        "k.cu",
+    )
+    want = np.zeros(64, np.float32)
+    run_cuda(src, "k", 1, 64, {"x": x, "b": b, "y": want})
+    f = tmp_path / "k.py"
+    f.write_text(KERNEL.format(expr=expr))
+    got, _ = mn.run_kernel(mn.load_kernel_module(f).k, x.reshape(1, 64), b.reshape(1, 64))
+    np.testing.assert_array_equal(np.isnan(np.asarray(got).reshape(-1)), np.isnan(want))
+    np.testing.assert_allclose(np.asarray(got).reshape(-1), want, rtol=1e-6)
