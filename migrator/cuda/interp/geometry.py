@@ -86,7 +86,9 @@ class Geometry:
         per_block = (lin % gx, (lin // gx) % gy, lin // (gx * gy))[k].astype(np.uint32)
         if self.grid[k] == 1 or self.n_blocks == 1:
             return per_block[0]
-        return self._memo(f"b{k}", lambda: per_block[self.blk])
+        # lanes are block-major: each block's value repeated over its threads (np.repeat is a
+        # run copy, several times faster than gathering through the per-lane block index)
+        return self._memo(f"b{k}", lambda: np.repeat(per_block, self.threads))
 
     def coord(self, lane: int) -> Coord:
         bx, by, _ = self.block
