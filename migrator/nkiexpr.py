@@ -46,6 +46,7 @@ CONVERSIONS = {"__half2float", "__float2half", "__float2half_rn", "__bfloat162fl
 
 
 _SCALAR_OPS = {"+", "-", "*"}
+_ORDERED = {"nl.subtract", "nl.divide"}  # the scalar instructions' ops whose operand order counts
 # C's fmax/fmin against a constant: keep x where this comparison with the constant holds
 _MAXNUM = {"fmaxf": "nl.greater", "fmax": "nl.greater", "fminf": "nl.less", "fmin": "nl.less"}
 
@@ -181,16 +182,6 @@ def activation_of(e: Expr) -> tuple[str, Expr] | None:
     return None
 
 
-def _one_scalar(t: Expr) -> tuple[Expr, Expr, bool] | None:
-    """(tile operand, scalar operand, scalar on the left) of an arithmetic op on one tile."""
-    if t.kind != "binary" or t.op not in _BINARY or len(t.args) != 2:
-        return None
-    x, y = t.args
-    if _scalar_only(x) == _scalar_only(y):
-        return None
-    return (y, x, True) if _scalar_only(x) else (x, y, False)
-
-
 def with_placeholder(e: Expr, target: Expr, name: str) -> Expr:
     """`e` with the subtree `target` (a reduction, say) replaced by a parameter `name`, so an
     epilogue around it renders with a placeholder the template names (`params={name: ...}`)."""
@@ -219,35 +210,66 @@ def render(
     casts = _FLOAT_CASTS | (float_casts or set())
     nan_reaches = _nan_reaches(e)
 
+    def plain_clamp(n: Expr) -> bool:
+        """fmaxf/fminf against a constant that renders as the plain nl.maximum/minimum (see
+        the maxNum comment in `go`)."""
+        if n.kind != "call" or n.op not in _MAXNUM or len(n.args) != 2:
+            return False
+        if not any(a.kind == "const" for a in n.args):
+            return False
+        x = n.args[0] if n.args[1].kind == "const" else n.args[1]
+        return _nan_only_from(x) in nan_reaches or go(x).count("nl.") > 1
+
+    def two_operand(n: Expr) -> tuple[str, Expr, Expr] | None:
+        """(NKI op, left, right) of an op a Vector-engine scalar instruction can apply."""
+        if n.kind == "binary" and n.op in _BINARY and len(n.args) == 2:
+            return _BINARY[n.op], n.args[0], n.args[1]
+        if plain_clamp(n):
+            return MATH[n.op or ""], n.args[0], n.args[1]
+        return None
+
+    def one_scalar(t: Expr) -> tuple[str, Expr, Expr, bool] | None:
+        """(op, tile operand, scalar operand, scalar on the left) of an op on one tile."""
+        view = two_operand(t)
+        if view is None:
+            return None
+        fn, x, y = view
+        if _scalar_only(x) == _scalar_only(y):
+            return None
+        return (fn, y, x, True) if _scalar_only(x) else (fn, x, y, False)
+
     def fused(n: Expr) -> str | None:
-        a, b = n.args
+        view = two_operand(n)
+        if view is None:
+            return None
+        fn, a, b = view
         sa, sb = _scalar_only(a), _scalar_only(b)
         if sa and sb:
             return None
         if not sa and not sb:  # (data op0 scalar) op1 other
             for t, other, t_left in ((a, b, True), (b, a, False)):
-                if not (t_left or n.op in ("+", "*")):
+                if not (t_left or fn not in _ORDERED):
                     continue
-                inner = _one_scalar(t)
+                inner = one_scalar(t)
                 if inner is None:
                     continue
-                data, scalar, scalar_left = inner
-                if scalar_left and t.op not in ("+", "*"):
+                fn0, data, scalar, scalar_left = inner
+                if scalar_left and fn0 in _ORDERED:
                     continue
                 return (
-                    f"nisa.scalar_tensor_tensor(data={go(data)}, op0={_BINARY[t.op]}, "
-                    f"operand0={go(scalar)}, op1={_BINARY[n.op]}, operand1={go(other)})"
+                    f"nisa.scalar_tensor_tensor(data={go(data)}, op0={fn0}, "
+                    f"operand0={go(scalar)}, op1={fn}, operand1={go(other)})"
                 )
             return None
         s1, t, s1_left = (a, b, True) if sa else (b, a, False)
-        inner = _one_scalar(t)
+        inner = one_scalar(t)
         if inner is None:
             return None
-        data, s0, s0_left = inner
+        fn0, data, s0, s0_left = inner
         # operand order only matters for - and /
-        s0_left, s1_left = s0_left and t.op in ("-", "/"), s1_left and n.op in ("-", "/")
-        return (f"nisa.tensor_scalar({go(data)}, op0={_BINARY[t.op]}, operand0={go(s0)}, "
-                f"reverse0={s0_left}, op1={_BINARY[n.op]}, operand1={go(s1)}, "
+        s0_left, s1_left = s0_left and fn0 in _ORDERED, s1_left and fn in _ORDERED
+        return (f"nisa.tensor_scalar({go(data)}, op0={fn0}, operand0={go(s0)}, "
+                f"reverse0={s0_left}, op1={fn}, operand1={go(s1)}, "
                 f"reverse1={s1_left})")  # fmt: skip
 
     def go(n: Expr) -> str:
@@ -255,7 +277,7 @@ def render(
         act = activation_of(n) if activations else None
         if act is not None:
             return f"{act[0]}({_strip_outer(go(act[1]))})"
-        if fuse and k == "binary" and n.op in _BINARY and len(n.args) == 2:
+        if fuse and k in ("binary", "call"):
             f = fused(n)
             if f is not None:
                 return f

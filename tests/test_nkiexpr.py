@@ -72,6 +72,10 @@ def k(x, b):
         ("1.0f / (v - 2.5f)", "nisa.tensor_scalar"),
         ("v * 0.9f + u", "nisa.scalar_tensor_tensor"),
         ("u - (v - 0.5f)", None),  # other - (data op scalar): not one instruction
+        # hardswish: its clamps are plain max/min (v's NaN reaches the result) and fuse too
+        ("v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f", "nisa.scalar_tensor_tensor"),
+        ("fmaxf(v + 3.0f, 0.0f) * u", "nisa.scalar_tensor_tensor"),
+        ("fmaxf(v, 0.0f) * 2.0f", None),  # ReLU keeps its maxNum select: nothing to fuse
     ],
 )
 def test_fused_scalar_ops_compute_what_the_plain_ops_do(
