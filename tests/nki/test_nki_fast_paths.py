@@ -7,6 +7,8 @@ values against numpy.
 
 import ml_dtypes
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from migrator.nki import language as nl
 from migrator.nki import run_kernel
@@ -148,3 +150,70 @@ def test_queued_k_tiles_keep_the_overflow_rule():
         want = tiles[0] + tiles[1]  # fmt: skip
     assert np.isnan(got[0, 0]) and got[1, 1] == np.inf
     np.testing.assert_array_equal(got, want)
+
+
+# One random program over two PSUM accumulators and three SBUF operand tiles: accumulate a
+# product, overwrite an operand, read an accumulator out, or reuse the last product. The
+# emulator (which queues products) must agree with numpy evaluating each step when it happens.
+_STEP = st.one_of(
+    st.tuples(st.just("acc"), st.integers(0, 1), st.integers(0, 2), st.integers(0, 2)),
+    st.tuples(st.just("overwrite"), st.integers(0, 2), st.floats(-2, 2, width=32)),
+    st.tuples(st.just("read"), st.integers(0, 1)),
+    st.tuples(st.just("reuse"), st.integers(0, 1)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(_STEP, min_size=1, max_size=12), seed=st.integers(0, 2**16))
+def test_queued_products_match_eager_numpy_on_random_programs(steps, seed):
+    rng = np.random.default_rng(seed)
+    init = rng.standard_normal((3, 128, 32)).astype(F32)
+    n_out = sum(s[0] == "read" for s in steps) + 2  # each read, then both accumulators
+
+    def kernel(ops):
+        out = nl.ndarray((n_out, 32, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        tiles = []
+        for k in range(3):
+            t = nl.ndarray((128, 32), dtype=nl.float32)
+            t[...] = nl.load(ops[k])
+            tiles.append(t)
+        accs = [nl.zeros((32, 16), nl.float32, buffer=nl.psum) for _ in range(2)]
+        last = None
+        n = 0
+        for step in steps:
+            if step[0] == "acc":
+                _, a, s, m = step
+                last = nl.matmul(tiles[s], tiles[m][:, 0:16], transpose_x=True)
+                accs[a] += last
+            elif step[0] == "overwrite":
+                _, s, c = step
+                tiles[s][...] = nl.add(tiles[s], float(c))
+            elif step[0] == "read":
+                nl.store(out[n], value=nl.copy(accs[step[1]]))
+                n += 1
+            elif last is not None:  # reuse the last product in the other accumulator
+                accs[step[1]] += last
+        for a in range(2):
+            nl.store(out[n + a], value=nl.copy(accs[a]))
+        return out
+
+    out, _ = run_kernel(kernel, init.copy())
+    # numpy, eagerly, step by step
+    tiles = [init[k].astype(np.float64) for k in range(3)]
+    accs = [np.zeros((32, 16)) for _ in range(2)]
+    last = None
+    want = []
+    for step in steps:
+        if step[0] == "acc":
+            _, a, s, m = step
+            last = tiles[s].T @ tiles[m][:, 0:16]
+            accs[a] = accs[a] + last
+        elif step[0] == "overwrite":
+            tiles[step[1]] = tiles[step[1]] + float(np.float32(step[2]))
+        elif step[0] == "read":
+            want.append(accs[step[1]].copy())
+        elif last is not None:
+            accs[step[1]] = accs[step[1]] + last
+    want += accs
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(out[i], w, rtol=1e-4, atol=1e-3)
