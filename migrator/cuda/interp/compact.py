@@ -197,9 +197,9 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
         if v.init is not None:  # lanes that stored to a variable declared uninitialised
             v.init = _take(v.init, idx, span)
     gathered = [v.val for v in bound]
-    frame.ret = frame.ret[idx]
+    frame.ret = _take(frame.ret, idx, span)
     for lp in frame.loops:
-        lp.brk, lp.cont = lp.brk[idx], lp.cont[idx]
+        lp.brk, lp.cont = _take(lp.brk, idx, span), _take(lp.cont, idx, span)
     m.geo = LaneView(parent, idx, span)  # type: ignore[assignment]
     try:
         m.exec(node, m.geo.full)
