@@ -37,22 +37,24 @@ def conv2d_3x3(x):
     dx_low = min(dx for _, dx, _ in TAPS)
     width = max(dx for _, dx, _ in TAPS) - dx_low + 1
     row_offsets = list(dict.fromkeys(dy for dy, _, _ in TAPS))  # in the CUDA tap order
-    i_h = nl.arange(F_TILE + width - 1)[None, :]  # a tile's columns and their halo
+    ft = min(F_TILE, W)  # tile columns: no wider than the image
+    i_h = nl.arange(ft + width - 1)[None, :]  # a tile's columns and their halo
     for r in nl.affine_range((H + P_TILE - 1) // P_TILE):
-        for col in nl.affine_range((W + F_TILE - 1) // F_TILE):
+        for col in nl.affine_range((W + ft - 1) // ft):
             i_p = r * P_TILE + nl.arange(P_TILE)[:, None]
-            i_f = col * F_TILE + nl.arange(F_TILE)[None, :]
-            acc = nl.zeros((P_TILE, F_TILE), dtype=nl.float32, buffer=nl.sbuf)
+            i_f = col * ft + nl.arange(ft)[None, :]
+            acc = None
             for dy in row_offsets:
                 # one load per row offset: the rows dy away, with the columns every tap reaches
                 s_p = i_p + dy
-                s_h = col * F_TILE + i_h + dx_low
+                s_h = col * ft + i_h + dx_low
                 inside = (s_p >= 0) & (s_p < H) & (s_h >= 0) & (s_h < W)
-                rows = nl.zeros((P_TILE, F_TILE + width - 1), dtype=nl.float32, buffer=nl.sbuf)
+                rows = nl.zeros((P_TILE, ft + width - 1), dtype=nl.float32, buffer=nl.sbuf)
                 rows[...] = nl.load(x[s_p, s_h], mask=inside)
                 for ty, dx, w in TAPS:
-                    if ty == dy:  # acc + w * x as one VectorE instruction
-                        acc = nisa.scalar_tensor_tensor(data=rows[:, dx - dx_low : dx - dx_low + F_TILE], op0=nl.multiply, operand0=w, op1=nl.add, operand1=acc)
+                    if ty == dy:  # the first tap w * x, then acc + w * x as one VectorE instruction
+                        tap = rows[:, dx - dx_low : dx - dx_low + ft]
+                        acc = nl.multiply(tap, w) if acc is None else nisa.scalar_tensor_tensor(data=tap, op0=nl.multiply, operand0=w, op1=nl.add, operand1=acc)
             # from conv2d_3x3.cu:37 — out[y * W + x] = acc;
             nl.store(out[i_p, i_f], value=acc, mask=(i_p < H) & (i_f < W))
     return out
