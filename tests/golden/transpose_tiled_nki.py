@@ -1,4 +1,4 @@
-"""Transpose: out[c, r] = in[r, c], one 128 x 128 tile at a time
+"""Transpose: out[c, r] = in[r, c], by 128 x 128 TensorE transposes of super-blocks
 
 Migrated by cuda2nki from transpose_tiled.cu (kernel `transpose_tiled_kernel`, family transpose, shared_tiled).
 Calling convention (cuda2nki task contract 1.0):
@@ -19,6 +19,8 @@ import neuronxcc.nki.language as nl
 
 TILE = 128  # rows and columns per tile (pmax; TensorE transpose limit)
 
+SUPER = 512  # super-block side: 4 tiles; one fp32 PSUM bank per output tile
+
 
 @nki.jit
 def transpose_tiled(x):
@@ -28,15 +30,31 @@ def transpose_tiled(x):
     out = nl.ndarray((C, R), dtype=nl.float32, buffer=nl.shared_hbm)
 
     # from transpose_tiled.cu:12 — the shared-memory tile (and its bank-conflict padding) becomes an SBUF tile; the Tensor engine transposes it, so no padding is needed
-    for i in nl.affine_range((R + TILE - 1) // TILE):
-        for j in nl.affine_range((C + TILE - 1) // TILE):
-            i_p = i * TILE + nl.arange(TILE)[:, None]
-            i_f = j * TILE + nl.arange(TILE)[None, :]
-            tile = nl.zeros((TILE, TILE), dtype=nl.float32, buffer=nl.sbuf)
-            tile[...] = nl.load(x[i_p, i_f], mask=(i_p < R) & (i_f < C))
-            flipped = nl.copy(nl.transpose(tile), dtype=nl.float32)
-            # from transpose_tiled.cu:29 — odata[(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
-            o_p = j * TILE + nl.arange(TILE)[:, None]
-            o_f = i * TILE + nl.arange(TILE)[None, :]
-            nl.store(out[o_p, o_f], value=flipped, mask=(o_p < C) & (o_f < R))
+    # super-blocks of up to SUPER x SUPER: 128-row strips loaded as contiguous row segments (up
+    # to 2 KiB per partition), each 128-column block of them transposed into one PSUM bank
+    # [TILE, H], copied out once and stored as contiguous output row segments
+    n_strips = min(SUPER // TILE, (R + TILE - 1) // TILE)
+    H = n_strips * TILE  # super-block rows: the width of each output tile
+    W = min(SUPER, (C + TILE - 1) // TILE * TILE)  # whole 128-column blocks
+    # rows past the end must read as zeros (a TensorE transpose is a matmul with the identity);
+    # columns past the end only reach output rows the store masks off
+    ragged = R % TILE != 0
+    for rs in nl.affine_range((R + H - 1) // H):
+        for cs in nl.affine_range((C + W - 1) // W):
+            if ragged:
+                strips = nl.zeros((n_strips, nl.par_dim(TILE), W), dtype=nl.float32, buffer=nl.sbuf)
+            else:
+                strips = nl.ndarray((n_strips, nl.par_dim(TILE), W), dtype=nl.float32, buffer=nl.sbuf)
+            i_f = cs * W + nl.arange(W)[None, :]
+            for s in nl.affine_range(n_strips):
+                i_p = rs * H + s * TILE + nl.arange(TILE)[:, None]
+                strips[s] = nl.load(x[i_p, i_f], mask=(i_p < R) & (i_f < C))
+            for j in nl.affine_range(W // TILE):
+                flipped = nl.ndarray((TILE, H), dtype=nl.float32, buffer=nl.psum)
+                for s in nl.affine_range(n_strips):
+                    flipped[:, nl.ds(s * TILE, TILE)] = nl.transpose(strips[s, :, nl.ds(j * TILE, TILE)])
+                # from transpose_tiled.cu:29 — odata[(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
+                o_p = cs * W + j * TILE + nl.arange(TILE)[:, None]
+                o_f = rs * H + nl.arange(H)[None, :]
+                nl.store(out[o_p, o_f], value=nl.copy(flipped, dtype=nl.float32), mask=(o_p < C) & (o_f < R))
     return out
