@@ -202,11 +202,14 @@ def render(
     float_casts: set[str] | None = None,
     activations: bool = True,
     fuse: bool = False,
+    bind: Callable[[str], str] | None = None,
 ) -> str:
     """NKI source for `e`; `load_names` names the tile holding each load, `params` renames.
 
     fuse: two arithmetic ops with scalar operands become one legacy `nisa.tensor_scalar`, and
-    `(x op s) op y` one `nisa.scalar_tensor_tensor` (one Vector engine pass instead of two)."""
+    `(x op s) op y` one `nisa.scalar_tensor_tensor` (one Vector engine pass instead of two).
+    bind: where the caller can emit statements before the expression, `bind(source)` assigns
+    a value the expression needs twice to a local and returns its name (the maxNum select)."""
     casts = _FLOAT_CASTS | (float_casts or set())
     nan_reaches = _nan_reaches(e)
 
@@ -324,7 +327,10 @@ def render(
                 # both maxima then give the same NaN result.
                 x, c = n.args if n.args[1].kind == "const" else n.args[::-1]
                 a, b = go(x), go(c)
-                if a.count("nl.") <= 1 and _nan_only_from(x) not in nan_reaches:
+                cheap = a.count("nl.") <= 1 or bind is not None
+                if cheap and _nan_only_from(x) not in nan_reaches:
+                    if bind is not None and "nl." in a:
+                        a = bind(a)  # computed once, read twice
                     return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
             fn = MATH.get(n.op or "")
             if fn is None:

@@ -283,6 +283,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "beta": beta,
         "epilogue": epilogue["expr"] if epilogue else None,
         "epilogue_loads": epilogue["loads"] if epilogue else [],
+        "epilogue_pre": epilogue["pre"] if epilogue else [],
         "dtype": a.nl_dtype,
         "constant_notes": {
             "TILE_M": "output rows per tile = stationary free size (gemm_stationary_fmax)",
@@ -298,6 +299,7 @@ MATMUL_LOCALS = frozenset({
     "acc", "res", "out_tile", "c_tile", "a_t", "a_tile", "b_tile", "bt_tile", "a_flip", "b_flip",
     "i_m", "i_n", "i_k", "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "m", "n", "k",
     "m0", "n0", "k0", "ms", "ns", "ks", "bt", "TILE_M", "TILE_N", "TILE_K", "tm", "tn", "tk",
+    "pre_clamp",
 })  # fmt: skip
 ACC = "ACC__"  # the accumulator in a rendered epilogue; each template names its tile
 
@@ -335,9 +337,16 @@ def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
             raise Untranslatable(f"{t.name} is read at two different indices")
         return entry["var"]
 
+    pre: list[dict[str, str]] = []
+
+    def bind(source: str) -> str:
+        name = f"pre_clamp{len(pre)}" if pre else "pre_clamp"
+        pre.append({"var": name, "expr": source})
+        return name
+
     expr = nkiexpr.render(nkiexpr.with_placeholder(st.value, red, ACC), tile_of,
-                          {**p.params, ACC: ACC})  # fmt: skip
-    return {"expr": expr, "loads": list(loads.values())}
+                          {**p.params, ACC: ACC}, bind=bind)  # fmt: skip
+    return {"expr": expr, "loads": list(loads.values()), "pre": pre}
 
 
 def _column_and_row(idx: IndexExpr) -> tuple[poly.Poly, poly.Poly | None]:

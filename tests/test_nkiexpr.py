@@ -138,3 +138,21 @@ def test_maxnum_select_only_where_a_nan_could_be_hidden(body: str, select: bool,
     got, _ = mn.run_kernel(mn.load_kernel_module(f).k, x.reshape(1, 64), b.reshape(1, 64))
     np.testing.assert_array_equal(np.isnan(np.asarray(got).reshape(-1)), np.isnan(want))
     np.testing.assert_allclose(np.asarray(got).reshape(-1), want, rtol=1e-6)
+
+
+def test_bind_computes_a_clamped_operand_once() -> None:
+    """With a place for statements (`bind`), the maxNum select names its operand instead of
+    rendering it twice, and nested clamps stay selects instead of falling back to nl.maximum."""
+    bound: list[tuple[str, str]] = []
+
+    def bind(source: str) -> str:
+        bound.append((f"t{len(bound)}", source))
+        return bound[-1][0]
+
+    e = _value("fminf(fmaxf(u * 2.0f, 0.0f), 6.0f)")  # ReLU6 of u: NaN must become 0
+    expr = render(e, lambda ld: f"{ld.name}_tile", {}, bind=bind)
+    assert bound == [
+        ("t0", "nl.multiply(nl.add(x_tile, b_tile), 2.0)"),
+        ("t1", "nl.where(nl.greater(t0, 0.0), t0, 0.0)"),
+    ]
+    assert expr == "nl.where(nl.less(t1, 6.0), t1, 6.0)"
