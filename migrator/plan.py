@@ -76,6 +76,11 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "a_t", "c_tile", "bt_tile",
         "a_flip", "b_flip", "part", "shift", "first", "last", "stats", "mean_var", "norm", "g_row",
         "b_row", "i_0", "min", "max", "range", "len", "nl", "nki", "nisa", "np",
+        # locals of the reduction (block partials), transpose (super-blocks), stencil, rowwise
+        # and matmul-epilogue templates
+        "per_p", "parts", "n_parts", "chunk", "i_q", "i_1", "i_b", "MAX_PARTS", "n_strips",
+        "sb_rows", "sb_cols", "ragged", "strips", "strip", "SUPER", "o_p", "o_f", "ft", "win",
+        "term", "sr0", "sr1", "sc0", "sc1", "acc", "sum_sq", "ms", "rstd", "y", "pre_clamp",
     }
 )  # fmt: skip
 
