@@ -175,7 +175,7 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "scale": vec_args["scale"].name if vec_args.get("scale") else None,
         "shift": vec_args["shift"].name if vec_args.get("shift") else None,
         "eps": eps,
-        "uses_isa": match.variant in ("layernorm", "rmsnorm"),
+        "uses_isa": match.variant in ("layernorm", "rmsnorm", "log_softmax"),
         "constant_notes": {
             "P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
             "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)",

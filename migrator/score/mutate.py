@@ -52,6 +52,19 @@ def _drop_store_mask(src: str) -> str | None:
     return out if n else None
 
 
+_drop_max = _sub(
+    r"row_max = nl\.max\(x_tile, axis=1\)\n\s*shifted = nl\.subtract\(x_tile, row_max\)",
+    "shifted = x_tile",
+)  # softmax: exp(x - max) as written
+
+
+def _drop_max_bias(src: str) -> str | None:
+    """Log-softmax without its max: exp(x) summed with no bias, offset log(sum) alone."""
+    out, n1 = re.subn(r"(nisa\.activation_reduce\(op=nl\.exp, data=\w+), bias=neg_max", r"\1", src)
+    out, n2 = re.subn(r"offset = nl\.add\(row_max, (nl\.log\(row_sum\))\)", r"offset = \1", out)
+    return out if n1 and n2 else None
+
+
 def _drop_load_mask(src: str) -> str | None:
     out, n = re.subn(r"(nl\.load\([^\n]*?\]), mask=[^)\n]*(\)+)", r"\1\2", src, count=1)
     return out if n else None
@@ -101,14 +114,9 @@ MUTATIONS: tuple[Mutation, ...] = (
             r"nl.matmul(\2, \1, transpose_x=True)",
         ),
     ),
+    # the whole max-subtraction goes (the row max too), as when it is simply forgotten
     Mutation(
-        "missing_max_subtraction",
-        "mutant",
-        # the whole max-subtraction goes (the row max too), as when it is simply forgotten
-        _sub(
-            r"row_max = nl\.max\(x_tile, axis=1\)\n\s*shifted = nl\.subtract\(x_tile, row_max\)",
-            "shifted = x_tile",
-        ),  # fmt: skip
+        "missing_max_subtraction", "mutant", lambda src: _drop_max(src) or _drop_max_bias(src)
     ),
     # --- correct variants ---------------------------------------------------------------------
     Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),
