@@ -52,6 +52,15 @@ def _drop_store_mask(src: str) -> str | None:
     return out if n else None
 
 
+_skip_last_tile = _sub(
+    r"affine_range\(\((\w+) \+ (\w+(?: \* \w+)?) - 1\) // \(?(\w+(?: \* \w+)?)\)?\)",
+    r"affine_range(\1 // (\3))",
+)
+# block partial sums: the last chunk of blocks per partition is never reduced
+_skip_last_block_group = _sub(
+    r"affine_range\(per_p // n_parts\)", "affine_range(per_p // n_parts - 1)"
+)
+
 _drop_max = _sub(
     r"row_max = nl\.max\(x_tile, axis=1\)\n\s*shifted = nl\.subtract\(x_tile, row_max\)",
     "shifted = x_tile",
@@ -75,10 +84,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "skip_last_tile",
         "mutant",
-        _sub(
-            r"affine_range\(\((\w+) \+ (\w+(?: \* \w+)?) - 1\) // \(?(\w+(?: \* \w+)?)\)?\)",
-            r"affine_range(\1 // (\3))",
-        ),
+        lambda src: _skip_last_tile(src) or _skip_last_block_group(src),
     ),
     Mutation("off_by_one_bound", "mutant", _sub(r"(in_bounds = [^\n]*?<) (\w+)$", r"\1 \2 - 1")),
     Mutation("drop_store_mask", "mutant", _drop_store_mask),
