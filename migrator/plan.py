@@ -81,7 +81,7 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "per_p", "parts", "n_parts", "chunk", "i_q", "i_1", "i_b", "MAX_PARTS", "n_strips",
         "sb_rows", "sb_cols", "ragged", "strips", "strip", "SUPER", "o_p", "o_f", "ft", "win",
         "term", "sr0", "sr1", "sc0", "sc1", "acc", "sum_sq", "ms", "rstd", "y", "pre_clamp",
-        "neg_max", "offset", "row_max", "row_sum", "shifted", "exps",
+        "neg_max", "offset", "row_max", "row_sum", "shifted", "exps", "sq",
     }
 )  # fmt: skip
 
