@@ -88,11 +88,13 @@ class IsaEngine(StatsScanInstructions):
         sv, mv = flat(sv), flat(mv)
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
         run = current_run()
-        fields = dict(partitions=k, free=n, dtype=_dt.name(s.dtype), flops=2 * k * mm * n)
+        run.record(
+            op, Engine.TENSOR, stationary_free=mm, partitions=k, free=n, dtype=_dt.name(s.dtype),
+            flops=2 * k * mm * n,
+        )  # fmt: skip
         if dst is None and s_ok is None and m_ok is None and mask is None:
             # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
             # joins a K-tile group computed by one BLAS call when the tile is read.
-            run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
             out = Tensor.from_values(
                 np.empty((mm, n), np.float32), None, _dt.float32, Buffer.PSUM, fresh=True
             )
@@ -104,7 +106,6 @@ class IsaEngine(StatsScanInstructions):
             cols_s = np.ones(sv.shape[1], bool) if s_ok is None else flat(s_ok).all(axis=0)
             cols_m = np.ones(mv.shape[1], bool) if m_ok is None else flat(m_ok).all(axis=0)
             valid = cols_s[:, None] & cols_m[None, :]
-        run.record(op, Engine.TENSOR, stationary_free=mm, **fields)
         if dst is None:
             return Tensor.from_values(  # values: a new array from the matmul, adopted as is
                 values, valid, _dt.float32, Buffer.PSUM, _mask(mask, values.shape), fresh=True

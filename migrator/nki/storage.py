@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .checks import check_partitions
+from .dtypes import to_f32
 from .errors import NkiConstraintError, SourceLocation
 from .run import Run
 
@@ -89,11 +90,13 @@ class Buffer(StrEnum):
     # Plain member attributes (set below), not properties: they are read on every access.
     is_hbm: bool  # True for the three HBM flavours
     on_chip: bool  # True for SBUF and PSUM, whose first (partition) axis is limited to 128
+    tile_label: str  # "sbuf tile" ...: names an allocation in constraint messages
 
 
 for _buffer in Buffer:
     _buffer.is_hbm = _buffer in (Buffer.HBM, Buffer.SHARED_HBM, Buffer.PRIVATE_HBM)
     _buffer.on_chip = not _buffer.is_hbm
+    _buffer.tile_label = f"{_buffer.value} tile"
 
 
 class Storage:
@@ -167,8 +170,8 @@ class Storage:
         self.dirty = False
         self.mm_open = False  # an accumulation group is open (see isa nc_matmul accumulate)
         self.origin: SourceLocation | None = None  # kernel line that allocated it (HBM outputs)
-        if buffer.on_chip and data.shape and data.shape[pdim] > (run.hw.pmax if run else 128):
-            check_partitions(data.shape, pdim, f"{buffer.value} tile")  # raises, with the fix
+        if buffer.on_chip:
+            check_partitions(data.shape, pdim, buffer.tile_label)
         if run is not None and account and buffer.on_chip:
             self._account(run)
 
@@ -320,7 +323,7 @@ class Storage:
         if source.boxes is not None or source._valid is not None:
             return None
         if source.widened is None:
-            widened = (source.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+            widened = to_f32(source.data)
             widened.flags.writeable = False
             source.widened = widened
         return source.widened[lent_key][key]
