@@ -26,7 +26,7 @@ from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.findings import Coord
 from migrator.cuda.interp.scope import CompLV, MemLV, Var, VarLV
-from migrator.cuda.interp.span import Span, span_of
+from migrator.cuda.interp.span import Span, put, span_of, take
 from migrator.cuda.interp.values import Val
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class LaneView:
             return value
         v = self._cache.get(key)
         if v is None:
-            v = self._cache[key] = _take(value, self.idx, self.span)
+            v = self._cache[key] = take(value, self.idx, self.span)
         return v
 
     @property
@@ -195,11 +195,11 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
     for v in bound:
         v.val = _gather(v.val, idx, span)
         if v.init is not None:  # lanes that stored to a variable declared uninitialised
-            v.init = _take(v.init, idx, span)
+            v.init = take(v.init, idx, span)
     gathered = [v.val for v in bound]
-    frame.ret = _take(frame.ret, idx, span)
+    frame.ret = take(frame.ret, idx, span)
     for lp in frame.loops:
-        lp.brk, lp.cont = _take(lp.brk, idx, span), _take(lp.cont, idx, span)
+        lp.brk, lp.cont = take(lp.brk, idx, span), take(lp.cont, idx, span)
     m.geo = LaneView(parent, idx, span)  # type: ignore[assignment]
     try:
         m.exec(node, m.geo.full)
@@ -217,19 +217,12 @@ def try_compacted(m: Machine, node: Node, mask: np.ndarray) -> bool:
     return True
 
 
-def _take(values: np.ndarray, idx: np.ndarray, span: Span | None) -> np.ndarray:
-    """`values[idx]` for a lane array: a strided copy when idx has a run structure."""
-    if span is not None and values.ndim == 1:
-        return span.take(values)
-    return values[idx]
-
-
 def _gather(v: Val, idx: np.ndarray, span: Span | None = None) -> Val:
     if v.comps is not None:
         return Val(v.ctype, comps=tuple(_gather(c, idx, span) for c in v.comps))
     if np.ndim(v.data) == 0:
         return v
-    return Val(v.ctype, _take(v.data, idx, span), buf=v.buf)
+    return Val(v.ctype, take(v.data, idx, span), buf=v.buf)
 
 
 def _scatter(old: Val, new: Val, idx: np.ndarray, n: int, span: Span | None = None) -> Val:
@@ -243,8 +236,5 @@ def _scatter(old: Val, new: Val, idx: np.ndarray, n: int, span: Span | None = No
         raise TypeError("pointers into different buffers selected per lane")
     nd = np.asarray(new.data)
     out = np.array(np.broadcast_to(old.data, (n,)), dtype=np.result_type(nd, old.data))
-    if span is not None:
-        span.put(out, nd)
-    else:
-        out[idx] = nd
+    put(out, idx, span, nd)
     return Val(new.ctype, out, buf=new.buf)

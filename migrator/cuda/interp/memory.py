@@ -17,7 +17,7 @@ import numpy as np
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
-from migrator.cuda.interp.span import Span, span_of
+from migrator.cuda.interp.span import Span, put, span_of, take
 from migrator.cuda.interp.values import Val, lanes
 
 if TYPE_CHECKING:
@@ -148,8 +148,7 @@ def _gather(
     ct: CType,
     span: Span | None = None,
 ) -> Val:
-    # a span is copied as a strided view; np.take is faster than fancy indexing otherwise
-    values = span.take(buf.data) if span is not None else np.take(buf.data, flat)
+    values = take(buf.data, flat, span)
     if idx is None:
         return Val(ct, values)
     out = np.full(m.geo.n, poison(buf.data.dtype, m.options.uninit), dtype=buf.data.dtype)
@@ -171,17 +170,12 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     if buf.space == "shared":
         _check_shared_write(m, buf, idx, flat, ctype, node, span)
     elif buf.init is not None and not buf.all_init:
-        if span is not None:
-            span.put(buf.init, True)
-        for k in range(_width(ctype) if span is None else 0):
-            buf.init[flat + k] = True
+        for k in range(_width(ctype)):  # (a span only comes with width 1)
+            put(buf.init, flat + k if k else flat, span, True)
     parts = value.comps if value.comps is not None else (value,)
     for k, part in enumerate(parts):
         d = lanes(part, m.geo.n)
-        if span is not None:  # width 1: one part
-            span.put(buf.data, d if idx is None else d[idx])
-        else:
-            buf.data[flat + k] = d if idx is None else d[idx]
+        put(buf.data, flat + k if k else flat, span, d if idx is None else d[idx])
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
@@ -229,7 +223,7 @@ def _check_init(
     assert buf.init is not None
     for k in range(_width(ct)):
         f = flat + k if k else flat
-        uninit = ~(span.take(buf.init) if span is not None else buf.init[f])
+        uninit = ~take(buf.init, f, span)
         if uninit.any():
             m.finding(
                 node,
@@ -252,10 +246,7 @@ def _check_shared_write(
     for k in range(_width(ct)):
         f = flat + k if k else flat
         if buf.init is not None and not buf.all_init:
-            if span is not None:
-                span.put(buf.init, True)
-            else:
-                buf.init[f] = True
+            put(buf.init, f, span, True)
         if buf.race is not None and m.options.races:
             race = buf.race.write(f, _tids(m, idx), span)
             if race.any():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from migrator.cuda.interp.span import Span
+from migrator.cuda.interp.span import Span, take
 
 TID = np.int16  # thread ids inside a block are < 1024: narrow tables move less memory
 NONE = -1
@@ -55,7 +55,7 @@ class RaceTracker:
         """Record reads of `flat` by `tid` (active lanes only); returns lanes that race
         (None: nothing was written in this interval, so no read can race). `span`: the run
         structure of `flat` (span.py), whose tables are then read and written as views."""
-        race = _other(_at(self.writer, flat, span), tid) if self.written else None
+        race = _other(take(self.writer, flat, span), tid) if self.written else None
         self.pending.append((flat, np.broadcast_to(tid, flat.shape), span))
         self.pending_n += flat.size
         if self.pending_n > PENDING_LIMIT:
@@ -77,11 +77,11 @@ class RaceTracker:
             self._fold()
         # a table with nothing recorded since the barrier needs no gather
         if self.written:
-            race = _other(_at(self.writer, flat, span), tid)
+            race = _other(take(self.writer, flat, span), tid)
             if self.read_any:
-                race |= _other(_at(self.reader, flat, span), tid)
+                race |= _other(take(self.reader, flat, span), tid)
         elif self.read_any:
-            race = _other(_at(self.reader, flat, span), tid)
+            race = _other(take(self.reader, flat, span), tid)
         else:
             race = np.zeros(flat.shape, dtype=bool)
         if _record(self.writer, flat, tid, not self.written, span):
@@ -101,11 +101,6 @@ def _merge(old: np.ndarray, tid: np.ndarray) -> np.ndarray:
     return np.where((old == NONE) | (old == tid), tid, np.asarray(MANY, dtype=TID)).astype(
         TID, copy=False
     )
-
-
-def _at(table: np.ndarray, flat: np.ndarray, span: Span | None) -> np.ndarray:
-    """`table[flat]`, through a strided view when the addresses have a run structure."""
-    return span.take(table) if span is not None else table[flat]
 
 
 def _record(

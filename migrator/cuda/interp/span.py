@@ -44,10 +44,7 @@ class Span:
 
     def put(self, arr: np.ndarray, values: np.ndarray | object) -> None:
         """`arr[flat] = values` (values: one per element, or a scalar)."""
-        view = self.view(arr)
-        if isinstance(values, np.ndarray) and values.ndim:
-            values = values.reshape(self.rows, self.cols)
-        view[...] = values
+        self.view(arr)[...] = self.grid(np.asarray(values))
 
     def grid(self, values: np.ndarray) -> np.ndarray:
         """Per-element values (or a broadcast scalar) shaped like `view`."""
@@ -96,4 +93,19 @@ def span_of(flat: np.ndarray) -> Span | None:
     return Span(first, rows, cols, step)
 
 
-__all__ = ["Span", "span_of"]
+def take(arr: np.ndarray, index: np.ndarray, span: Span | None) -> np.ndarray:
+    """`arr[index]`; for a flat (1-D) array a strided copy when `span` describes the index."""
+    if arr.ndim != 1:
+        return arr[index]
+    return span.take(arr) if span is not None else np.take(arr, index)  # np.take: faster
+
+
+def put(arr: np.ndarray, index: np.ndarray, span: Span | None, values: object) -> None:
+    """`arr[index] = values` for a flat array, through the strided view when there is one."""
+    if span is not None and arr.ndim == 1:
+        span.put(arr, values)
+    else:
+        arr[index] = values
+
+
+__all__ = ["Span", "put", "span_of", "take"]
