@@ -92,6 +92,12 @@ def _nan_only_from(x: Expr) -> str | None:
     return _key(loads[0]) if ok(x) else None
 
 
+def _clamp_operands(n: Expr) -> tuple[Expr, Expr]:
+    """(operand, constant) of an fmaxf/fminf call against a constant."""
+    x, c = n.args
+    return (x, c) if c.kind == "const" else (c, x)
+
+
 def _scalar_only(n: Expr) -> bool:
     """True when `n` reads no memory: constants and scalar parameters combined."""
     if n.kind in ("const", "param"):
@@ -182,6 +188,22 @@ def activation_of(e: Expr) -> tuple[str, Expr] | None:
     return None
 
 
+ACC = "ACC__"  # the reduced value in a rendered epilogue; each template names its own tile
+
+
+def render_epilogue(
+    e: Expr,
+    target: Expr,
+    load_names: Callable[[Expr], str],
+    params: Mapping[str, str],
+    *,
+    bind: Callable[[str], str] | None = None,
+) -> str:
+    """NKI source for the arithmetic `e` applies around its reduction `target` (`sum / cols`,
+    `fmaxf(acc + bias[col], 0)`), with `ACC` where the reduced tile goes."""
+    return render(with_placeholder(e, target, ACC), load_names, {**params, ACC: ACC}, bind=bind)
+
+
 def with_placeholder(e: Expr, target: Expr, name: str) -> Expr:
     """`e` with the subtree `target` (a reduction, say) replaced by a parameter `name`, so an
     epilogue around it renders with a placeholder the template names (`params={name: ...}`)."""
@@ -213,21 +235,31 @@ def render(
     casts = _FLOAT_CASTS | (float_casts or set())
     nan_reaches = _nan_reaches(e)
 
-    def plain_clamp(n: Expr) -> bool:
-        """fmaxf/fminf against a constant that renders as the plain nl.maximum/minimum (see
-        the maxNum comment in `go`)."""
+    def clamp_select(n: Expr) -> bool | None:
+        """For fmaxf/fminf against a constant: whether it renders as a select on the comparison
+        (True) or as the plain nl.maximum/minimum (False); None for any other node.
+
+        fmaxf/fminf return the non-NaN operand (IEEE maxNum): fmaxf(NaN, 0) is 0, which a
+        NaN-propagating maximum would not give; a select on the comparison does, at the price
+        of reading the operand twice. Without `bind` that means evaluating it twice, so only for
+        an operand of at most one instruction (nested clamps would grow exponentially). Not
+        needed when the operand is NaN only where a load is NaN whose NaN reaches the whole
+        expression anyway (hardswish `v * fminf(fmaxf(v + 3, 0), 6)`): both maxima then give
+        the same NaN result."""
         if n.kind != "call" or n.op not in _MAXNUM or len(n.args) != 2:
-            return False
+            return None
         if not any(a.kind == "const" for a in n.args):
+            return None
+        x = _clamp_operands(n)[0]
+        if _nan_only_from(x) in nan_reaches:
             return False
-        x = n.args[0] if n.args[1].kind == "const" else n.args[1]
-        return _nan_only_from(x) in nan_reaches or go(x).count("nl.") > 1
+        return bind is not None or go(x).count("nl.") <= 1
 
     def two_operand(n: Expr) -> tuple[str, Expr, Expr] | None:
         """(NKI op, left, right) of an op a Vector-engine scalar instruction can apply."""
         if n.kind == "binary" and n.op in _BINARY and len(n.args) == 2:
             return _BINARY[n.op], n.args[0], n.args[1]
-        if plain_clamp(n):
+        if clamp_select(n) is False:
             return MATH[n.op or ""], n.args[0], n.args[1]
         return None
 
@@ -317,21 +349,12 @@ def render(
         if k == "call":
             if n.op in CONVERSIONS and len(n.args) == 1:
                 return go(n.args[0])
-            if n.op in _MAXNUM and len(n.args) == 2 and any(a.kind == "const" for a in n.args):
-                # fmaxf/fminf return the non-NaN operand (IEEE maxNum): fmaxf(NaN, 0) is 0,
-                # which a NaN-propagating maximum would not give; a select on the comparison
-                # does, at the price of evaluating the operand twice, so only for an operand of
-                # at most one instruction (nested clamps would otherwise grow exponentially).
-                # Not needed when the operand is NaN only where a load is NaN whose NaN reaches
-                # the whole expression anyway (hardswish `v * fminf(fmaxf(v + 3, 0), 6)`):
-                # both maxima then give the same NaN result.
-                x, c = n.args if n.args[1].kind == "const" else n.args[::-1]
+            if clamp_select(n):
+                x, c = _clamp_operands(n)
                 a, b = go(x), go(c)
-                cheap = a.count("nl.") <= 1 or bind is not None
-                if cheap and _nan_only_from(x) not in nan_reaches:
-                    if bind is not None and "nl." in a:
-                        a = bind(a)  # computed once, read twice
-                    return f"nl.where({_MAXNUM[n.op]}({a}, {b}), {a}, {b})"
+                if bind is not None and "nl." in a:
+                    a = bind(a)  # computed once, read twice
+                return f"nl.where({_MAXNUM[n.op or '']}({a}, {b}), {a}, {b})"
             fn = MATH.get(n.op or "")
             if fn is None:
                 raise Untranslatable(f"call to {n.op}() in {n.text!r}")

@@ -301,7 +301,6 @@ MATMUL_LOCALS = frozenset({
     "m0", "n0", "k0", "ms", "ns", "ks", "bt", "TILE_M", "TILE_N", "TILE_K", "tm", "tn", "tk",
     "pre_clamp",
 })  # fmt: skip
-ACC = "ACC__"  # the accumulator in a rendered epilogue; each template names its tile
 
 
 def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
@@ -344,8 +343,7 @@ def _general_epilogue(p: Plan, st: Store) -> dict[str, Any]:
         pre.append({"var": name, "expr": source})
         return name
 
-    expr = nkiexpr.render(nkiexpr.with_placeholder(st.value, red, ACC), tile_of,
-                          {**p.params, ACC: ACC}, bind=bind)  # fmt: skip
+    expr = nkiexpr.render_epilogue(st.value, red, tile_of, p.params, bind=bind)
     return {"expr": expr, "loads": list(loads.values()), "pre": pre}
 
 

@@ -128,8 +128,7 @@ def _epilogue(k: Kernel, p: Plan, output: str) -> str | None:
         raise nkiexpr.Untranslatable(f"the stored value also reads {ld.text}")
 
     try:
-        return nkiexpr.render(nkiexpr.with_placeholder(v, red, "ACC__"), no_loads,
-                              {**p.params, "ACC__": "ACC__"})  # fmt: skip
+        return nkiexpr.render_epilogue(v, red, no_loads, p.params)
     except nkiexpr.Untranslatable as e:
         raise PlanError(diag.make("NOT_EMITTED", st.span, what=f"a reduction stored as "
                                   f"`{st.value.text}` ({e})")) from e  # fmt: skip
