@@ -577,8 +577,8 @@ class Tensor:
         mine, theirs = self.storage, other.storage
         if not (mine.boxes is None is mine._valid and theirs.boxes is None is theirs._valid):
             return False  # some element may be uninitialised: the general path tracks it
-        if not isinstance(mine._data[self.key], np.ndarray):
-            return False
+        if not self.shape:
+            return False  # a single element (integer key): numpy gives a scalar, not a view
         queued = theirs.pending
         # A queued product (isa.nc_matmul) joins this tile's queue instead of being computed:
         # only into a tile no other storage views (``borrowers`` is set once a tile is lent

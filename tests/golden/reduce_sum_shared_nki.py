@@ -32,8 +32,9 @@ def reduce_sum_shared(x):
 
     # partition q reduces the consecutive CUDA blocks q * per_p ... (per_p of them), so each
     # partition's results are contiguous and go out in one DMA per column chunk
-    n_parts = min((groups + P_TILE - 1) // P_TILE, MAX_PARTS)  # results kept per partition
-    per_p = ((groups + P_TILE - 1) // P_TILE + n_parts - 1) // n_parts * n_parts
+    per_p = (groups + P_TILE - 1) // P_TILE  # CUDA blocks per partition
+    n_parts = min(per_p, MAX_PARTS)  # results kept per partition before they are stored
+    per_p = (per_p + n_parts - 1) // n_parts * n_parts  # whole chunks of n_parts
     i_q = nl.arange(P_TILE)[:, None]
     i_f = nl.arange(CHUNK)[None, :]
     i_1 = nl.arange(1)[None, :]
