@@ -284,6 +284,11 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         "epilogue": epilogue["expr"] if epilogue else None,
         "epilogue_loads": epilogue["loads"] if epilogue else [],
         "epilogue_pre": epilogue["pre"] if epilogue else [],
+        # a general epilogue reads the PSUM accumulator itself (its first op is the copy out of
+        # PSUM); alpha/beta, or no arithmetic at all, start from an SBUF copy `res`
+        "epilogue_from": "acc"
+        if epilogue and not alpha and not beta and epilogue["expr"] != nkiexpr.ACC
+        else "res",
         "dtype": a.nl_dtype,
         "constant_notes": {
             "TILE_M": "output rows per tile = stationary free size (gemm_stationary_fmax)",
