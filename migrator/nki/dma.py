@@ -12,14 +12,16 @@ import math
 import numpy as np
 
 from .dtypes import name as dtype_name
+from .errors import UNKNOWN_LOCATION as _UNKNOWN
 from .run import maybe_current_run
 from .tensor import Tensor
-from .trace import Engine
+from .trace import Engine, Instr
 
 
 def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, int]:
     """(elements moved, descriptors, bytes per descriptor) for an HBM view."""
-    item = view.itemsize
+    data = view.storage._data  # not .data: deferred products do not change the geometry
+    item = data.itemsize
     if view.advanced:
         idx = view._resolved(mask)
         flat = np.ravel_multi_index(
@@ -30,21 +32,30 @@ def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, in
             return 0, 0, 0
         runs = 1 + int(np.count_nonzero(np.diff(flat) != 1))
         return int(flat.size), runs, int(flat.size * item // runs)
-    # The view's strides from the storage's and the key's steps (no numpy view is built).
-    base = view.storage._data.strides
-    strides = [base[d] * k.step for d, k in enumerate(view.key) if type(k) is slice]
+    # The view's strides from the storage's and the key's steps (no numpy view is built):
+    # walk the axes from the innermost while each continues the contiguous run.
+    shape = view.shape
+    key = view.key
+    base = data.strides
+    # storage axis of each view axis (a key as long as the shape is all slices)
+    dims = range(len(key)) if len(key) == len(shape) else view._view_dims()
     run_elems = 1
-    for n, stride in zip(reversed(view.shape), reversed(strides), strict=True):
+    for axis in range(len(shape) - 1, -1, -1):
+        n = shape[axis]
         if n == 1:
             continue
-        if stride != item * run_elems:
+        d = dims[axis]
+        if base[d] * key[d].step != item * run_elems:
             break
         run_elems *= n
-    elems = math.prod(view.shape) if mask is None else int(np.count_nonzero(mask))
+    elems = math.prod(shape) if mask is None else int(np.count_nonzero(mask))
     if elems == 0:
         return 0, 0, 0
     runs = max(1, -(-elems // run_elems))
     return elems, runs, min(run_elems, elems) * item
+
+
+_DMA_NAMES = {"load": "dma_load", "store": "dma_store", "sbuf_to_sbuf": "dma_sbuf_to_sbuf"}
 
 
 def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | None) -> None:
@@ -53,18 +64,24 @@ def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | Non
     if run is None or not run.options.trace:
         return
     elems, runs, contiguous = geometry(hbm_view, mask)
-    nbytes = elems * max(hbm_view.itemsize, 1)
-    run.record(
-        f"dma_{kind}",
-        Engine.DMA,
-        partitions=tile.partitions,
-        free=tile.free_size,
-        dtype=dtype_name(hbm_view.dtype),
-        bytes=nbytes,
-        descriptors=runs,
-        contiguous_bytes=contiguous,
-        hbm_read=nbytes if kind == "load" else 0,
-        hbm_write=nbytes if kind == "store" else 0,
+    dtype = hbm_view.storage._data.dtype
+    nbytes = elems * dtype.itemsize
+    shape = tile.shape
+    partitions = shape[tile.pdim] if shape else 1
+    run.add(
+        Instr(
+            _DMA_NAMES[kind],
+            Engine.DMA,
+            partitions,
+            math.prod(shape) // max(partitions, 1),
+            dtype_name(dtype),
+            _UNKNOWN,  # Run.add sets the kernel line
+            bytes=nbytes,
+            descriptors=runs,
+            contiguous_bytes=contiguous,
+            hbm_read=nbytes if kind == "load" else 0,
+            hbm_write=nbytes if kind == "store" else 0,
+        )
     )
 
 

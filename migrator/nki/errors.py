@@ -7,7 +7,6 @@ walking the Python stack to the first frame outside this package (house rule 13)
 from __future__ import annotations
 
 import sys
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +27,7 @@ class SourceLocation:
 
 
 _UNKNOWN = SourceLocation("<unknown>", 0, "<unknown>")
+UNKNOWN_LOCATION = _UNKNOWN  # a placeholder until the kernel line is known
 
 
 def kernel_location() -> SourceLocation:
@@ -35,20 +35,29 @@ def kernel_location() -> SourceLocation:
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        inside = _IS_EMULATOR.get(code)
+        filename = code.co_filename
+        inside = _IS_EMULATOR.get(filename)
         if inside is None:
             if len(_IS_EMULATOR) > 4096:
                 _IS_EMULATOR.clear()
-            inside = _IS_EMULATOR[code] = code.co_filename.startswith(_PACKAGE_DIR)
+            inside = _IS_EMULATOR[filename] = filename.startswith(_PACKAGE_DIR)
         if not inside:
-            return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
+            key = (filename, frame.f_lineno, code.co_name)
+            location = _LOCATIONS.get(key)
+            if location is None:
+                if len(_LOCATIONS) > 65536:
+                    _LOCATIONS.clear()
+                location = _LOCATIONS[key] = SourceLocation(*key)
+            return location
         frame = frame.f_back
     return _UNKNOWN
 
 
-# code object -> defined in the emulator package: one string test per function, not per call
-# (trace records ask for every instruction). Bounded: kernels compiled at run time come and go.
-_IS_EMULATOR: dict[types.CodeType, bool] = {}
+# Trace records ask for the location of every instruction, so both lookups are cached, keyed
+# by strings (whose hashes Python caches) rather than code objects (hashed from their contents
+# on every lookup). Bounded: kernels compiled at run time come and go.
+_IS_EMULATOR: dict[str, bool] = {}  # file name -> defined in the emulator package
+_LOCATIONS: dict[tuple[str, int, str], SourceLocation] = {}  # one object per kernel line
 
 
 class NkiConstraintError(Exception):

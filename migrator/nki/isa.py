@@ -38,7 +38,7 @@ from .isa_extra import StatsScanInstructions
 from .language import _fit, _mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
-from .storage import Deferred
+from .storage import Deferred, Storage, row_block
 from .tensor import Buffer, Tensor
 from .trace import Engine
 
@@ -95,10 +95,11 @@ class IsaEngine(StatsScanInstructions):
         if dst is None and s_ok is None and m_ok is None and mask is None:
             # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
             # joins a K-tile group computed by one BLAS call when the tile is read.
-            out = Tensor.from_values(
-                np.empty((mm, n), np.float32), None, _dt.float32, Buffer.PSUM, fresh=True
-            )
-            out.storage.defer(Deferred(out.key, False, sv, mv, tensor_product))
+            storage = Storage(np.empty((mm, n), np.float32), Buffer.PSUM, run=run)
+            run.note_write(storage.uid)
+            out = Tensor(storage)
+            blocks = (row_block(s.storage, s.key, sv), row_block(m.storage, m.key, mv))
+            storage.defer(Deferred(out.key, False, sv, mv, blocks, tensor_product))
             return out
         values = tensor_product(sv, mv)
         valid = None

@@ -125,7 +125,8 @@ def per_partition(value: Any, p: int, op: str, role: str) -> Values:
 
 
 def flat(vals: np.ndarray) -> np.ndarray:
-    return vals.reshape(vals.shape[0], -1)
+    """[partitions, free elements] (2-D tiles as they are)."""
+    return vals if vals.ndim == 2 else vals.reshape(vals.shape[0], -1)
 
 
 def all_valid(*valids: np.ndarray | None) -> np.ndarray | None:

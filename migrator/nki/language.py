@@ -449,17 +449,18 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     """DMA an HBM view into a new SBUF tile (dtype cast through fp32)."""
     t = require_buffer(src, "nl.load", "src", ("hbm",))
     check_partitions(t.shape, 0, "nl.load result")
+    out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
+    if mask is None and out_dt == t.dtype:
+        # Same dtype, no mask: the tile shares the HBM memory copy-on-write (no copy up front).
+        shared = Tensor.borrow(t, Buffer.SBUF)
+        if shared is not None:
+            record_dma("load", t, shared, None)
+            return shared
     m = _mask(mask, t.shape)
     data, valid = t.read(m)
-    out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
-    # Same dtype, no mask: the tile shares the HBM memory copy-on-write (no copy up front).
-    shared = Tensor.borrow(t, Buffer.SBUF) if m is None and out_dt == t.dtype else None
-    if shared is not None:
-        out = shared
-    else:
-        out = Tensor.from_values(
-            data if data.dtype == out_dt else _dt.to_f32(data), valid, out_dt, Buffer.SBUF, m
-        )
+    out = Tensor.from_values(
+        data if data.dtype == out_dt else _dt.to_f32(data), valid, out_dt, Buffer.SBUF, m
+    )
     record_dma("load", t, out, m)
     return out
 
@@ -500,8 +501,6 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
     TensorE reads SBUF only; like the compiler, ``nl.matmul`` stages PSUM operands (e.g. the
     result of ``nl.transpose``) through SBUF with a traced copy. ``nisa.nc_matmul`` stays strict.
     """
-    from .isa import engine
-
     xt = require_on_chip(x, "nl.matmul", "x")
     y = require_on_chip(y, "nl.matmul", "y")
     if y.buffer is Buffer.PSUM:
@@ -513,14 +512,23 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
         check_partitions(xt.shape, 0, "nl.matmul x")
         xt = transpose(xt)
         xt = copy(xt)
-    return engine.nc_matmul(xt, y, mask=mask, op="nl.matmul")
+    return _isa_engine().nc_matmul(xt, y, mask=mask, op="nl.matmul")
 
 
 def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
     """2-D partition↔free transpose on TensorE (each side ≤ 128); result in PSUM."""
-    from .isa import engine
+    return _isa_engine().nc_transpose(x, dtype=dtype, mask=mask, op="nl.transpose")
 
-    return engine.nc_transpose(x, dtype=dtype, mask=mask, op="nl.transpose")
+
+_ISA: list[Any] = []  # isa.engine, imported on first use (isa.py imports this module)
+
+
+def _isa_engine() -> Any:
+    if not _ISA:
+        from .isa import engine
+
+        _ISA.append(engine)
+    return _ISA[0]
 
 
 # Composites use the primitives above, so they are imported last.

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .dtypes import name as dtype_name
-from .errors import Finding, NkiConstraintError, SourceLocation, kernel_location
+from .errors import (
+    UNKNOWN_LOCATION,
+    Finding,
+    NkiConstraintError,
+    SourceLocation,
+    kernel_location,
+)
 from .hardware import TARGETS, Hardware
 from .options import EmulatorOptions
 from .trace import Engine, Instr
@@ -169,11 +175,16 @@ class Run:
     def record(self, name: str, engine: Engine, **fields: Any) -> None:
         """Append one instruction to the trace (no-op unless tracing is on)."""
         if self.options.trace:
-            self.trace.append(Instr(name=name, engine=engine, location=kernel_location(), **fields))
-            self.deps.append((tuple(self._reads), tuple(self._writes)))
-            self._reads.clear()
-            self._writes.clear()
-            self._read_since_record = False
+            self.add(Instr(name=name, engine=engine, location=UNKNOWN_LOCATION, **fields))
+
+    def add(self, instr: Instr) -> None:
+        """Append a built instruction at the current kernel line (tracing on: caller checks)."""
+        instr.location = kernel_location()
+        self.trace.append(instr)
+        self.deps.append((tuple(self._reads), tuple(self._writes)))
+        self._reads.clear()
+        self._writes.clear()
+        self._read_since_record = False
 
     # -- storage accesses, attributed to instructions for the cost schedule ------------------
     # Engines read their operands, then record the instruction, then (isa dialects) write the
@@ -203,25 +214,34 @@ class Run:
         """Whether the last recorded instruction wrote this storage."""
         return bool(self.deps) and uid in self.deps[-1][1]
 
-    @contextlib.contextmanager
-    def to_last_instruction(self) -> Iterator[None]:
+    def to_last_instruction(self) -> _ToLast:
         """Attribute the accesses in this block to the last recorded instruction."""
-        self._to_last += 1
-        try:
-            yield
-        finally:
-            self._to_last -= 1
+        return _ToLast(self)
+
+
+class _ToLast:
+    """``with run.to_last_instruction():`` — a plain class: a generator-based context manager
+    costs several times more, and every PSUM ``+=`` enters one."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def __enter__(self) -> None:
+        self.run._to_last += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.run._to_last -= 1
 
 
 def record_tile(name: str, engine: Engine, tile: Any, streams: int = 1) -> None:
     """Trace a compute instruction over ``tile`` (its partitions and free size) if in a run."""
     run = _CURRENT.get()
-    if run is not None:
-        run.record(
-            name,
-            engine,
-            partitions=tile.partitions,
-            free=tile.free_size,
-            dtype=dtype_name(tile.dtype),
-            streams=streams,
+    if run is not None and run.options.trace:
+        # Positional Instr fields: name, engine, partitions, free, dtype, location, streams.
+        instr = Instr(
+            name, engine, tile.partitions, tile.free_size, dtype_name(tile.dtype), UNKNOWN_LOCATION
         )
+        instr.streams = streams
+        run.add(instr)

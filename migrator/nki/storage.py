@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import check_partitions
+from .checks import check_partitions, pmax
 from .dtypes import to_f32
 from .errors import NkiConstraintError, SourceLocation
 from .run import Run
@@ -171,9 +171,11 @@ class Storage:
         self.mm_open = False  # an accumulation group is open (see isa nc_matmul accumulate)
         self.origin: SourceLocation | None = None  # kernel line that allocated it (HBM outputs)
         if buffer.on_chip:
-            check_partitions(data.shape, pdim, buffer.tile_label)
-        if run is not None and account and buffer.on_chip:
-            self._account(run)
+            shape = data.shape
+            if shape and shape[pdim] > (run.hw.pmax if run is not None else pmax()):
+                check_partitions(shape, pdim, buffer.tile_label)  # the target's limit; raises
+            if run is not None and account:
+                self._account(run)
 
     @property
     def data(self) -> np.ndarray:
@@ -200,6 +202,8 @@ class Storage:
         if work.accumulate and last.accumulate and last.key == work.key:
             last.stationary.extend(work.stationary)
             last.moving.extend(work.moving)
+            last.blocks[0].extend(work.blocks[0])
+            last.blocks[1].extend(work.blocks[1])
         else:
             pending.append(work)
 
@@ -332,8 +336,11 @@ class Storage:
         """Charge live SBUF bytes / PSUM banks to the run until this storage dies."""
         data = self._data
         shape = data.shape
-        blocks = math.prod(shape[: self.pdim])
-        free_bytes = math.prod(shape[self.pdim + 1 :]) * data.itemsize
+        if self.pdim == 0 and shape and shape[0]:
+            blocks, free_bytes = 1, data.nbytes // shape[0]  # the usual tile, partitions first
+        else:
+            blocks = math.prod(shape[: self.pdim])
+            free_bytes = math.prod(shape[self.pdim + 1 :]) * data.itemsize
         if self.buffer is Buffer.PSUM:
             bank = run.hw.psum_bank_bytes
             if free_bytes > bank:
@@ -376,25 +383,56 @@ def compute_deferred() -> None:
             storage.compute_pending()
 
 
-def _stacked(parts: list[np.ndarray]) -> np.ndarray:
-    """Row blocks stacked along axis 0: a view when they are adjacent in one array, else a copy."""
-    first = parts[0]
-    if len(parts) == 1:
-        return first
-    base, strides, shape = first.base, first.strides, first.shape
-    step = shape[0] * strides[0]
-    start = first.__array_interface__["data"][0]
-    adjacent = base is not None and all(
-        p.base is base
-        and p.shape == shape
-        and p.strides == strides
-        and p.__array_interface__["data"][0] == start + i * step
-        for i, p in enumerate(parts)
+# Where a 2-D fp32 operand lies in the memory of the HBM tensor it was loaded from: (that
+# array, first row, stop row, (first column, columns, column step)). See ``row_block``.
+RowBlock = tuple[np.ndarray, int, int, tuple[int, int, int]]
+
+
+def row_block(storage: Storage, key: tuple[Any, ...], values: np.ndarray) -> RowBlock | None:
+    """The ``RowBlock`` of ``values``, the fp32 operand an engine read from ``storage`` at
+    ``key``, when the storage is a loaded tile that still views its source (``lender``) and
+    ``values`` is a view of that source's memory (or of its fp32 widening); else None.
+
+    Computed from the index keys, not from data addresses (numpy exposes those only through
+    ``__array_interface__``, which builds a dict per call)."""
+    lender = storage.lender
+    if lender is None or values.ndim != 2 or len(key) != 2:
+        return None
+    source, lent = lender
+    if len(lent) != 2 or type(lent[0]) is not slice or type(lent[1]) is not slice:
+        return None
+    whole = source._data if values.dtype == source._data.dtype else source.widened
+    if whole is None or values.base is not (whole if whole.base is None else whole.base):
+        return None  # e.g. a fresh fp32 copy of fp16 values
+    (rows, cols), (k_rows, k_cols) = lent, key
+    if rows.step != 1 or k_rows.step != 1:
+        return None
+    first_col = cols.start + k_cols.start * cols.step
+    return (
+        whole,
+        rows.start + k_rows.start,
+        rows.start + k_rows.start + values.shape[0],
+        (first_col, values.shape[1], cols.step * k_cols.step),
     )
-    if adjacent:
-        return np.lib.stride_tricks.as_strided(
-            first, (shape[0] * len(parts), *shape[1:]), strides, writeable=False
-        )
+
+
+def _stacked(parts: list[np.ndarray], blocks: list[RowBlock | None]) -> np.ndarray:
+    """Row blocks stacked along axis 0: a view when they are consecutive rows of one array
+    (K tiles loaded in order from one HBM tensor), else a copy."""
+    if len(parts) == 1:
+        return parts[0]
+    first = blocks[0]
+    if first is not None:
+        whole, row0, row, cols = first
+        for block in blocks[1:]:
+            if block is None or block[0] is not whole or block[1] != row or block[3] != cols:
+                break
+            row = block[2]
+        else:
+            col0, count, step = cols
+            view = whole[row0:row, col0 : col0 + count * step : step]
+            view.flags.writeable = False
+            return view
     return np.concatenate(parts, axis=0)
 
 
@@ -402,7 +440,7 @@ class Deferred:
     """``sum_i stationary[i].T @ moving[i]`` (fp32 [K, M] and [K, N] operands) to be written to,
     or added into, ``key`` of a storage."""
 
-    __slots__ = ("key", "accumulate", "stationary", "moving", "product")
+    __slots__ = ("key", "accumulate", "stationary", "moving", "blocks", "product")
 
     def __init__(
         self,
@@ -410,10 +448,13 @@ class Deferred:
         accumulate: bool,
         stationary: np.ndarray,
         moving: np.ndarray,
+        blocks: tuple[RowBlock | None, RowBlock | None],
         product: Callable[[np.ndarray, np.ndarray], np.ndarray],
     ) -> None:
         self.key, self.accumulate = key, accumulate
         self.stationary, self.moving = [stationary], [moving]
+        # Per operand: its RowBlock (None: unknown), to stack adjacent K tiles as one view.
+        self.blocks = ([blocks[0]], [blocks[1]])
         self.product = product  # one TensorE product with the emulator's overflow rules
 
     def apply(self, data: np.ndarray) -> None:
@@ -423,6 +464,8 @@ class Deferred:
             return
         # One fp32 product over all K tiles, then one fp32 addition: the same fp32
         # accumulation as tile by tile, in another (equally unspecified) order.
-        total = self.product(_stacked(self.stationary), _stacked(self.moving))
+        total = self.product(
+            _stacked(self.stationary, self.blocks[0]), _stacked(self.moving, self.blocks[1])
+        )
         with np.errstate(all="ignore"):
             target += total

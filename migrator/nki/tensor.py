@@ -30,6 +30,14 @@ def _norm_slice(s: slice, n: int, dim: int) -> tuple[int, int, int]:
 
     numpy clips slices silently; NKI reports an out-of-bound access instead.
     """
+    start, stop, step = s.start, s.stop, s.step
+    if (
+        (start is None or type(start) is int and -n <= start <= n)
+        and (stop is None or type(stop) is int and -n <= stop <= n)
+        and (step is None or type(step) is int and step > 0)
+    ):
+        start, stop, step = s.indices(n)  # in range: what follows would compute the same
+        return start, max(stop, start), step
     step = 1 if s.step is None else int(s.step)
     if step <= 0:
         raise unsupported("negative or zero slice steps in nki tensor indexing")
@@ -49,6 +57,10 @@ def _is_array_index(x: Any) -> bool:
     return isinstance(x, np.ndarray | list) and np.ndim(x) >= 1
 
 
+# shape -> the key selecting a whole storage of that shape (slices are immutable, so shared)
+_FULL_KEYS: dict[tuple[int, ...], Key] = {}
+
+
 class Tensor:
     """A view of a storage: a kernel argument, an SBUF/PSUM tile or a slice of either."""
 
@@ -62,7 +74,12 @@ class Tensor:
         self.produced: np.ndarray | None = None
         if key is None:
             shape = storage._data.shape  # not .data: that would compute queued products
-            self.key = tuple([slice(0, n, 1) for n in shape])
+            key = _FULL_KEYS.get(shape)
+            if key is None:
+                if len(_FULL_KEYS) > 1024:
+                    _FULL_KEYS.clear()
+                key = _FULL_KEYS[shape] = tuple([slice(0, n, 1) for n in shape])
+            self.key = key
             self.advanced = False
             self.shape = shape  # numpy shapes are tuples of Python ints
             self.pdim = min(storage.pdim, len(shape))
@@ -104,7 +121,9 @@ class Tensor:
                 run=run,
             )
         else:
-            if dtypes.is_float(dtype):
+            if type(fill) is int and fill == 0:
+                data = np.zeros(shape, dtype=dtype)  # exact in every dtype; calloc is lazy
+            elif dtypes.is_float(dtype):
                 data = dtypes.cast(np.full(shape, fill, dtype=np.float32), dtype)
             else:
                 data = np.full(shape, fill, dtype=dtype)
@@ -167,7 +186,8 @@ class Tensor:
     @classmethod
     def borrow(cls, view: Tensor, buffer: Buffer) -> Tensor | None:
         """A new tile that reads ``view``'s memory until either side is written (a load with
-        no cast and no mask); None when the view cannot be shared (advanced index, poison)."""
+        no cast and no mask); None when the view cannot be shared (advanced index, poison).
+        Sharing reads ``view`` as ``read()`` would: the same affine check and dependency note."""
         source = view.storage
         if view.advanced:
             return None
@@ -177,15 +197,17 @@ class Tensor:
                 return None
         elif source.valid is not None and not source.valid[view.key].all():
             return None
-        data = source.data[view.key].view()
-        data.flags.writeable = False
+        data = source.data[view.key]
+        data.flags.writeable = False  # a new view object: the source array stays writeable
+        check_affine_read(view, view.key, None)
         run = maybe_current_run()
-        out = cls(Storage(data, buffer, run=run))
-        source.lend(out.storage)
-        out.storage.lender = (source, view.key)
+        storage = Storage(data, buffer, run=run)
+        source.lend(storage)
+        storage.lender = (source, view.key)
         if run is not None:
-            run.note_write(out.storage.uid)
-        return out
+            run.note_read(source.uid)
+            run.note_write(storage.uid)
+        return cls(storage)
 
     # -- basic properties -----------------------------------------------------------------
     @property
@@ -246,6 +268,32 @@ class Tensor:
 
     # -- indexing -------------------------------------------------------------------------
     def __getitem__(self, index: Any) -> Tensor:
+        key = self.key
+        if type(index) is tuple and len(index) == len(key) == len(self.shape):
+            # The hot subscript, `t[a:b, c:d]` with in-range int bounds on a view whose axes are
+            # all dimensions: composed here directly; anything else takes the general path.
+            new_key, counts = [], []
+            for base, item, n in zip(key, index, self.shape, strict=True):
+                if type(item) is not slice or item.step is not None:
+                    break
+                start, stop = item.start, item.stop
+                if start is None:
+                    start = 0
+                elif type(start) is not int or not 0 <= start <= n:
+                    break
+                if stop is None:
+                    stop = n
+                elif type(stop) is not int or not 0 <= stop <= n:
+                    break
+                count = stop - start if stop > start else 0
+                first = base.start + start * base.step
+                new_key.append(slice(first, first + count * base.step, base.step))
+                counts.append(count)
+            else:
+                view = Tensor.__new__(Tensor)
+                view.storage, view.key, view.produced = self.storage, tuple(new_key), None
+                view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
+                return view
         if self.advanced:
             if index is Ellipsis or index == slice(None):
                 return self
@@ -300,7 +348,9 @@ class Tensor:
         key = list(self.key)
         on_chip = self.buffer.on_chip
         counts: list[int] = []
-        for vdim, (sdim, item) in enumerate(zip(self._view_dims(), index, strict=True)):
+        # A key as long as the shape is all slices: every storage axis is a view axis.
+        dims = range(len(key)) if len(key) == len(self.shape) else self._view_dims()
+        for vdim, (sdim, item) in enumerate(zip(dims, index, strict=True)):
             base: slice = key[sdim]
             n = self.shape[vdim]
             if isinstance(item, slice):
@@ -540,11 +590,10 @@ class Tensor:
         return self._apply_inplace(op, other)
 
     def _apply_inplace(self, op: str, other: Any) -> Tensor:
+        if self._accumulate_fast(op, other):
+            return self  # PSUM accumulation: no instruction of its own (_record_inplace)
         from . import language
 
-        if self._accumulate_fast(op, other):
-            language._record_inplace(self, op, other)
-            return self
         if op == "add" and self._starts_accumulation(other):
             # TensorE opens an accumulation group with an overwrite: `psum += nc_matmul(...)`
             # into a never-written PSUM tile is the first write (nki-facts §4 nc_matmul), and
@@ -602,7 +651,10 @@ class Tensor:
             run.note_read(mine.uid)
         if addend is None:
             work = queued[0]
-            mine.defer(Deferred(self.key, True, work.stationary[0], work.moving[0], work.product))
+            blocks = (work.blocks[0][0], work.blocks[1][0])
+            mine.defer(
+                Deferred(self.key, True, work.stationary[0], work.moving[0], blocks, work.product)
+            )
         else:
             if mine.borrowed or mine.borrowers:
                 mine.before_write()  # copy on write, before the target view is taken

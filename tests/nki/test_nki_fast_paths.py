@@ -91,6 +91,50 @@ def test_queued_k_tiles_match_numpy_whether_adjacent_or_not():
         np.testing.assert_allclose(_k_tiles(a, b, order), want, rtol=1e-4, atol=1e-3)
 
 
+def test_k_tiles_loaded_in_order_are_one_product_over_views_of_the_inputs(monkeypatch):
+    """In-order K tiles of one HBM tensor (fp32, or bf16 through its widening) reach the BLAS
+    call as one view of that tensor's rows; out of order, as a stacked copy."""
+    from migrator.nki import isa
+
+    seen = []
+
+    def spy(sv, mv):
+        seen.append((sv, mv))
+        return sv.T @ mv
+
+    monkeypatch.setattr(isa, "tensor_product", spy)
+    rng = np.random.default_rng(5)
+    for dtype in (F32, BF16):
+        a = rng.standard_normal((512, 128)).astype(dtype)
+        b = rng.standard_normal((512, 256)).astype(dtype)
+        for order, views in (([0, 1, 2, 3], True), ([1, 0, 2, 3], False), ([0, 2], False)):
+            seen.clear()
+            out = _k_tiles_cols(a, b, order)
+            assert len(seen) == 1  # one BLAS call for the whole K loop
+            sv, mv = seen[0]
+            assert sv.shape == (128 * len(order), 128) and mv.shape == (128 * len(order), 64)
+            assert (sv.base is not None and mv.base is not None) == views
+            rows = np.concatenate([np.arange(k * 128, (k + 1) * 128) for k in order])
+            lhs, rhs = a[rows].astype(F32), b[rows, 64:128].astype(F32)
+            np.testing.assert_allclose(out, lhs.T @ rhs, rtol=1e-4, atol=1e-3)
+
+
+def _k_tiles_cols(a, b, order):
+    """Like _k_tiles, the moving operand from columns 64:128 of y (a strided view)."""
+
+    def kernel(x, y):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        for k in order:
+            stat = nl.load(x[k * 128 : (k + 1) * 128, :])
+            acc += nl.matmul(stat, nl.load(y[k * 128 : (k + 1) * 128, 64:128]), transpose_x=True)
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    out, _ = run_kernel(kernel, a, b)
+    return out
+
+
 def test_queued_product_sees_its_operand_as_it_was_before_a_write():
     """An SBUF operand overwritten after the matmul but before the PSUM tile is read."""
 
