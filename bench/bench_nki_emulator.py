@@ -1,9 +1,11 @@
 """Time the NKI emulator against numpy and against the Triton interpreter on the same math.
 
 Run: ``.venv/bin/python bench/bench_nki_emulator.py [--quick] [--repeat N] [--no-triton]``.
-Prints one row per case: emulator seconds, numpy seconds, their ratio (lower is better), and,
-when ``triton`` (with ``torch``) is installed, the seconds of an equivalent Triton kernel run
-by Triton's CPU interpreter (``TRITON_INTERPRET=1``) and the emulator/Triton ratio. The Triton
+Prints one row per case: emulator seconds, numpy seconds (best of the rounds), their ratio
+(lower is better; the median of the per-round ratios, each round running the contenders back
+to back), and, when ``triton`` (with ``torch``) is installed, the seconds of an equivalent
+Triton kernel run by Triton's CPU interpreter (``TRITON_INTERPRET=1``) and the
+emulator/Triton ratio. The Triton
 kernels use the same tiling as the NKI ones (128-row tiles; 128x512 matmul tiles, K step 128).
 bf16 rows have no Triton figure: the 3.9 interpreter reads bf16 memory as raw integers.
 The emulator runs with its default checks and tracing on, as users run it. Worked with
@@ -68,13 +70,24 @@ def _softmax_np(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
+def _timed(fns: list[Callable[[], Any]], repeat: int) -> tuple[list[list[float]], list[Any]]:
+    """Seconds of every run of each function, and each one's last result. The functions run in
+    turn in every round: this shared machine's speed drifts over seconds, and interleaving
+    exposes all of them to the same drift instead of timing one in a quiet minute and the
+    other in a busy one."""
+    times: list[list[float]] = [[] for _ in fns]
+    results: list[Any] = [None] * len(fns)
     for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            results[i] = fn()
+            times[i].append(time.perf_counter() - start)
+    return times, results
+
+
+def _ratio(num: list[float], den: list[float]) -> float:
+    """Median over rounds of the per-round ratio (each pair ran back to back)."""
+    return float(np.median(np.asarray(num) / np.asarray(den)))
 
 
 Case = tuple[str, Callable[..., Any], Callable[..., Any], list[np.ndarray]]
@@ -184,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run every case and print the timing table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-triton", action="store_true", help="skip the Triton column")
     args = parser.parse_args(argv)
     runners, note = ({}, "Triton column skipped (--no-triton)")
@@ -194,23 +207,29 @@ def main(argv: list[str] | None = None) -> int:
     head = f"{'case':<24} {'emulator s':>11} {'numpy s':>10} {'emu/np':>8}"
     print(head + (f" {'triton s':>10} {'emu/triton':>10}" if runners else "") + "  max|diff|")
     for name, kernel, ref, inputs in cases(args.quick):
-        t_emu, (out, _) = _best(lambda k=kernel, i=inputs: run_kernel(k, *i), args.repeat)
-        t_np, expected = _best(lambda r=ref, i=inputs: r(*i), args.repeat)
-        diff = float(np.max(np.abs(out.astype(np.float32) - np.asarray(expected, np.float32))))
-        row = f"{name:<24} {t_emu:11.4f} {t_np:10.4f} {t_emu / t_np:8.1f}x"
         runner = runners.get(name.split()[0])
         if any(i.dtype == ml_dtypes.bfloat16 for i in inputs):
             # The Triton 3.9 interpreter loads bf16 memory as raw integers (results ~1e11 off),
             # so there is no valid Triton-interpreter figure for bf16.
             runner = None
+        fns = [
+            lambda k=kernel, i=inputs: run_kernel(k, *i),
+            lambda r=ref, i=inputs: r(*i),
+        ]
+        if runner is not None:
+            fns.append(lambda f=runner, i=inputs: f(i))
+        times, results = _timed(fns, args.repeat)
+        (out, _), expected = results[0], results[1]
+        diff = float(np.max(np.abs(out.astype(np.float32) - np.asarray(expected, np.float32))))
+        ratio = _ratio(times[0], times[1])
+        row = f"{name:<24} {min(times[0]):11.4f} {min(times[1]):10.4f} {ratio:8.1f}x"
         if runners:
             if runner is None:
                 row += f" {'-':>10} {'-':>10}"
             else:
-                t_tri, tri_out = _best(lambda f=runner, i=inputs: f(i), args.repeat)
-                tri_diff = float(np.max(np.abs(tri_out - np.asarray(expected, np.float32))))
+                tri_diff = float(np.max(np.abs(results[2] - np.asarray(expected, np.float32))))
                 diff = max(diff, tri_diff)
-                row += f" {t_tri:10.4f} {t_emu / t_tri:9.2f}x"
+                row += f" {min(times[2]):10.4f} {_ratio(times[0], times[2]):9.2f}x"
         print(f"{row}  {diff:.2e}")
     return 0
 

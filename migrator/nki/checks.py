@@ -80,9 +80,13 @@ def check_matmul(stationary: Tensor, moving: Tensor, op: str) -> None:
     run = maybe_current_run()
     hw_stat = run.hw.gemm_stationary_fmax if run else 128
     hw_mov = run.hw.gemm_moving_fmax if run else 512
+    limit = run.hw.pmax if run else 128
     for t, role in ((stationary, "stationary"), (moving, "moving")):
-        require_buffer(t, op, role, ("sbuf",))
-        check_partitions(t.shape, t.pdim, f"{op} {role} (contraction axis K)")
+        if t.buffer.value != "sbuf":
+            require_buffer(t, op, role, ("sbuf",))  # raises, naming the buffer
+        shape = t.shape
+        if shape and shape[t.pdim] > limit:  # the message is only formatted when it is raised
+            check_partitions(shape, t.pdim, f"{op} {role} (contraction axis K)")
     if stationary.partitions != moving.partitions:
         raise NkiConstraintError(
             "err_num_partition_mismatch",

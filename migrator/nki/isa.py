@@ -24,7 +24,7 @@ from .checks import (
     require_on_chip,
 )
 from .dma import record_copy
-from .errors import NkiConstraintError
+from .errors import UNKNOWN_LOCATION, NkiConstraintError
 from .isa_common import (
     TileShape,
     all_valid,
@@ -40,7 +40,7 @@ from .run import current_run
 from .run import record_tile as _record
 from .storage import Deferred, Storage, row_block
 from .tensor import Buffer, Tensor
-from .trace import Engine
+from .trace import Engine, Instr
 
 
 def _rounded_products(sv: np.ndarray, mv: np.ndarray, chunk: int = 64) -> np.ndarray:
@@ -88,10 +88,10 @@ class IsaEngine(StatsScanInstructions):
         sv, mv = flat(sv), flat(mv)
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
         run = current_run()
-        run.record(
-            op, Engine.TENSOR, stationary_free=mm, partitions=k, free=n, dtype=_dt.name(s.dtype),
-            flops=2 * k * mm * n,
-        )  # fmt: skip
+        if run.options.trace:
+            instr = Instr(op, Engine.TENSOR, k, n, _dt.name(s.dtype), UNKNOWN_LOCATION)
+            instr.stationary_free, instr.flops = mm, 2 * k * mm * n
+            run.add(instr)
         if dst is None and s_ok is None and m_ok is None and mask is None:
             # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
             # joins a K-tile group computed by one BLAS call when the tile is read.
