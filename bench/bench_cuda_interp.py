@@ -1,9 +1,11 @@
 """Time the CUDA interpreter against numpy and against numba's CUDA simulator.
 
 Run: ``.venv/bin/python bench/bench_cuda_interp.py [--quick] [--repeat N] [--no-numba]``. One row
-per case: interpreter seconds, numpy seconds, their ratio (lower is better), and
-thread-statements per second (statements executed x active lanes). The interpreter runs with
-its default checks on (bounds, shared races, uninitialised reads), as users run it. Results are
+per case: interpreter seconds, numpy seconds (best of the rounds), their ratio (lower is
+better; the median of the per-round ratios: each round runs the interpreter and both baselines
+back to back, so all see the same machine load), and thread-statements per second (statements
+executed x active lanes). The interpreter runs with its default checks on (bounds, shared
+races, uninitialised reads), as users run it. Results are
 checked against numpy before timing is reported.
 
 Two numpy baselines. "numpy s" is the fastest numpy spelling of the math (BLAS for the matmul,
@@ -74,46 +76,69 @@ __global__ void matmul(const float* A, const float* B, float* C, int M, int N, i
 }"""
 
 
-def _time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = float("inf"), None
+Timing = tuple[list[float], list[float], list[float], RunResult]  # per round: interp, np, same
+
+
+def _rounds(
+    interp: Callable[[], RunResult],
+    fastest: Callable[[], Any],
+    same_bits: Callable[[], Any],
+    repeat: int,
+    inner: tuple[int, int] = (5, 3),
+) -> tuple[Timing, Any, Any]:
+    """Run the interpreter and both numpy baselines in turn, ``repeat`` rounds: this shared
+    machine's speed drifts over seconds, and interleaving exposes all three to the same drift.
+    The numpy baselines are short, so each round keeps the best of ``inner`` calls of each.
+    Returns the per-round seconds and each baseline's last result."""
+    t_i: list[float] = []
+    t_n: list[float] = []
+    t_s: list[float] = []
+    res: Any = None
+    outs: list[Any] = [None, None]
     for _ in range(repeat):
         t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+        res = interp()
+        t_i.append(time.perf_counter() - t0)
+        for fn, count, times, slot in ((fastest, inner[0], t_n, 0), (same_bits, inner[1], t_s, 1)):
+            best = float("inf")
+            for _ in range(count):
+                t0 = time.perf_counter()
+                outs[slot] = fn()
+                best = min(best, time.perf_counter() - t0)
+            times.append(best)
+    return (t_i, t_n, t_s, res), outs[0], outs[1]
 
 
-def case_vector_add(n: int, repeat: int) -> tuple[float, float, RunResult]:
+def _ratio(num: list[float], den: list[float]) -> float:
+    """Median over rounds of the per-round ratio."""
+    return float(np.median(np.asarray(num) / np.asarray(den)))
+
+
+def case_vector_add(n: int, repeat: int) -> Timing:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
     c = np.ones(n, np.float32)  # written once so the timed run takes no first-touch page faults
     src = parse_text(VECTOR_ADD, "vector_add.cu")
-    t_i, res = _time(
+    ref = np.empty_like(a)
+
+    def add() -> np.ndarray:  # warm, preallocated; the same bits: one rounding per element
+        return np.add(a, b, out=ref)
+
+    timing, _, _ = _rounds(
         lambda: run_kernel(src, "vector_add", -(-n // 256), 256, {"a": a, "b": b, "c": c, "n": n}),
+        add,
+        add,
         repeat,
     )
-    ref = np.empty_like(a)
-    t_n, _ = _time(lambda: np.add(a, b, out=ref), max(5, repeat))  # warm, preallocated
     np.testing.assert_array_equal(c, ref)
-    return t_i, t_n, t_n, res  # np.add computes the same bits: one rounding per element
+    return timing
 
 
-def case_block_reduce(n: int, repeat: int) -> tuple[float, float, RunResult]:
+def case_block_reduce(n: int, repeat: int) -> Timing:
     x = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
     blocks = -(-n // 256)
     part = np.zeros(blocks, np.float32)
     src = parse_text(BLOCK_REDUCE, "block_reduce.cu")
-    t_i, res = _time(
-        lambda: run_kernel(
-            src,
-            "block_reduce",
-            blocks,
-            256,
-            {"in": x, "partial": part, "n": n},
-            template_args=[256],
-        ),
-        repeat,
-    )
 
     def ref() -> np.ndarray:
         pad = np.zeros(blocks * 256, np.float32)
@@ -130,30 +155,31 @@ def case_block_reduce(n: int, repeat: int) -> tuple[float, float, RunResult]:
             stride //= 2
         return s[:, 0]
 
-    t_n, expect = _time(ref, max(5, repeat))
+    timing, expect, bits = _rounds(
+        lambda: run_kernel(
+            src,
+            "block_reduce",
+            blocks,
+            256,
+            {"in": x, "partial": part, "n": n},
+            template_args=[256],
+        ),
+        ref,
+        same_bits,
+        repeat,
+    )
     np.testing.assert_allclose(part, expect, rtol=1e-4, atol=1e-4)
-    t_same, bits = _time(same_bits, max(3, repeat))
     np.testing.assert_array_equal(part, bits)
-    return t_i, t_n, t_same, res
+    return timing
 
 
-def case_tiled_matmul(size: int, repeat: int) -> tuple[float, float, RunResult]:
+def case_tiled_matmul(size: int, repeat: int) -> Timing:
     rng = np.random.default_rng(2)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
     c = np.ones((size, size), np.float32)
     src = parse_text(TILED_MATMUL, "matmul.cu")
     g = -(-size // 16)
-    t_i, res = _time(
-        lambda: run_kernel(
-            src,
-            "matmul",
-            (g, g),
-            (16, 16),
-            {"A": a, "B": b, "C": c, "M": size, "N": size, "K": size},
-        ),
-        repeat,
-    )
 
     def same_bits() -> np.ndarray:
         """The kernel's order: one fp32 accumulator per output, k ascending, each step a fused
@@ -164,11 +190,23 @@ def case_tiled_matmul(size: int, repeat: int) -> tuple[float, float, RunResult]:
             acc = (np.multiply.outer(a64[:, k], b64[k]) + acc).astype(np.float32)
         return acc
 
-    t_n, expect = _time(lambda: a @ b, max(5, repeat))  # the first call initialises BLAS
+    a @ b  # the first call initialises BLAS
+    timing, expect, bits = _rounds(
+        lambda: run_kernel(
+            src,
+            "matmul",
+            (g, g),
+            (16, 16),
+            {"A": a, "B": b, "C": c, "M": size, "N": size, "K": size},
+        ),
+        lambda: a @ b,
+        same_bits,
+        repeat,
+        inner=(5, 1 if size > 256 else 3),
+    )
     np.testing.assert_allclose(c, expect, rtol=1e-3, atol=1e-3 * np.sqrt(size))
-    t_same, bits = _time(same_bits, 1 if size > 256 else max(3, repeat))
     np.testing.assert_array_equal(c, bits)
-    return t_i, t_n, t_same, res
+    return timing
 
 
 # --- numba's CUDA simulator ------------------------------------------------------------------
@@ -279,7 +317,7 @@ def numba_rate(case: str) -> float:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    ap.add_argument("--repeat", type=int, default=3, help="best of N runs")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds (best time, median ratio)")
     ap.add_argument("--no-numba", action="store_true", help="skip numba's CUDA simulator")
     args = ap.parse_args(argv)
     n = 1 << 20 if args.quick else 1 << 24
@@ -296,11 +334,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(head + (f"{'numba-sim t-s/s':>17}{'x numba':>9}" if sim_ok else ""))
     for key, name, fn in cases:
-        t_i, t_n, t_same, res = fn()
+        times_i, times_n, times_s, res = fn()
+        t_i = min(times_i)
         rate = res.thread_statements / t_i if t_i > 0 else 0.0
         row = (
-            f"{name:<24}{t_i:>10.3f}{t_n:>10.4f}{t_i / t_n:>8.0f}{t_same:>12.4f}"
-            f"{t_i / t_same:>7.1f}{rate:>16.3g}"
+            f"{name:<24}{t_i:>10.3f}{min(times_n):>10.4f}{_ratio(times_i, times_n):>8.0f}"
+            f"{min(times_s):>12.4f}{_ratio(times_i, times_s):>7.1f}{rate:>16.3g}"
         )
         if sim_ok:
             sim = numba_rate(key)
