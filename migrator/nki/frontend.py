@@ -81,6 +81,9 @@ def launch(
     options: EmulatorOptions | None = None,
 ) -> tuple[Any, Run]:
     """Run ``fn`` on numpy inputs under a fresh ``Run``; return (numpy outputs, run)."""
+    outer = maybe_current_run()
+    if outer is not None:
+        compute_deferred(outer)  # a launch from inside a kernel may write what those read
     run = Run(options=options or EmulatorOptions(), grid=grid)
     wrapped = [
         Tensor.wrap_input(a, name=f"arg{i}") if isinstance(a, np.ndarray) else a
@@ -91,7 +94,7 @@ def launch(
         for k, v in kwargs.items()
     }
     result = None
-    with run.activate(), _computing_deferred():
+    with run.activate(), _computing_deferred(run):
         for index in _instances(grid, run.options):
             run.start_instance(tuple(int(i) for i in index))
             try:
@@ -118,13 +121,13 @@ def launch(
 
 
 @contextlib.contextmanager
-def _computing_deferred() -> Iterator[None]:
+def _computing_deferred(run: Run) -> Iterator[None]:
     """Products still queued when the kernel ends (PSUM tiles never read) are computed, so no
     queued work outlives the launch whose memory it reads."""
     try:
         yield
     finally:
-        compute_deferred()
+        compute_deferred(run)
 
 
 class GridLaunch:

@@ -83,6 +83,8 @@ class Run:
     _read_since_record: bool = False
     _to_last: int = 0
     _loop_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    # Storages with queued TensorE products (storage.Deferred), as weak references.
+    deferred: list[Any] = field(default_factory=list)
 
     # Hardware numbers of the selected target: read on every allocation and check, so looked
     # up once (options are frozen).

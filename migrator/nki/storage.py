@@ -29,7 +29,7 @@ import numpy as np
 from .checks import check_partitions, pmax
 from .dtypes import to_f32
 from .errors import NkiConstraintError, SourceLocation
-from .run import Run
+from .run import Run, maybe_current_run
 
 _UIDS = itertools.count(1)  # unique allocation ids; not run state
 
@@ -196,7 +196,11 @@ class Storage:
         pending = self.pending
         if pending is None:
             self.pending = [work]
-            _DEFERRED.append(weakref.ref(self))
+            run = maybe_current_run()
+            if run is None:
+                self.compute_pending()  # no launch to hold the queue: computed at once
+            else:
+                run.deferred.append(weakref.ref(self))
             return
         last = pending[-1]
         if work.accumulate and last.accumulate and last.key == work.key:
@@ -306,8 +310,9 @@ class Storage:
 
     def before_write(self) -> None:
         """Own this memory and detach every borrower before it changes."""
-        if _DEFERRED:
-            compute_deferred()  # queued products may read this memory: compute them first
+        run = maybe_current_run()
+        if run is not None and run.deferred:
+            compute_deferred(run)  # queued products may read this memory: compute them first
         self.own()
         self.widened = None
         if self.borrowers:
@@ -371,14 +376,16 @@ class Storage:
 # K tiles that are adjacent row blocks of one array (tiles loaded from one HBM tensor) become a
 # single BLAS call over the whole K range, without copying. Operands are views of the memory
 # they were read from, so *any* storage write computes every queued product first
-# (``Storage.before_write``): a queued product always sees its operands as they were.
-_DEFERRED: list[weakref.ref[Storage]] = []
+# (``Storage.before_write``): a queued product always sees its operands as they were. The
+# queue belongs to the launch (``Run.deferred``): launches in other threads never compute, or
+# race to compute, each other's products.
 
 
-def compute_deferred() -> None:
-    """Compute every queued product (before a write, and at the end of a launch)."""
-    while _DEFERRED:
-        storage = _DEFERRED.pop()()
+def compute_deferred(run: Run) -> None:
+    """Compute every product queued in ``run`` (before a write, and at the end of a launch)."""
+    queue = run.deferred
+    while queue:
+        storage = queue.pop()()
         if storage is not None and storage.pending is not None:
             storage.compute_pending()
 

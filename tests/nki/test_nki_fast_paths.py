@@ -261,3 +261,41 @@ def test_queued_products_match_eager_numpy_on_random_programs(steps, seed):
     want += accs
     for i, w in enumerate(want):
         np.testing.assert_allclose(out[i], w, rtol=1e-4, atol=1e-3)
+
+
+def test_a_launch_never_computes_another_threads_queued_products():
+    """Queued products belong to their launch: a write in a launch on another thread (which
+    computes its own queue first) leaves this launch's queue alone; results stay exact."""
+    import threading
+
+    queued, go = threading.Event(), threading.Event()
+    seen = {}
+
+    def waiting(x, y):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        acc += nl.matmul(nl.load(x), nl.load(y), transpose_x=True)
+        seen["storage"] = acc.storage
+        queued.set()
+        go.wait(10)
+        seen["still_queued"] = acc.storage.pending is not None
+        nl.store(out, value=nl.copy(acc))
+        return out
+
+    def writer(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(x))  # a write: computes this launch's queue
+        return out
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((128, 128)).astype(F32)
+    y = rng.standard_normal((128, 64)).astype(F32)
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(out=run_kernel(waiting, x, y)[0]))
+    worker.start()
+    assert queued.wait(10)
+    run_kernel(writer, x)
+    go.set()
+    worker.join(10)
+    assert seen["still_queued"]
+    np.testing.assert_allclose(result["out"], x.T @ y, rtol=1e-5, atol=1e-4)
