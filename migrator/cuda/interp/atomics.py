@@ -45,7 +45,7 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
     if not ptr.ctype.is_pointer_like or ptr.ctype.elem is None:
         raise m.error(node, "atomic on a non-pointer")
     t = ptr.ctype.elem
-    buf, idx, flat, _ = memory._resolve(m, ptr, t, mask, node, write=True)
+    buf, idx, flat, *_ = memory._resolve(m, ptr, t, mask, node, write=True)
     if buf.init is not None:
         buf.init[flat] = True
     active = np.arange(m.geo.n) if idx is None else idx

@@ -9,8 +9,9 @@ shared reads are checked for initialisation and races. New shared/local memory i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
@@ -81,12 +82,27 @@ def _width(ctype: CType) -> int:
     return ctype.count if ctype.kind == "vec" else 1
 
 
+class Access(NamedTuple):
+    """One statement's access to a buffer, as the checks and the data movement need it."""
+
+    buf: Buffer
+    idx: np.ndarray | None  # active lane indices (None: every lane)
+    flat: np.ndarray  # flat element index of each active lane (a vector: its first component)
+    span: Span | None  # run structure of `flat` (span.py); None: irregular, or a vector access
+    ctype: CType
+    node: object  # the statement's AST node, for findings
+
+    def components(self) -> Iterator[np.ndarray]:
+        """Flat indices of each component (one for scalars, `count` for vector types)."""
+        for k in range(_width(self.ctype)):
+            yield self.flat + k if k else self.flat
+
+
 def _resolve(
     m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object, write: bool
-) -> tuple[Buffer, np.ndarray | None, np.ndarray, Span | None]:
-    """Active lane indices (None = all), flat element indices of an access and their run
-    structure (`span.py`; None: irregular, or a vector access); raises/reports out-of-bounds
-    accesses and drops them from the active set in report mode."""
+) -> Access:
+    """The access's active lanes, flat element indices and their run structure; raises or
+    reports out-of-bounds accesses and drops them from the active set in report mode."""
     buf = ptr.buf
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
@@ -123,36 +139,32 @@ def _resolve(
         span = span_of(flat) if w == 1 else None
     else:
         flat = off
-    return buf, idx, flat, span
+    return Access(buf, idx, flat, span, ctype, node)
 
 
 def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> Val:
     """Load `*ptr` of type `ctype` for the active lanes (inactive lanes hold poison)."""
-    buf, idx, flat, span = _resolve(m, ptr, ctype, mask, node, write=False)
+    acc = _resolve(m, ptr, ctype, mask, node, write=False)
+    buf = acc.buf
     if buf.space == "shared":
-        _check_shared_read(m, buf, idx, flat, ctype, node, span)
+        _check_shared_read(m, acc)
     elif buf.init is not None and not buf.fully_initialised():  # a local array
-        _check_init(m, buf, idx, flat, ctype, node, "local array", span)
+        _check_init(m, acc, "local array")
     if ctype.kind == "vec":
         assert ctype.elem is not None
-        comps = tuple(_gather(m, buf, idx, flat + k, ctype.elem) for k in range(ctype.count))
-        return Val(ctype, comps=comps)
-    return _gather(m, buf, idx, flat, ctype, span)
+        elem = ctype.elem
+        return Val(ctype, comps=tuple(_gather(m, acc, f, elem) for f in acc.components()))
+    return _gather(m, acc, acc.flat, ctype, acc.span)
 
 
-def _gather(
-    m: Machine,
-    buf: Buffer,
-    idx: np.ndarray | None,
-    flat: np.ndarray,
-    ct: CType,
-    span: Span | None = None,
-) -> Val:
-    values = take(buf.data, flat, span)
-    if idx is None:
+def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | None = None) -> Val:
+    """Values at `flat` for the access's active lanes (the others hold poison)."""
+    data = acc.buf.data
+    values = take(data, flat, span)
+    if acc.idx is None:
         return Val(ct, values)
-    out = np.full(m.geo.n, poison(buf.data.dtype, m.options.uninit), dtype=buf.data.dtype)
-    out[idx] = values
+    out = np.full(m.geo.n, poison(data.dtype, m.options.uninit), dtype=data.dtype)
+    out[acc.idx] = values
     return Val(ct, out)
 
 
@@ -163,19 +175,19 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     fancy assignment keeps the last); CUDA leaves the winner unspecified, and for shared memory
     the race checker reports it.
     """
-    ctype = value.ctype
-    buf, idx, flat, span = _resolve(m, ptr, ctype, mask, node, write=True)
+    acc = _resolve(m, ptr, value.ctype, mask, node, write=True)
+    buf, idx, span = acc.buf, acc.idx, acc.span  # (a span only comes with width 1)
     if buf.space == "constant":
         raise m.error(node, f"store to __constant__ memory {buf.name!r}")
     if buf.space == "shared":
-        _check_shared_write(m, buf, idx, flat, ctype, node, span)
+        _check_shared_write(m, acc)
     elif buf.init is not None and not buf.all_init:
-        for k in range(_width(ctype)):  # (a span only comes with width 1)
-            put(buf.init, flat + k if k else flat, span, True)
+        for f in acc.components():
+            put(buf.init, f, span, True)
     parts = value.comps if value.comps is not None else (value,)
-    for k, part in enumerate(parts):
+    for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)
-        put(buf.data, flat + k if k else flat, span, d if idx is None else d[idx])
+        put(buf.data, f, span, d if idx is None else d[idx])
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
@@ -183,80 +195,56 @@ def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:
     return tid if idx is None else tid[idx]
 
 
-def _check_shared_read(
-    m: Machine,
-    buf: Buffer,
-    idx: np.ndarray | None,
-    flat: np.ndarray,
-    ct: CType,
-    node: object,
-    span: Span | None = None,
-) -> None:
+def _check_shared_read(m: Machine, acc: Access) -> None:
+    buf = acc.buf
     if buf.init is not None and not buf.fully_initialised():
-        _check_init(m, buf, idx, flat, ct, node, "shared memory", span)
-    for k in range(_width(ct)):
-        f = flat + k if k else flat
-        if buf.race is not None and m.options.races:
-            race = buf.race.read(f, _tids(m, idx), span)
-            if race is not None and race.any():
-                m.finding(
-                    node,
-                    "shared_race",
-                    f"read of shared {buf.name!r} at index "
-                    f"{int((f % buf.size)[race][0])} races with a write by another "
-                    "thread since the last __syncthreads()",
-                    _lanes_mask(m, idx, race),
-                )
-
-
-def _check_init(
-    m: Machine,
-    buf: Buffer,
-    idx: np.ndarray | None,
-    flat: np.ndarray,
-    ct: CType,
-    node: object,
-    what: str,
-    span: Span | None = None,
-) -> None:
-    """Report lanes reading elements that no store has written (`buf.init`)."""
-    assert buf.init is not None
-    for k in range(_width(ct)):
-        f = flat + k if k else flat
-        uninit = ~take(buf.init, f, span)
-        if uninit.any():
+        _check_init(m, acc, "shared memory")
+    tracker = buf.race if m.options.races else None
+    if tracker is None:
+        return
+    for f in acc.components():
+        race = tracker.read(f, _tids(m, acc.idx), acc.span)
+        if race is not None and race.any():
             m.finding(
-                node,
-                "uninitialized_read",
-                f"read of uninitialised {what} {buf.name!r} at index "
-                f"{int((f % buf.size)[uninit][0])}",
-                _lanes_mask(m, idx, uninit),
+                acc.node,
+                "shared_race",
+                f"read of shared {buf.name!r} at index {int((f % buf.size)[race][0])} races "
+                "with a write by another thread since the last __syncthreads()",
+                _lanes_mask(m, acc.idx, race),
             )
 
 
-def _check_shared_write(
-    m: Machine,
-    buf: Buffer,
-    idx: np.ndarray | None,
-    flat: np.ndarray,
-    ct: CType,
-    node: object,
-    span: Span | None = None,
-) -> None:
-    for k in range(_width(ct)):
-        f = flat + k if k else flat
+def _check_init(m: Machine, acc: Access, what: str) -> None:
+    """Report lanes reading elements that no store has written (`buf.init`)."""
+    buf = acc.buf
+    assert buf.init is not None
+    for f in acc.components():
+        uninit = ~take(buf.init, f, acc.span)
+        if uninit.any():
+            m.finding(
+                acc.node,
+                "uninitialized_read",
+                f"read of uninitialised {what} {buf.name!r} at index "
+                f"{int((f % buf.size)[uninit][0])}",
+                _lanes_mask(m, acc.idx, uninit),
+            )
+
+
+def _check_shared_write(m: Machine, acc: Access) -> None:
+    buf = acc.buf
+    tracker = buf.race if m.options.races else None
+    for f in acc.components():
         if buf.init is not None and not buf.all_init:
-            put(buf.init, f, span, True)
-        if buf.race is not None and m.options.races:
-            race = buf.race.write(f, _tids(m, idx), span)
+            put(buf.init, f, acc.span, True)
+        if tracker is not None:
+            race = tracker.write(f, _tids(m, acc.idx), acc.span)
             if race.any():
                 m.finding(
-                    node,
+                    acc.node,
                     "shared_race",
-                    f"write of shared {buf.name!r} at index "
-                    f"{int((f % buf.size)[race][0])} races with an access by another "
-                    "thread since the last __syncthreads()",
-                    _lanes_mask(m, idx, race),
+                    f"write of shared {buf.name!r} at index {int((f % buf.size)[race][0])} "
+                    "races with an access by another thread since the last __syncthreads()",
+                    _lanes_mask(m, acc.idx, race),
                 )
 
 
