@@ -246,6 +246,79 @@ def test_queued_products_match_eager_numpy_on_random_programs(steps, seed):
         np.testing.assert_allclose(out[i], w, rtol=1e-4, atol=1e-3)
 
 
+# Random programs whose operands are loaded straight from HBM (so in-order K tiles are queued
+# as views of the inputs, storage.row_block): accumulate the product of K tile k of x (columns
+# 0:16) and K tile k of y (a column window), or of K tiles k..3 in order ("run"), store into
+# x's rows (a write under queued views), or read an accumulator out. Eager numpy is the
+# reference, in fp32 and in bf16.
+_WINDOW = st.sampled_from([0, 8, 16])
+_HBM_STEP = st.one_of(
+    st.tuples(st.just("acc"), st.integers(0, 1), st.integers(0, 3), _WINDOW),
+    st.tuples(st.just("run"), st.integers(0, 1), st.integers(0, 2), _WINDOW),
+    st.tuples(st.just("store"), st.integers(0, 3), st.sampled_from([0.5, -1.25, 3.0])),
+    st.tuples(st.just("read"), st.integers(0, 1)),
+)
+
+
+def _k_range(step):
+    """The K tiles an "acc" (one) or "run" (k0 up to the last, in order) step accumulates."""
+    return range(step[2], step[2] + 1 if step[0] == "acc" else 4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(_HBM_STEP, min_size=1, max_size=14),
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from([F32, BF16]),
+)
+def test_queued_views_of_hbm_match_eager_numpy_on_random_programs(steps, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((128, 32)).astype(dtype)
+    y = rng.standard_normal((128, 32)).astype(dtype)
+    n_out = sum(s[0] == "read" for s in steps) + 2
+
+    def kernel(xs, ys):
+        out = nl.ndarray((n_out, 16, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        accs = [nl.zeros((16, 16), nl.float32, buffer=nl.psum) for _ in range(2)]
+        n = 0
+        for step in steps:
+            if step[0] in ("acc", "run"):
+                a, c = step[1], step[3]
+                for k in _k_range(step):
+                    stat = nl.load(xs[k * 32 : (k + 1) * 32, 0:16])
+                    mov = nl.load(ys[k * 32 : (k + 1) * 32, c : c + 16])
+                    accs[a] += nl.matmul(stat, mov, transpose_x=True)
+            elif step[0] == "store":
+                rows = xs[step[1] * 32 : (step[1] + 1) * 32, :]
+                nl.store(rows, value=nl.add(nl.load(rows), step[2], dtype=xs.dtype))
+            else:
+                nl.store(out[n], value=nl.copy(accs[step[1]]))
+                n += 1
+        for a in range(2):
+            nl.store(out[n + a], value=nl.copy(accs[a]))
+        return out
+
+    out, _ = run_kernel(kernel, x.copy(), y)
+    xv, yv = x.astype(np.float64), y.astype(np.float64)
+    accs = [np.zeros((16, 16)) for _ in range(2)]
+    want = []
+    for step in steps:
+        if step[0] in ("acc", "run"):
+            a, c = step[1], step[3]
+            for k in _k_range(step):
+                rows = slice(k * 32, (k + 1) * 32)
+                accs[a] = accs[a] + xv[rows, 0:16].T @ yv[rows, c : c + 16]
+        elif step[0] == "store":
+            rows = slice(step[1] * 32, (step[1] + 1) * 32)
+            # the kernel adds in fp32 and rounds to the tensor's dtype
+            xv[rows] = (xv[rows] + step[2]).astype(F32).astype(dtype).astype(np.float64)
+        else:
+            want.append(accs[step[1]].copy())
+    want += accs
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(out[i], w, rtol=1e-4, atol=1e-3)
+
+
 def test_a_launch_never_computes_another_threads_queued_products():
     """Queued products belong to their launch: a write in a launch on another thread (which
     computes its own queue first) leaves this launch's queue alone; results stay exact."""
