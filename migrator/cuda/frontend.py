@@ -367,7 +367,11 @@ def _analyze_function(
         elif not d.pointer_depth and _is_struct_type(p, elem, type_params):
             diags.append(diag.make("STRUCT_PARAM", parsed.span(p), name=d.name, type=elem))
     env.push()
-    analyzer = BodyAnalyzer(parsed, env, constants, bindings, tu_shared, callees, f.name)
+    # Template values are constants of the index algebra when they have one meaning (a single
+    # instantiation, or the defaults): `k < K` is then a counted loop and `K / 2` folds. With
+    # several instantiations the IR stays symbolic in them; shared-array sizes take the first.
+    index_constants = {**constants, **bindings} if len(f.instantiations) <= 1 else constants
+    analyzer = BodyAnalyzer(parsed, env, index_constants, bindings, tu_shared, callees, f.name)
     body = node.child_by_field_name("body")
     facts = analyzer.run(body) if body is not None else analyzer.facts
     diags.extend(facts.diagnostics)

@@ -178,6 +178,28 @@ def test_templates_instantiations_and_shared_sizes() -> None:
     assert k.accesses[-1].indices[0].canonical == "threadIdx.x*TILE + threadIdx.y"
 
 
+def test_template_values_of_a_single_instantiation_are_index_constants() -> None:
+    """One instantiation gives a template value one meaning: `k < K` is a counted loop with a
+    constant bound and `K / 2` folds into the index (with several, see the test above, the
+    index stays symbolic in them)."""
+    k = one(
+        "template <int K>\n"
+        "__global__ void k(const float* x, float* y, int n) {\n"
+        "  constexpr int PAD = K / 2;\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float acc = 0.0f;\n"
+        "  for (int t = 0; t < K; ++t) acc += x[i + t - PAD];\n"
+        "  y[i] = acc;\n"
+        "}\n"
+        "void launch(const float* x, float* y, int n) { k<5><<<1, 256>>>(x, y, n); }\n"
+    )
+    (loop,) = k.loops
+    assert loop.kind == "counted" and loop.bound is not None and loop.bound.canonical == "5"
+    read = next(a for a in k.accesses if a.array == "x")
+    assert read.indices[0].affine
+    assert read.indices[0].canonical.endswith("- 2"), read.indices[0].canonical
+
+
 def test_loop_kinds_and_pragma() -> None:
     k = one(
         "__global__ void k(float* x, int n) {\n"

@@ -464,7 +464,7 @@ EXPECT: dict[str, dict[str, Any]] = {
     "scan_warp": {
         "kernel": "scan_warp_kernel",
         "roles": {"in": "in", "out": "out", "n": "scalar"},
-        "shared": {"warp_totals": [None]},
+        "shared": {"warp_totals": [8]},  # NUM_WARPS = BLOCK / 32, BLOCK = 256 (one instantiation)
         "barriers": 2,
         "loops": [],
         "reductions": {("warp_inclusive_scan:v", "loop_accumulate")},
