@@ -75,7 +75,8 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "inside", "bt", "tm", "tn", "tk", "m0", "n0", "k0", "ns", "ks", "i_m", "i_n", "i_k",
         "i_kf", "i_kp", "i_np", "i_kf2", "i_mo", "i_no", "out_ok", "a_t", "c_tile", "bt_tile",
         "a_flip", "b_flip", "part", "shift", "first", "last", "stats", "mean_var", "norm", "g_row",
-        "b_row", "i_0", "min", "max", "range", "len", "nl", "nki", "nisa", "np",
+        "b_row", "i_0", "min", "max", "range", "len", "nl", "nki", "nisa", "np", "N_TAPS",
+        "w_row", "w_all", "wts", "weights",
         # locals of the reduction (block partials), transpose (super-blocks), stencil, rowwise
         # and matmul-epilogue templates
         "per_p", "parts", "n_parts", "chunk", "i_q", "i_1", "i_b", "MAX_PARTS", "n_strips",

@@ -23,11 +23,12 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "transpose_tiled", "stencil_1d", "dot_atomic", "conv2d_3x3", "adamw",
              "relu_half", "silu_bf16", "leaky_relu", "hardswish", "sgd_momentum", "bias_gelu_2d",
              "log_softmax", "batched_gemm", "gemm_tn", "hgemm_bf16", "transpose_naive",
-             "matmul_bias_relu", "row_max", "rmsnorm", "batched_transpose", "gemv"]  # fmt: skip
+             "matmul_bias_relu", "row_max", "rmsnorm", "batched_transpose", "gemv",
+             "conv1d"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"scan_block": "C2N2004", "histogram": "C2N2003", "scan_warp": "C2N2004",
                "bitonic_sort": "C2N2005", "attention_fwd": "C2N2001", "avgpool_2x2": "C2N2001",
-               "col_sum": "C2N2001", "conv1d": "C2N2001", "mean_rows_cg": "C2N2001",
+               "col_sum": "C2N2001", "mean_rows_cg": "C2N2001",
                "sigmoid_vec4": "C2N2001", "softmax_warp": "C2N2001",
                "stencil_2d_5pt": "C2N2001", "swiglu": "C2N2001"}  # fmt: skip
 # a family claims them, its planner names the part it cannot emit (C2N2006)
