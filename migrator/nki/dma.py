@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .dtypes import name as dtype_name
-from .errors import UNKNOWN_LOCATION as _UNKNOWN
+from .errors import UNKNOWN_LOCATION
 from .run import maybe_current_run
 from .tensor import Tensor
 from .trace import Engine, Instr
@@ -37,8 +37,7 @@ def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, in
     shape = view.shape
     key = view.key
     base = data.strides
-    # storage axis of each view axis (a key as long as the shape is all slices)
-    dims = range(len(key)) if len(key) == len(shape) else view._view_dims()
+    dims = view._view_dims()  # storage axis of each view axis
     run_elems = 1
     for axis in range(len(shape) - 1, -1, -1):
         n = shape[axis]
@@ -66,16 +65,14 @@ def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | Non
     elems, runs, contiguous = geometry(hbm_view, mask)
     dtype = hbm_view.storage._data.dtype
     nbytes = elems * dtype.itemsize
-    shape = tile.shape
-    partitions = shape[tile.pdim] if shape else 1
     run.add(
         Instr(
             _DMA_NAMES[kind],
             Engine.DMA,
-            partitions,
-            math.prod(shape) // max(partitions, 1),
+            tile.partitions,
+            tile.free_size,
             dtype_name(dtype),
-            _UNKNOWN,  # Run.add sets the kernel line
+            UNKNOWN_LOCATION,  # Run.add sets the kernel line
             bytes=nbytes,
             descriptors=runs,
             contiguous_bytes=contiguous,

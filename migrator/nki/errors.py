@@ -26,8 +26,8 @@ class SourceLocation:
         return f"{self.file}:{self.line}"
 
 
-_UNKNOWN = SourceLocation("<unknown>", 0, "<unknown>")
-UNKNOWN_LOCATION = _UNKNOWN  # a placeholder until the kernel line is known
+# No kernel frame found; also the placeholder of a trace record until Run.add sets its line.
+UNKNOWN_LOCATION = SourceLocation("<unknown>", 0, "<unknown>")
 
 
 def kernel_location() -> SourceLocation:
@@ -50,7 +50,7 @@ def kernel_location() -> SourceLocation:
                 location = _LOCATIONS[key] = SourceLocation(*key)
             return location
         frame = frame.f_back
-    return _UNKNOWN
+    return UNKNOWN_LOCATION
 
 
 # Trace records ask for the location of every instruction, so both lookups are cached, keyed
@@ -75,14 +75,14 @@ class NkiConstraintError(Exception):
             run = maybe_current_run()
             context = run.context() if run is not None else ""
         self.context = context
-        where = f"{self.location}: " if self.location is not _UNKNOWN else ""
+        where = f"{self.location}: " if self.location is not UNKNOWN_LOCATION else ""
         extra = f" ({context})" if context else ""
         super().__init__(f"{where}[{code}] {message}{extra}")
 
 
 def location_from_traceback(tb: TracebackType | None) -> SourceLocation:
     """The deepest traceback frame that is not emulator code (where a kernel failed)."""
-    found = _UNKNOWN
+    found = UNKNOWN_LOCATION
     while tb is not None:
         code = tb.tb_frame.f_code
         if not code.co_filename.startswith(_PACKAGE_DIR):

@@ -89,9 +89,10 @@ class IsaEngine(StatsScanInstructions):
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
         run = current_run()
         if run.options.trace:
-            instr = Instr(op, Engine.TENSOR, k, n, _dt.name(s.dtype), UNKNOWN_LOCATION)
-            instr.stationary_free, instr.flops = mm, 2 * k * mm * n
-            run.add(instr)
+            dtype = _dt.name(s.dtype)
+            flops = 2 * k * mm * n
+            run.add(Instr(op, Engine.TENSOR, k, n, dtype, UNKNOWN_LOCATION, flops=flops,
+                          stationary_free=mm))  # fmt: skip
         if dst is None and s_ok is None and m_ok is None and mask is None:
             # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
             # joins a K-tile group computed by one BLAS call when the tile is read.

@@ -241,9 +241,5 @@ def record_tile(name: str, engine: Engine, tile: Any, streams: int = 1) -> None:
     """Trace a compute instruction over ``tile`` (its partitions and free size) if in a run."""
     run = _CURRENT.get()
     if run is not None and run.options.trace:
-        # Positional Instr fields: name, engine, partitions, free, dtype, location, streams.
-        instr = Instr(
-            name, engine, tile.partitions, tile.free_size, dtype_name(tile.dtype), UNKNOWN_LOCATION
-        )
-        instr.streams = streams
-        run.add(instr)
+        parts, free, dtype = tile.partitions, tile.free_size, dtype_name(tile.dtype)
+        run.add(Instr(name, engine, parts, free, dtype, UNKNOWN_LOCATION, streams))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -340,17 +341,17 @@ class Tensor:
         values = data.astype(np.intp)
         return values.reshape(-1, 1) if values.ndim == 1 else values
 
-    def _view_dims(self) -> list[int]:
+    def _view_dims(self) -> Sequence[int]:
         """Storage axes that are still dimensions of this (basic) view, in order."""
+        if len(self.key) == len(self.shape):
+            return range(len(self.key))  # a key as long as the shape is all slices
         return [d for d, k in enumerate(self.key) if type(k) is slice]
 
     def _basic(self, index: Key) -> Tensor:
         key = list(self.key)
         on_chip = self.buffer.on_chip
         counts: list[int] = []
-        # A key as long as the shape is all slices: every storage axis is a view axis.
-        dims = range(len(key)) if len(key) == len(self.shape) else self._view_dims()
-        for vdim, (sdim, item) in enumerate(zip(dims, index, strict=True)):
+        for vdim, (sdim, item) in enumerate(zip(self._view_dims(), index, strict=True)):
             base: slice = key[sdim]
             n = self.shape[vdim]
             if isinstance(item, slice):
