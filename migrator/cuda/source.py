@@ -47,6 +47,22 @@ HEADER_CONSTANTS = {
 }
 
 
+# Headers of the C/C++ library and the CUDA toolkit: `#include "assert.h"` with quotes still
+# means the system's header when no such file is next to the source.
+_SYSTEM_HEADER = re.compile(
+    r"^(?:assert|ctype|errno|float|limits|math|stdarg|stddef|stdint|stdio|stdlib|string|time|"
+    r"inttypes|stdbool|unistd|sys/\w+|c(?:assert|float|limits|math|stddef|stdint|stdio|stdlib|"
+    r"string)|algorithm|vector|iostream|string|memory|type_traits|cstdint|utility|"
+    r"cuda|cuda_runtime|cuda_runtime_api|cuda_fp16|cuda_bf16|cuda_fp8|device_launch_parameters|"
+    r"cooperative_groups(?:/\w+)?|cub/\S+|thrust/\S+|cublas\w*|curand\w*|mma|"
+    r"math_constants|sm_\d+_intrinsics|vector_types|helper_\w+|nvtx3?/\S+)(?:\.hp?p?|\.cuh)?$"
+)
+
+
+def _is_system_header(path: str) -> bool:
+    return bool(_SYSTEM_HEADER.match(path))
+
+
 class SourceError(Exception):
     """A file that cannot be analysed at all; carries the diagnostics that say why."""
 
@@ -130,7 +146,7 @@ class _Preprocessor(pcpp.Preprocessor):
     def on_include_not_found(
         self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
     ) -> None:
-        if is_system_include:
+        if is_system_include or _is_system_header(includepath):
             self.c2n_diagnostics.append(make("SYSTEM_INCLUDE_SKIPPED", header=includepath))
             raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
         super().on_include_not_found(is_malformed, is_system_include, curdir, includepath)

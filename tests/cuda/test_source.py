@@ -104,3 +104,12 @@ def test_header_constants_are_known(tmp_path: Path) -> None:
     src = tmp_path / "k.cu"
     src.write_text("#include <cfloat>\n__global__ void k(float* x) { x[0] = -FLT_MAX; }\n")
     assert "3.402823466e+38F" in parse_file(src).pre.text
+
+
+def test_quoted_system_header_is_skipped_like_a_system_one(tmp_path: Path) -> None:
+    """`#include "assert.h"` (quotes, no such file beside the source) is the C library's."""
+    cu = tmp_path / "k.cu"
+    cu.write_text('#include "assert.h"\n#include "cuda_runtime.h"\n'
+                  "__global__ void k(float* x) { x[0] = 1.0f; }\n")  # fmt: skip
+    parsed = parse_file(cu)
+    assert "__global__" in parsed.text(parsed.root)

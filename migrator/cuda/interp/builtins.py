@@ -73,6 +73,8 @@ def _binary(fn: Callable[[Any, Any], Any], fixed: str | None = None) -> Builtin:
         a, b = args
         if fixed == "f":
             t = m.float_t
+        elif fixed == "d2":
+            t = ct.DOUBLE
         else:
             t = ct.arith_result(a.ctype, b.ctype, m.float_t)
             if t.kind != "float":
@@ -107,6 +109,62 @@ def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     t = m.float_t
     out = np.asarray(np.multiply(a, b) + c).astype(t.dtype)
     return Val(t, out if out.ndim else out[()])
+
+
+def _fma_any(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`fma(a, b, c)`: overloaded; float arguments give fmaf, anything else the double fma
+    (numpy has no fused double fma: the product is rounded once before the add)."""
+    if all(x.ctype.kind == "float" and x.ctype.dtype.itemsize <= 4 for x in args):
+        return _fma(m, args, mask, node)
+    if any(x.ctype == ct.DOUBLE for x in args):
+        raise m.unsupported(node, "double-precision fma (no exact fused double in numpy)")
+    a, b, c = (convert(x, ct.DOUBLE).data for x in args)
+    out = np.asarray(np.multiply(a, b) + c)  # int arguments: exact in double
+    return Val(ct.DOUBLE, out if out.ndim else out[()])
+
+
+def _mul24(signed: bool) -> Builtin:
+    """`__mul24` / `__umul24`: the low 32 bits of the product of the low 24 bits of each."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        t = ct.INT if signed else ct.UINT
+        a, b = (np.asarray(convert(x, ct.UINT).data).astype(np.int64) & 0xFFFFFF for x in args)
+        if signed:  # sign-extend bit 23
+            a, b = ((x ^ 0x800000) - 0x800000 for x in (a, b))
+        out = (np.asarray(a * b) & 0xFFFFFFFF).astype(np.uint32).astype(t.dtype)
+        return Val(t, out if out.ndim else out[()])
+
+    return call
+
+
+def _brev(x: Any) -> Any:
+    x = x.astype(np.uint32)
+    out = np.zeros_like(x)
+    for k in range(32):  # 32 whole-array steps, not a loop per element
+        out |= ((x >> np.uint32(k)) & np.uint32(1)) << np.uint32(31 - k)
+    return out
+
+
+def _byte_perm(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`__byte_perm(x, y, s)`: byte n of the result is byte (s >> 4n) & 7 of y:x."""
+    x, y, sel = (np.asarray(convert(a, ct.UINT).data).astype(np.uint64) for a in args)
+    both = (y << np.uint64(32)) | x
+    out = np.zeros(np.broadcast_shapes(x.shape, y.shape, sel.shape), dtype=np.uint64)
+    for n in range(4):
+        pick = (sel >> np.uint64(4 * n)) & np.uint64(7)
+        out |= ((both >> (pick * np.uint64(8))) & np.uint64(0xFF)) << np.uint64(8 * n)
+    res = out.astype(np.uint32)
+    return Val(ct.UINT, res if res.ndim else res[()])
+
+
+def _float2int_dir(fn: Callable[[Any], Any], t: CType) -> Builtin:
+    """`__float2int_rd` / `_ru` / `__float2uint_rn` ...: round in the named mode, then convert
+    (saturating, as cvt.sat)."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        return convert(Val(ct.FLOAT, fn(convert(args[0], ct.FLOAT).data)), t)
+
+    return call
 
 
 def _rsqrt(x: Any) -> Any:
@@ -146,13 +204,13 @@ def _saturate(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     return Val(m.float_t, np.clip(np.nan_to_num(x, nan=0.0), 0.0, 1.0).astype(m.float_t.dtype))
 
 
-def _int_fn(fn: Callable[[Any], Any], arg: CType = ct.UINT) -> Builtin:
-    """Bit intrinsics on 32-bit ints, result int."""
+def _int_fn(fn: Callable[[Any], Any], arg: CType = ct.UINT, result: CType = ct.INT) -> Builtin:
+    """Bit intrinsics on 32-bit ints (result int, or unsigned for `__brev`)."""
 
     def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
         x = np.asarray(convert(args[0], arg).data)
-        out = np.asarray(fn(x)).astype(np.int32)
-        return Val(ct.INT, out if out.ndim else out[()])
+        out = np.asarray(fn(x)).astype(result.dtype)
+        return Val(result, out if out.ndim else out[()])
 
     return call
 
@@ -241,6 +299,25 @@ MATH: dict[str, Builtin] = {
     "__clz": _int_fn(_clz),
     "__ffs": _int_fn(_ffs),
     "fmaf": _fma,
+    "fma": _fma_any,
+    "__mul24": _mul24(True),
+    "__umul24": _mul24(False),
+    "__brev": _int_fn(_brev, result=ct.UINT),
+    "__byte_perm": _byte_perm,
+    "__float2int_rd": _float2int_dir(np.floor, ct.INT),
+    "__float2int_ru": _float2int_dir(np.ceil, ct.INT),
+    "__float2uint_rn": _float2int_dir(np.rint, ct.UINT),
+    "__float2uint_rz": _float2int_dir(np.trunc, ct.UINT),
+    "__float2uint_rd": _float2int_dir(np.floor, ct.UINT),
+    "__float2uint_ru": _float2int_dir(np.ceil, ct.UINT),
+    "__float2ll_rn": _float2int_dir(np.rint, ct.LLONG),
+    "__float2ll_rz": _float2int_dir(np.trunc, ct.LLONG),
+    "__uint2float_rn": _to(ct.FLOAT),
+    "__ll2float_rn": _to(ct.FLOAT),
+    "__int2double_rn": _to(ct.DOUBLE),
+    "__double2float_rn": _to(ct.FLOAT),
+    "__dadd_rn": _binary(np.add, "d2"),
+    "__dmul_rn": _binary(np.multiply, "d2"),
     "__fmaf_rn": _fma,
     "__saturatef": _saturate,
     # overloaded / double versions
@@ -283,4 +360,9 @@ MATH: dict[str, Builtin] = {
     "make_float4": _make("float4", 4),
     "make_int2": _make("int2", 2),
     "make_int4": _make("int4", 4),
+    "make_int3": _make("int3", 3),
+    "make_uint2": _make("uint2", 2),
+    "make_uint3": _make("uint3", 3),
+    "make_uint4": _make("uint4", 4),
+    "make_double2": _make("double2", 2),
 }

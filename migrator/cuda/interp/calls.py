@@ -20,7 +20,7 @@ from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.program import Function
-from migrator.cuda.interp.scope import Binding, LValue, TypeName, Var
+from migrator.cuda.interp.scope import Binding, FuncAlias, LValue, TypeName, Var
 from migrator.cuda.interp.values import Val, convert, scalar
 from migrator.cuda.interp.warp import WARP
 
@@ -49,6 +49,9 @@ class CallMixin:
             "__syncthreads_and": _sync_reduce("and"),
             "__syncthreads_or": _sync_reduce("or"),
             "__ldg": _ldg,
+            # cache-hinted loads and stores: the hint changes caching, not the value
+            **dict.fromkeys(("__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"), _ldg),
+            **dict.fromkeys(("__stcg", "__stcs", "__stwb", "__stwt"), _st_hint),
             "printf": _printf,
             "assert": _assert,
         }
@@ -71,12 +74,23 @@ class CallMixin:
             targs = fnode.child_by_field_name("arguments")
             fnode = fnode.child_by_field_name("name") or fnode
         name = self.parsed.text(fnode)
+        if not qualified and fnode.type == "identifier":
+            alias = self.lookup(name)
+            if isinstance(alias, FuncAlias):  # a function passed as a template argument
+                name = alias.target
         if qualified and name in coop.FREE:
             return coop.FREE[name](self, node, targs, arg_nodes, mask)
         if name in CASTS:
             assert targs is not None
             t = self.type_of_descriptor(targs.named_children[0])
             return self.cast(self.ev(arg_nodes[0], mask), t, node)
+        ftype = self._functional_cast_type(fnode, qualified, targs)
+        if ftype is not None:  # `float(x)`, `T(0)`, `floatX(v)`, `T()`
+            if not arg_nodes:
+                return self._zero(ftype)
+            if len(arg_nodes) == 1 and ftype.kind not in ("vec", "struct"):
+                return self.cast(self.ev(arg_nodes[0], mask), ftype, node)
+            raise self.unsupported(node, f"constructor call {self.parsed.text(node)!r}")
         if not qualified and targs is None:
             functor = self._functor_call(name, node, arg_nodes, mask)
             if functor is not None:
@@ -98,6 +112,27 @@ class CallMixin:
         if name in self.program.functions:
             raise self.error(node, f"{name} is not a __device__ function")
         raise self.unsupported(node, f"call of unknown function {name!r}")
+
+    def _functional_cast_type(
+        self: Machine, fnode: Node, qualified: bool, targs: Node | None
+    ) -> ct.CType | None:
+        """The type a call names, when the 'function' is a type (C++ functional cast)."""
+        if qualified or targs is not None:
+            return None
+        if fnode.type == "parenthesized_expression" and len(fnode.named_children) == 1:
+            fnode = fnode.named_children[0]  # `(floatX)(v)`: a C cast spelled like a call
+        if fnode.type in ("primitive_type", "sized_type_specifier"):
+            return self.base_type(fnode)
+        if fnode.type not in ("identifier", "type_identifier"):
+            return None
+        name = self.parsed.text(fnode)
+        b = self.lookup(name)
+        if isinstance(b, TypeName):
+            return b.ctype
+        if b is None and name in self.types and name not in self.builtins:
+            t = self.types[name]
+            return t if t.kind not in ("struct", "object") else None
+        return None
 
     def _member_call(
         self: Machine, fnode: Node, arg_nodes: list[Node], mask: np.ndarray, node: Node
@@ -200,7 +235,17 @@ class CallMixin:
         kinds = [c.type for c in fn.template.named_children] if fn.template else []
         for i, a in enumerate(targs.named_children):
             is_type = i < len(kinds) and "type_parameter" in kinds[i]
-            if is_type:
+            fname = self.parsed.text(a).lstrip("&").strip()
+            bound = self.lookup(fname) if not is_type else None
+            if isinstance(bound, FuncAlias):  # passed on: `blockReduce<op>(v, ...)` inside
+                out.append(bound)
+            elif (
+                not is_type
+                and bound is None
+                and any("__device__" in f.qualifiers for f in self.program.functions.get(fname, []))
+            ):
+                out.append(FuncAlias(fname))
+            elif is_type:
                 out.append(
                     self.type_of_descriptor(a) if a.type == "type_descriptor" else self.base_type(a)
                 )
@@ -270,12 +315,33 @@ class CallMixin:
                 if t is None:
                     raise self.error(tparams, f"unknown type {v!r} for template parameter {name}")
                 scope[name] = TypeName(t)
+            elif isinstance(v, FuncAlias):
+                scope[name] = v
             else:
                 tnode = d.child_by_field_name("type")
                 assert tnode is not None
                 t = self.base_type(tnode)
-                val = convert(v, t) if isinstance(v, Val) else scalar(t, v)
+                val = convert(v, t) if isinstance(v, Val) else self._template_literal(t, v, d)
                 scope[name] = Var(t, val, const=True)
+
+    def _template_literal(self: Machine, t: ct.CType, v: Any, node: Node) -> Val:
+        """A non-type template value given from outside (spec, CLI): a Python number or bool,
+        or the text of a C literal. `"false"` is false and `"0"` zero; anything else that is
+        not a literal (a name, an expression) is refused, never guessed."""
+        if isinstance(v, str):
+            text = v.strip()
+            if text in ("true", "false"):
+                v = text == "true"
+            else:
+                try:
+                    _, v = ct.literal_type(text)
+                except (ValueError, KeyError) as e:
+                    raise self.error(
+                        node, f"template value {text!r} for a {t} parameter is not a literal"
+                    ) from e
+        if t.kind == "bool":
+            return Val(ct.BOOL, np.bool_(bool(v)))
+        return convert(scalar(ct.DOUBLE if isinstance(v, float) else ct.LLONG, v), t)
 
     def _deduce(self: Machine, name: str, params: list[Node], actual: list[Any]) -> ct.CType | None:
         for p, a in zip(params, actual, strict=True):
@@ -349,6 +415,17 @@ def _ldg(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     if not p.ctype.is_pointer_like or p.ctype.elem is None:
         raise m.error(node, "__ldg of a non-pointer")
     return memory.load(m, p, p.ctype.elem, mask, node)
+
+
+def _st_hint(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`__stcs(p, v)` and the other cache-hinted stores: semantically `*p = v`."""
+    from migrator.cuda.interp import memory
+
+    p = m.decay(args[0])
+    if not p.ctype.is_pointer_like or p.ctype.elem is None:
+        raise m.error(node, "cache-hinted store through a non-pointer")
+    memory.store(m, p, m.convert_to(args[1], p.ctype.elem, node), mask, node)
+    return Val(ct.VOID, np.int8(0))
 
 
 def _printf(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:

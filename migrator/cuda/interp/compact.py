@@ -47,7 +47,20 @@ COMPACT_TYPES = frozenset(
 MIN_LANES = 4096  # below this the gather/scatter bookkeeping costs more than it saves
 MAX_FRACTION = 0.5  # compact when at most this fraction of the lanes is active
 SAFE_CALLS = frozenset(
-    {*MATH, *ATOMICS, "printf", "assert", "__ldg", "__threadfence", "__threadfence_block"}
+    {
+        *MATH,
+        *ATOMICS,
+        "printf",
+        "assert",
+        "__ldg",
+        "__ldcg",
+        "__ldca",
+        "__ldcs",
+        "__ldlu",
+        "__ldcv",
+        "__threadfence",
+        "__threadfence_block",
+    }  # fmt: skip
 )
 CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 LOOPS = ("for_statement", "while_statement", "do_statement")

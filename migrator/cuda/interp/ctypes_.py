@@ -161,11 +161,36 @@ NAMED: dict[str, CType] = {
     "half": HALF,
     "__nv_bfloat16": BF16,
     "nv_bfloat16": BF16,
+    # <sys/types.h> and <stdint.h>/<stddef.h> names, as glibc defines them on x86-64 Linux
+    "uint": UINT,
+    "ushort": USHORT,
+    "ulong": ULONG,
+    "uchar": UCHAR,
+    "ssize_t": LONG,
+    "intptr_t": LONG,
+    "uintptr_t": ULONG,
+    "int_fast32_t": LONG,
+    "uint_fast32_t": ULONG,
 }
-for _base, _t in (("float", FLOAT), ("double", DOUBLE), ("int", INT), ("uint", UINT)):
+for _base, _t in (("float", FLOAT), ("double", DOUBLE), ("int", INT), ("uint", UINT),
+                  ("char", SCHAR), ("uchar", UCHAR), ("short", SHORT), ("ushort", USHORT),
+                  ("long", LONG), ("ulong", ULONG), ("longlong", LLONG),
+                  ("ulonglong", ULLONG)):  # fmt: skip
     for _n in (1, 2, 3, 4):
         NAMED[f"{_base}{_n}"] = vec(_t, _n)
+for _name, _t in (("__half2", HALF), ("half2", HALF), ("__nv_bfloat162", BF16),
+                  ("nv_bfloat162", BF16)):  # fmt: skip
+    NAMED[_name] = vec(_t, 2)
 NAMED["dim3"] = CType("dim3", "vec", UINT.dtype, elem=UINT, count=3)  # uint3 with 1-defaults
+
+_BY_DTYPE = {t.dtype: t for t in (BOOL, SCHAR, UCHAR, SHORT, USHORT, INT, UINT, LONG, ULONG,
+                                    HALF, BF16, FLOAT, DOUBLE)}  # fmt: skip
+
+
+def from_dtype(dtype: np.dtype) -> CType | None:
+    """The C type of a numpy element type (int64 is `long`, as on LP64 Linux)."""
+    return _BY_DTYPE.get(np.dtype(dtype))
+
 
 # Sign-agnostic spelling normalisation for sized_type_specifier ("unsigned long int" etc.).
 _SIZED: dict[tuple[bool, str], CType] = {

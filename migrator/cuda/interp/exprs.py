@@ -82,6 +82,8 @@ class ExprMixin:
             "call_expression": self.call,
             "sizeof_expression": self._e_sizeof,
             "comma_expression": self._e_comma,
+            "null": lambda n, m: _NULL,
+            "compound_literal_expression": self._e_compound_literal,
             # only printf takes strings; it ignores them
             "string_literal": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
             "concatenated_string": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
@@ -322,9 +324,12 @@ class ExprMixin:
                 return self.ptr_add(a, b, node, 1 if op == "+" else -1)
             if pb and op == "+":
                 return self.ptr_add(b, a, node)
+            if op in COMPARE and (pa or pb) and _null_constant(b if pa else a):
+                pb = pa = True  # `p == 0`: 0 is the null pointer constant
+                a, b = (a, _NULL) if not b.ctype.is_pointer_like else (_NULL, b)
             if pa and pb and op in COMPARE:
                 if a.buf is not b.buf:
-                    raise self.unsupported(node, "comparison of pointers into different buffers")
+                    return self.compare_buffers(op, a, b, node)
                 return binary(op, Val(ct.LONG, a.data), Val(ct.LONG, b.data))
             if pa or pb:
                 raise self.error(node, f"operator {op} with a pointer operand")
@@ -333,6 +338,39 @@ class ExprMixin:
             return binary(op, a, b, self.float_t)
         except TypeError as e:
             raise self.error(node, str(e)) from e
+
+    def _e_compound_literal(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        """`cg::plus<float>{}` (a functor for cg::reduce), `MaxOp{}`, `float4{a, b, c, d}`."""
+        from migrator.cuda.interp import coop
+
+        tnode, init = node.child_by_field_name("type"), node.child_by_field_name("value")
+        assert tnode is not None and init is not None
+        inner = tnode.child_by_field_name("name") if tnode.type == "qualified_identifier" else tnode
+        if inner is not None and inner.type == "template_type":
+            name_node = inner.child_by_field_name("name")
+            name = self.parsed.text(name_node) if name_node is not None else ""
+            if name in coop.FUNCTORS and not init.named_children:
+                return coop.FREE[name](self, node, inner.child_by_field_name("arguments"), [], mask)
+        t = self.base_type(tnode)
+        items = [c for c in init.named_children if c.type != "comment"]
+        if not items:
+            return self._zero(t)
+        if t.kind == "vec" and t.elem is not None and len(items) == t.count:
+            return Val(t, comps=tuple(self.convert_to(self.ev(c, mask), t.elem, c) for c in items))
+        if t.kind not in ("vec", "struct") and len(items) == 1:
+            return self.convert_to(self.ev(items[0], mask), t, node)
+        raise self.unsupported(node, f"initialiser {self.parsed.text(node)!r}")
+
+    def compare_buffers(self: Machine, op: str, a: Val, b: Val, node: Node) -> Val:
+        """`p == q` / `p != q` for pointers into different buffers (or null): never equal,
+        unless the two buffers share memory (one array bound to two parameters), which the
+        interpreter does not model; ordering them has no meaning."""
+        bufs = [x.buf for x in (a, b) if x.buf is not None]
+        if op not in ("==", "!=") or (
+            len(bufs) == 2 and np.shares_memory(bufs[0].data, bufs[1].data)
+        ):
+            raise self.unsupported(node, f"pointer comparison {op} across different buffers")
+        return Val(ct.BOOL, np.bool_(op == "!="))
 
     def _mul_operands(self: Machine, node: Node) -> tuple[Node, Node] | None:
         while node.type == "parenthesized_expression":
@@ -501,6 +539,14 @@ class ExprMixin:
     def truth(self: Machine, node: Node, mask: np.ndarray) -> np.ndarray:
         """Lanes of `mask` where the condition holds (a bool array over all lanes)."""
         return mask_and(mask, truthy(self.ev(node, mask)))
+
+
+_NULL = Val(ct.ptr(ct.VOID), np.int64(0))  # `NULL` / `nullptr`: a pointer naming no buffer
+
+
+def _null_constant(v: Val) -> bool:
+    """An integer 0 compared with a pointer is the null pointer constant."""
+    return v.ctype.kind in ("int", "bool") and v.is_uniform and v.data == 0
 
 
 def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:

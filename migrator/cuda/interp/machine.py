@@ -27,7 +27,7 @@ from migrator.cuda.interp.geometry import Geometry
 from migrator.cuda.interp.memory import Buffer, oob_message
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.program import Program
-from migrator.cuda.interp.scope import Binding, Frame, TypeName, Var
+from migrator.cuda.interp.scope import Binding, Frame, TypeName, Unavailable, Var
 from migrator.cuda.interp.stmts import StmtMixin
 from migrator.cuda.interp.values import Val
 from migrator.diagnostics import Span
@@ -82,7 +82,15 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
         return f
 
     def lookup(self, name: str) -> Binding | None:
-        return self.frame.lookup(name) if self.frames else self.globals.get(name)
+        b = self.frame.lookup(name) if self.frames else self.globals.get(name)
+        if isinstance(b, Unavailable):  # the kernel reaches a declaration that failed: now stop
+            raise UnsupportedError(
+                f"{name!r} is used, but its file-scope declaration could not be evaluated: "
+                f"{b.error}",
+                self.span(self.current) if self.current is not None else b.error.span,
+                self.kernel,
+            )
+        return b
 
     def declare(self, name: str, b: Binding) -> None:
         scopes = self.frame.scopes if self.frames else [self.globals]

@@ -119,6 +119,8 @@ def truthy(v: Val) -> Arr:
     """C truth value of a scalar or pointer (non-zero)."""
     if v.ctype.kind == "bool":
         return v.data
+    if v.ctype.is_pointer_like:  # data is an element offset: a pointer is null iff no buffer
+        return np.bool_(v.buf is not None)
     return np.not_equal(v.data, 0)
 
 

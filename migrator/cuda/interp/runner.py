@@ -23,7 +23,7 @@ from migrator.cuda.interp.machine import Machine
 from migrator.cuda.interp.memory import Buffer
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.program import Program
-from migrator.cuda.interp.scope import Binding, MemLV, Var
+from migrator.cuda.interp.scope import Binding, MemLV, Unavailable, Var
 from migrator.cuda.interp.stmts import DECL_WORDS
 from migrator.cuda.interp.values import Val, scalar
 from migrator.cuda.parse import ParsedSource, parse_file, parse_text
@@ -68,6 +68,35 @@ def program_for(source: str | Path | ParsedSource) -> Program:
         _PROGRAMS.clear()
     _PROGRAMS[id(parsed)] = (parsed, prog)
     return prog
+
+
+def kernel_signature(
+    source: str | Path | ParsedSource,
+    kernel_name: str | None,
+    template_args: list[int | float | str] | None = None,
+) -> list[tuple[str, ct.CType]]:
+    """The kernel's parameters with their C types as the interpreter resolves them (typedefs
+    such as `floatX`, template arguments, header types): what `args` must hold."""
+    prog = program_for(source)
+    try:
+        fn = prog.kernel(kernel_name)
+    except KeyError as e:
+        raise LaunchError(str(e.args[0])) from e
+    geo = Geometry((1, 1, 1), (1, 1, 1), 0, 1)
+    m = Machine(prog, fn.name, geo, InterpOptions(), FindingLog(fn.name), 0)
+    scope: dict[str, Binding] = {}
+    m.push_frame(ct.VOID, scope)
+    with np.errstate(all="ignore"):
+        _globals(m, {}, {})
+    if fn.template is not None:
+        m.bind_template(fn.template, list(template_args or []), scope)
+    out = []
+    for p in fn.params:
+        tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+        assert tnode is not None and decl is not None
+        name, t, _, _ = m.declarator_type(m.base_type(tnode), decl)
+        out.append((name, t))
+    return out
 
 
 def _dim3(v: int | tuple[int, ...] | list[int]) -> Dim3:
@@ -118,8 +147,9 @@ def run_kernel(
             scope: dict[str, Binding] = {}
             m.push_frame(ct.VOID, scope)
             _globals(m, args, global_cache)
-            if fn.template is not None:
-                m.bind_template(fn.template, list(template_args or []), scope)
+            if fn.template is not None:  # explicit values, else deduced from the arrays
+                params, actual = _deducible(fn.params, args)
+                m.bind_template(fn.template, list(template_args or []), scope, params, actual)
             if bound is None:
                 bound = _bind_args(m, fn.params, args, arrays)
             for name, (t, value) in bound.items():
@@ -141,6 +171,22 @@ def run_kernel(
         if buf is not None:
             result.device_globals[name] = buf.data
     return result
+
+
+def _deducible(params: list[Any], args: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
+    """Parameters bound to numpy arrays, with pointer values of the arrays' element types:
+    what C++ deduces `template <typename T> __global__ void k(T* x)`'s T from."""
+    ps, vals = [], []
+    for p in params:
+        decl = p.child_by_field_name("declarator")
+        while decl is not None and decl.type not in ("identifier", "field_identifier"):
+            decl = decl.child_by_field_name("declarator")
+        a = args.get(decl.text.decode()) if decl is not None and decl.text else None
+        t = ct.from_dtype(a.dtype) if isinstance(a, np.ndarray) else None
+        if t is not None:
+            ps.append(p)
+            vals.append(Val(ct.ptr(t), np.int64(0)))
+    return ps, vals
 
 
 def _bind_args(
@@ -182,6 +228,8 @@ def _bind_args(
 def _pointer_arg(
     m: Machine, name: str, elem: ct.CType, a: Any, arrays: dict[str, np.ndarray]
 ) -> Val:
+    if a is None:  # a null pointer argument (an optional bias, say)
+        return Val(ct.ptr(elem), np.int64(0))
     if not isinstance(a, np.ndarray):
         raise LaunchError(
             f"argument {name!r} must be a numpy array (parameter is {elem}*)", kernel=m.kernel
@@ -214,31 +262,55 @@ def _globals(m: Machine, args: Mapping[str, Any], cache: dict[str, Binding]) -> 
     m.frames[-1].scopes[-1] = m.globals
     try:
         for decl in m.program.globals:
-            if decl.type != "declaration":
-                m.exec(decl, m.geo.full)  # typedef / using
-                continue
-            words = {m.parsed.text(c) for c in decl.children if c.type in DECL_WORDS}
-            tnode = decl.child_by_field_name("type")
-            if tnode is None or "extern" in words:
-                continue
             try:
-                base = m.base_type(tnode)
-            except InterpError:
-                continue
-            for d in decl.children_by_field_name("declarator"):
-                if d.type == "function_declarator":
-                    continue
-                init = d.child_by_field_name("value") if d.type == "init_declarator" else None
-                name, t, _, _ = m.declarator_type(base, d)
-                if t.kind == "array" or "__constant__" in words or "__device__" in words:
-                    space = "constant" if "__constant__" in words else "global"
-                    m.globals[name] = _global_var(m, name, t, init, args.get(name), space)
-                elif init is not None:
-                    v = m.convert_to(m.ev(init, m.geo.full), t, d)
-                    m.globals[name] = Var(t, v, const=True)
+                _global_decl(m, decl, args)
+            except Exception as e:  # only a kernel that uses these names may fail for them
+                err = (
+                    e
+                    if isinstance(e, InterpError)
+                    else m.unsupported(decl, f"file-scope declaration ({type(e).__name__}: {e})")
+                )
+                for name in _declared_names(m, decl):
+                    m.globals.setdefault(name, Unavailable(name, err))
     finally:
         m.frames[-1].scopes[-1] = scope
     cache.update(m.globals)
+
+
+def _global_decl(m: Machine, decl: Any, args: Mapping[str, Any]) -> None:
+    if decl.type != "declaration":
+        m.exec(decl, m.geo.full)  # typedef / using
+        return
+    words = {m.parsed.text(c) for c in decl.children if c.type in DECL_WORDS}
+    tnode = decl.child_by_field_name("type")
+    if tnode is None or "extern" in words:
+        return
+    base = m.base_type(tnode)
+    for d in decl.children_by_field_name("declarator"):
+        if d.type == "function_declarator":
+            continue
+        init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        name, t, _, _ = m.declarator_type(base, d)
+        if t.kind == "array" or "__constant__" in words or "__device__" in words:
+            space = "constant" if "__constant__" in words else "global"
+            m.globals[name] = _global_var(m, name, t, init, args.get(name), space)
+        elif init is not None:
+            v = m.convert_to(m.ev(init, m.geo.full), t, d)
+            m.globals[name] = Var(t, v, const=True)
+
+
+def _declared_names(m: Machine, decl: Any) -> list[str]:
+    """Names a file-scope declaration, typedef or alias introduces (without evaluating it)."""
+    if decl.type == "alias_declaration":
+        name = decl.child_by_field_name("name")
+        return [m.parsed.text(name)] if name is not None else []
+    names = []
+    for d in decl.children_by_field_name("declarator"):
+        while d is not None and d.type not in ("identifier", "type_identifier"):
+            d = d.child_by_field_name("declarator")
+        if d is not None:
+            names.append(m.parsed.text(d))
+    return names
 
 
 def _global_var(m: Machine, name: str, t: ct.CType, init: Any, given: Any, space: Any) -> Binding:

@@ -15,6 +15,7 @@ import numpy as np
 
 from migrator.cuda.interp import memory
 from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.values import Val, select
 
 if TYPE_CHECKING:
@@ -139,7 +140,26 @@ class TypeName:
     ctype: CType
 
 
-Binding = Var | TypeName | VarLV | MemLV | CompLV
+@dataclass
+class FuncAlias:
+    """A template parameter bound to a function (`template <reduce_fn_t op>` used as
+    `blockReduce<warpReduceSum>(v)`): a call of the parameter calls that function."""
+
+    target: str
+
+
+@dataclass
+class Unavailable:
+    """A file-scope name whose declaration the interpreter could not evaluate.
+
+    Host code, headers and helpers a kernel never touches must not stop it: the error is kept
+    and raised only where the launched kernel uses the name."""
+
+    name: str
+    error: InterpError
+
+
+Binding = Var | TypeName | VarLV | MemLV | CompLV | Unavailable | FuncAlias
 
 
 @dataclass

@@ -54,6 +54,10 @@ class StmtMixin:
             "switch_statement": self._s_switch,
             "type_definition": self._s_typedef,
             "alias_declaration": self._s_typedef,
+            # `namespace cg = cooperative_groups;`, `using namespace ...;`, `using std::max;`:
+            # names are resolved by their last component, so these change nothing here
+            "namespace_alias_definition": self._s_nothing,
+            "using_declaration": self._s_nothing,
         }
 
     def exec(self: Machine, node: Node, mask: np.ndarray) -> None:
@@ -77,6 +81,9 @@ class StmtMixin:
             self.thread_statements += active
             self.current = node  # where an unexpected internal error is reported
         fn(node, mask)
+
+    def _s_nothing(self: Machine, node: Node, mask: np.ndarray) -> None:
+        return None
 
     def _s_block(self: Machine, node: Node, mask: np.ndarray) -> None:
         self.frame.scopes.append({})

@@ -69,6 +69,8 @@ def convert(v: Val, to: CType) -> Val:
             raise TypeError(f"cannot convert {src} to pointer type {to}")
         return Val(to, v.data, buf=v.buf)
     if src.kind in ("ptr", "array"):
+        if to.kind == "bool":  # `bool has_bias = bias;`: non-null
+            return Val(BOOL, np.bool_(v.buf is not None))
         raise TypeError(f"cannot convert pointer {src} to {to}")
     if src.kind == "vec":
         raise TypeError(f"cannot convert {src} to {to}")

@@ -1,0 +1,287 @@
+"""Idioms of real third-party CUDA files, each as a minimal kernel of our own.
+
+Each test fails on an interpreter that refuses the idiom or, worse, runs it with a guess:
+host-only file-scope code, header types, functional casts, functors as temporaries, functions
+as template arguments, template types deduced from the arrays, cache-hinted loads and stores,
+bit intrinsics and null-pointer semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from migrator.cuda.interp import RunResult
+from migrator.cuda.interp.findings import InterpError, UnsupportedError
+from migrator.cuda.interp.runner import kernel_signature
+from migrator.cuda.parse import parse_text
+
+Runner = Callable[..., RunResult]
+
+
+def test_host_only_file_scope_code_does_not_stop_a_kernel(krun: Runner) -> None:
+    src = """
+    using reduce_fn_t = float (*)(float);           // a function-pointer alias
+    struct HostOnly { ssize_t n; const char* name = NULL; };
+    HostOnly table[4];
+    typedef struct { int a; } Plain;
+    float* g_host_ptr = NULL;
+    __global__ void scale(float* y, const float* x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2.0f * x[i];
+    }"""
+    x = np.arange(40, dtype=np.float32)
+    y = np.zeros(40, np.float32)
+    krun(src, "scale", 2, 32, y=y, x=x, n=40)
+    assert np.array_equal(y, 2 * x)
+
+
+def test_a_failed_declaration_stops_the_kernel_that_uses_it(krun: Runner) -> None:
+    src = """
+    using op_t = float (*)(float);
+    __global__ void k(float* y) { op_t f; y[threadIdx.x] = 1.0f; }"""
+    with pytest.raises(UnsupportedError, match="'op_t' is used.*could not be evaluated"):
+        krun(src, "k", 1, 4, y=np.zeros(4, np.float32))
+
+
+def test_header_types_are_predefined(krun: Runner) -> None:
+    src = """
+    __global__ void k(uint* o, ushort* s, ssize_t n, intptr_t base) {
+        ulong i = threadIdx.x;
+        uint4 v = make_uint4(1, 2, 3, 4);
+        if (i < n) { o[i] = (uint)(i + base) + v.w; s[i] = (ushort)i; }
+    }"""
+    o = np.zeros(8, np.uint32)
+    s = np.zeros(8, np.uint16)
+    krun(src, "k", 1, 8, o=o, s=s, n=6, base=10)
+    assert o.tolist() == [i + 14 for i in range(6)] + [0, 0]
+    assert s.tolist() == list(range(6)) + [0, 0]
+
+
+def test_functional_casts_and_typedef_casts(krun: Runner) -> None:
+    src = """
+    typedef __nv_bfloat16 floatX;
+    template <typename T>
+    __global__ void k(T* out, const floatX* x) {
+        int i = threadIdx.x;
+        T acc = T(0);
+        acc += float(x[i]) * 2;
+        out[i] = acc + (T)(1) + int(2.7f);
+    }
+    __global__ void back(floatX* out, const float* x) {
+        out[threadIdx.x] = (floatX)(x[threadIdx.x]);
+    }"""
+    x = (np.arange(8) / 3).astype(ml_dtypes.bfloat16)
+    out = np.zeros(8, np.float32)
+    krun(src, "k", 1, 8, template_args=["float"], out=out, x=x)
+    assert np.array_equal(out, x.astype(np.float32) * 2 + 3)
+    b = np.zeros(8, ml_dtypes.bfloat16)
+    f = np.linspace(0, 1, 8, dtype=np.float32)
+    krun(src, "back", 1, 8, out=b, x=f)
+    assert np.array_equal(b, f.astype(ml_dtypes.bfloat16))
+
+
+def test_cg_functor_temporaries(krun: Runner) -> None:
+    src = """
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+    __global__ void k(float* o, const float* x) {
+        cg::thread_block block = cg::this_thread_block();
+        cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+        float v = x[threadIdx.x];
+        float s = cg::reduce(warp, v, cg::plus<float>{});
+        float m = cg::reduce(warp, v, cg::greater<float>());
+        if (warp.thread_rank() == 0) { o[2 * warp.meta_group_rank()] = s;
+                                       o[2 * warp.meta_group_rank() + 1] = m; }
+    }"""
+    x = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    o = np.zeros(4, np.float32)
+    krun(src, "k", 1, 64, o=o, x=x)
+    assert np.allclose(o[[0, 2]], x.reshape(2, 32).sum(1), rtol=1e-5)
+    assert np.array_equal(o[[1, 3]], x.reshape(2, 32).max(1))
+
+
+def test_function_as_template_argument(krun: Runner) -> None:
+    src = """
+    using reduction_func_t = float (*) (float);
+    __device__ float warpSum(float v) {
+        for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffff, v, off);
+        return v;
+    }
+    template <reduction_func_t op>
+    __device__ float blockReduce(float v, float dflt) {
+        __shared__ float part[32];
+        float w = op(v);
+        if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = w;
+        __syncthreads();
+        w = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : dflt;
+        return op(w);
+    }
+    template <reduction_func_t op>
+    __device__ float blockReduce(float v) { return blockReduce<op>(v, 0.0f); }
+    __global__ void k(float* o, const float* x) {
+        float s = blockReduce<warpSum>(x[threadIdx.x]);
+        if (threadIdx.x == 0) o[0] = s;
+    }"""
+    x = np.arange(128, dtype=np.float32)
+    o = np.zeros(1, np.float32)
+    krun(src, "k", 1, 128, o=o, x=x)
+    assert o[0] == x.sum()
+
+
+def test_kernel_template_types_deduced_from_the_arrays(krun: Runner) -> None:
+    src = """
+    template <typename Tout, typename Tin>
+    __global__ void cast_copy(Tout* out, const Tin* in, int n) {
+        int i = threadIdx.x;
+        if (i < n) out[i] = (Tout)((float)in[i] * 0.5f);
+    }"""
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, ml_dtypes.bfloat16)
+    krun(src, "cast_copy", 1, 16, out=out, **{"in": x}, n=16)
+    assert np.array_equal(out, (x * 0.5).astype(ml_dtypes.bfloat16))
+
+
+def test_cache_hinted_loads_and_stores(krun: Runner) -> None:
+    src = """
+    __global__ void k(float* y, const float* x) {
+        int i = threadIdx.x;
+        float a = __ldcs(x + i) + __ldcg(&x[i]) + __ldca(x + i) + __ldlu(x + i) + __ldcv(x + i);
+        __stcs(y + i, a);
+        __stcg(&y[32 + i], __ldg(x + i));
+        __stwt(y + 64 + i, 1.0f);
+        __stwb(y + 96 + i, 2.0f);
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    krun(src, "k", 1, 32, y=y, x=x)
+    assert np.array_equal(y[:32], 5 * x) and np.array_equal(y[32:64], x)
+    assert (y[64:96] == 1).all() and (y[96:] == 2).all()
+
+
+def test_integer_intrinsics(krun: Runner) -> None:
+    src = """
+    __global__ void k(int* o, unsigned* u, const int* a, const int* b) {
+        int i = threadIdx.x;
+        o[i] = __mul24(a[i], b[i]);
+        u[i] = __umul24(a[i], b[i]);
+        u[32 + i] = __brev(a[i]);
+        u[64 + i] = __byte_perm(a[i], b[i], 0x5140);
+        o[32 + i] = __float2int_rd(-1.5f + i) + __float2int_ru(0.25f * i);
+    }"""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-(1 << 30), 1 << 30, 32).astype(np.int32)
+    b = rng.integers(-(1 << 30), 1 << 30, 32).astype(np.int32)
+    o = np.zeros(64, np.int32)
+    u = np.zeros(96, np.uint32)
+    krun(src, "k", 1, 32, o=o, u=u, a=a, b=b)
+
+    def low24(v: np.ndarray, signed: bool) -> np.ndarray:
+        w = v.astype(np.int64) & 0xFFFFFF
+        return (w ^ 0x800000) - 0x800000 if signed else w
+
+    assert np.array_equal(o[:32], ((low24(a, True) * low24(b, True)) & 0xFFFFFFFF)
+                          .astype(np.uint32).astype(np.int32))  # fmt: skip
+    assert np.array_equal(u[:32], (low24(a, False) * low24(b, False)) & 0xFFFFFFFF)
+    ua = a.view(np.uint32)
+    assert u[32:64].tolist() == [int(f"{int(v):032b}"[::-1], 2) for v in ua]
+    both = (b.view(np.uint32).astype(np.uint64) << 32) | ua.astype(np.uint64)
+    want = [sum(((int(w) >> (8 * s)) & 0xFF) << (8 * n) for n, s in enumerate((0, 4, 1, 5)))
+            for w in both]  # fmt: skip
+    assert u[64:].tolist() == want
+    i = np.arange(32)
+    assert o[32:].tolist() == (np.floor(-1.5 + i) + np.ceil(0.25 * i)).astype(int).tolist()
+
+
+def test_null_pointer_semantics(krun: Runner) -> None:
+    """An optional bias: `if (bias)`, `bias != NULL ? ...`, `!bias`, `bias == nullptr`."""
+    src = """
+    __global__ void k(float* out, const float* x, const float* bias) {
+        int i = threadIdx.x;
+        float v = x[i];
+        if (bias) v += bias[i];
+        float flag = (bias != NULL ? 10.0f : 0.0f) + (!bias ? 100.0f : 0.0f)
+                   + (bias == nullptr ? 1000.0f : 0.0f) + (bias != 0 ? 1e4f : 0.0f);
+        bool has = bias;
+        out[i] = v + flag + (has ? 1e5f : 0.0f);
+    }"""
+    x = np.arange(8, dtype=np.float32)
+    bias = np.full(8, 0.5, np.float32)
+    out = np.zeros(8, np.float32)
+    krun(src, "k", 1, 8, out=out, x=x, bias=bias)
+    assert np.array_equal(out, x + 0.5 + 10 + 1e4 + 1e5)
+    krun(src, "k", 1, 8, out=out, x=x, bias=None)
+    assert np.array_equal(out, x + 100 + 1000)
+
+
+def test_null_dereference_and_cross_buffer_order_raise(krun: Runner) -> None:
+    deref = """__global__ void k(float* o, const float* b) { o[threadIdx.x] = b[0]; }"""
+    with pytest.raises(InterpError, match="no buffer"):
+        krun(deref, "k", 1, 4, o=np.zeros(4, np.float32), b=None)
+    order = """__global__ void k(float* o, const float* a, const float* b) {
+        o[threadIdx.x] = a < b ? 1.0f : 0.0f; }"""
+    two = np.zeros(4, np.float32)
+    with pytest.raises(UnsupportedError, match="pointer comparison <"):
+        krun(order, "k", 1, 4, o=np.zeros(4, np.float32), a=two, b=two.copy())
+
+
+def test_pointer_chosen_per_lane_from_two_buffers_raises(krun: Runner) -> None:
+    src = """__global__ void k(float* o, const float* a, const float* b) {
+        const float* q = threadIdx.x % 2 == 0 ? a : b;
+        o[threadIdx.x] = q[threadIdx.x]; }"""
+    a, b = np.ones(4, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(UnsupportedError, match="different buffers"):
+        krun(src, "k", 1, 4, o=np.zeros(4, np.float32), a=a, b=b)
+
+
+def test_statement_level_namespace_alias_and_using(krun: Runner) -> None:
+    src = """
+    __global__ void k(float* o) {
+        namespace cg = cooperative_groups;
+        using namespace cooperative_groups;
+        cg::thread_block block = cg::this_thread_block();
+        o[block.thread_rank()] = fma(2.0f, 3.0f, 1.0f);
+    }"""
+    o = np.zeros(4, np.float32)
+    krun(src, "k", 1, 4, o=o)
+    assert (o == 7).all()
+
+
+def test_kernel_signature_resolves_typedefs() -> None:
+    parsed = parse_text(
+        """typedef __nv_bfloat16 floatX;
+        __global__ void k(floatX* y, const float* x, size_t n) {}""",
+        "sig.cu",
+    )
+    sig = {name: t for name, t in kernel_signature(parsed, "k")}
+    assert sig["y"].elem is not None and sig["y"].elem.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert sig["n"].dtype == np.uint64
+
+
+@pytest.mark.parametrize(
+    ("targs", "want"),
+    [
+        (["false", "3"], 5.0),
+        (["true", 3], 1.0),
+        ([False, 3], 5.0),
+        (["0", "0x3"], 5.0),
+        ([1, "2u"], 1.0),
+    ],  # fmt: skip
+)
+def test_template_values_from_a_spec_are_c_literals(krun: Runner, targs: list, want: float) -> None:
+    """`template_args = ["false"]` is false (a non-empty string is not a true value)."""
+    src = """template <bool Flag, int N>
+    __global__ void k(float* o) { o[threadIdx.x] = Flag ? 1.0f : 2.0f + N; }"""
+    o = np.zeros(2, np.float32)
+    krun(src, "k", 1, 2, template_args=targs, o=o)
+    assert (o == want).all()
+
+
+def test_template_value_that_is_not_a_literal_is_refused(krun: Runner) -> None:
+    src = """template <int N> __global__ void k(float* o) { o[threadIdx.x] = N; }"""
+    with pytest.raises(InterpError, match="not a literal"):
+        krun(src, "k", 1, 2, template_args=["BLOCK"], o=np.zeros(2, np.float32))
