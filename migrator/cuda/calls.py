@@ -20,6 +20,9 @@ from migrator.cuda.parse import ParsedSource
 _COMPOUND_OPS = {"+=": "sum", "-=": "sum", "*=": "prod", "&=": "and", "|=": "or", "^=": "xor"}
 _MAXMIN = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 _ATOMIC_OP = {"atomicAdd": "sum", "atomicSub": "sum", "atomicMax": "max", "atomicMin": "min"}
+# cache-hinted loads and stores: plain accesses of their pointer for roles and dataflow
+CACHE_HINT_LOADS = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"})
+CACHE_HINT_STORES = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})
 CG_SCOPES = {"this_thread_block": "block", "this_grid": "grid", "tiled_partition": "warp",
              "coalesced_threads": "warp", "this_multi_grid": "grid"}  # fmt: skip
 
@@ -50,10 +53,34 @@ class CallMixin(BodyState):
         if name in ATOMICS and args:
             self._atomic(node, name, args)
             args = args[1:]
+        elif name in CACHE_HINT_LOADS and args:  # `__ldcs(p)`: a read of *p
+            self._through_pointer(node, args[0], "read")
+            args = args[1:]
+        elif name in CACHE_HINT_STORES and len(args) == 2:  # `__stcs(p, v)`: *p = v
+            self._through_pointer(node, args[0], "write")
+            args = args[1:]
         elif ck == CallKind.DEVICE:
             self._device_call(node, name, args)
         for a in args:
             self.expr(a, "read")
+
+    def _through_pointer(self, node: Node, ptr: Node, kind: str) -> None:
+        """An access of `*ptr` made by an intrinsic: `&a[i]` is `a[i]`, `a + i` is `*(a + i)`."""
+        while ptr.type == "parenthesized_expression" and ptr.named_children:
+            ptr = ptr.named_children[-1]
+        inner = ptr.child_by_field_name("argument") if ptr.type == "pointer_expression" else None
+        op = ptr.child_by_field_name("operator") if inner is not None else None
+        if (
+            inner is not None
+            and op is not None
+            and self.p.text(op) == "&"
+            and inner.type == "subscript_expression"
+        ):
+            self._subscript(inner, kind)
+            return
+        if ptr.type != "identifier":
+            self.expr(ptr, "read")
+        self._record(node, ptr, [], kind)
 
     def _call_kind(self, name: str, node: Node) -> CallKind:
         if name in self.callees:

@@ -369,3 +369,18 @@ def test_cooperative_group_ranks_are_thread_index_algebra() -> None:
     got = [a.indices[0].canonical for a in k.accesses if a.array == "y"]
     assert got == ["32*floordiv(threadIdx.x, 32) + mod(threadIdx.x, 32)", "threadIdx.x"]
     assert "C2N1019" not in diag_ids(k)
+
+
+def test_cache_hinted_loads_and_stores_are_accesses_of_their_pointer() -> None:
+    """An output written only through `__stcs` is an output, not 'unused'; `__ldg(&x[i])`
+    reads x (it does not let x's address escape as a write)."""
+    k = one(
+        "__global__ void k(float* y, const float* x, const float* z, float* w, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) { __stcs(y + i, __ldcs(x + i) + __ldg(&z[i])); __stcg(&w[i], 1.0f); }\n"
+        "}\n"
+    )
+    roles = {p.name: p.role for p in k.params}
+    assert roles == {"y": "out", "x": "in", "z": "in", "w": "out", "n": "scalar"}
+    w = next(a for a in k.accesses if a.array == "w")
+    assert w.kind == "write" and w.indices[0].canonical == "blockIdx.x*blockDim.x + threadIdx.x"
