@@ -43,6 +43,7 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
     resolve = host.resolve
     bindings = _template_bindings(k, site)
+    resolved = _resolved_dtypes(tu, k, site)
     tensors, scalars = [], []
     args = dict(zip([p.name for p in k.params], site.args, strict=False))
     bounds = _bounds(k, host, args, site)
@@ -54,7 +55,7 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
         shape = _shape(k, p.name, bounds, ties)
         if shape is None:
             raise InferenceError(f"the extent of {p.name} cannot be read from its indices")
-        dtype = DTYPES.get(_base(p.base_type, bindings))
+        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None or p.role == "unused":
             raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
         size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
@@ -64,7 +65,7 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
         if p.pointer_depth:
             continue
         arg = _clean(resolve(args.get(p.name, p.name)))
-        dtype = DTYPES.get(_base(p.base_type, bindings))
+        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None:
             raise InferenceError(f"parameter {p.name} has type {p.base_type}")
         names = set(re.findall(r"[A-Za-z_]\w*", arg))
@@ -99,6 +100,14 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
             sizes[n] = 4
             for j, sset in enumerate(sets):
                 sset[n] = 3 - j
+    # a host parameter that only sizes the block (`block_size`) is a launch choice, not a
+    # problem size: a typical block, the same in every size set
+    shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
+    for n in sizes:
+        if n not in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
+            sizes[n] = 256
+            for sset in sets:
+                sset[n] = 256
     order = {"in": 0, "inout": 1, "out": 2}
     tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
     data: dict[str, Any] = {
@@ -160,6 +169,12 @@ _SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
            "sizeof(unsigned int)": "4", "sizeof(__half)": "2"}  # fmt: skip
 
 
+_C_CAST = re.compile(
+    r"\((?:\s*(?:const|unsigned|signed)\s+)*(?:long\s+long|long|int|short|unsigned|size_t|"
+    r"ssize_t|ptrdiff_t|u?int(?:8|16|32|64)_t|float|double)(?:\s+int)?\s*\)"
+)
+
+
 class _Host:
     """Host-side definitions of one launch site: expressions resolved to host parameters."""
 
@@ -181,6 +196,7 @@ class _Host:
                     sub = f"({self.resolve(value, depth + 1)})"
                     out = re.sub(rf"\b{re.escape(name)}\b", sub, out)
         out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
+        out = _C_CAST.sub("", out)  # `(long)N`, `(size_t)n`: casts, never sizes
         return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
 
     def _inline_helpers(self, text: str) -> str:
@@ -274,6 +290,25 @@ def _pyname(name: str) -> str:
     import keyword
 
     return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _resolved_dtypes(tu: TranslationUnit, k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """Parameter element types as the interpreter resolves them: typedefs chosen by a macro
+    (`floatX`), header types (`size_t`), template types bound at the launch site."""
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import kernel_signature
+    from migrator.cuda.source import SourceError
+
+    try:
+        sig = kernel_signature(Path(tu.file), k.name, [_number(a) for a in site.template_args])
+    except (InterpError, SourceError, OSError):
+        return {}
+    out = {}
+    for name, t in sig:
+        e = t.elem if t.kind in ("ptr", "array") and t.elem is not None else t
+        if e.kind in ("int", "float", "bool") and e.dtype is not None:
+            out[name] = str(e.dtype)
+    return out
 
 
 def _template_bindings(k: Kernel, site: LaunchSite) -> dict[str, str]:

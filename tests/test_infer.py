@@ -63,3 +63,26 @@ def test_inference_says_what_it_could_not_infer(tmp_path: Path) -> None:
         infer_spec(tu, tu.kernel("k"))
     m = migrate(src, out_dir=tmp_path)
     assert any(d.id == "C2N2009" and "no launch" in d.message for d in m.kernels[0].diagnostics)
+
+
+def test_typedef_types_casts_and_a_block_size_parameter(tmp_path: Path) -> None:
+    """Element types behind a typedef, `(long)`/`(size_t)` casts at the launch and a host
+    `block_size` parameter (a launch choice: 256 in every size set, never a problem size)."""
+    for typedef, dtype in (("float", "float32"), ("__nv_bfloat16", "bfloat16")):
+        src = tmp_path / f"scale_{dtype}.cu"
+        src.write_text(
+            f"typedef {typedef} floatX;\n"
+            "__global__ void scale_kernel(floatX* out, const floatX* inp, long n, size_t m) {\n"
+            "  long i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < n) out[i] = (floatX)((float)inp[i] * 2.0f);\n}\n"
+            "void scale(floatX* out, const floatX* inp, int N, int block_size) {\n"
+            "  int grid = (N + block_size - 1) / block_size;\n"
+            "  scale_kernel<<<grid, block_size>>>(out, inp, (long)N, (size_t)N);\n}\n"
+        )
+        tu = analyze_file(src)
+        spec = infer_spec(tu, tu.global_kernels[0])
+        assert {t.name: t.dtype for t in spec.tensors} == {"inp": dtype, "out": dtype}
+        assert {s.name: s.dtype for s in spec.scalars} == {"n": "int64", "m": "uint64"}
+        assert set(spec.sizes) == {"N", "block_size"}
+        assert all(s["block_size"] == 256 for s in spec.all_size_sets())
+        assert spec.launch_config(spec.sizes)[1][0] == 256
