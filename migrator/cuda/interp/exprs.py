@@ -357,6 +357,14 @@ class ExprMixin:
             return self._zero(t)
         if t.kind == "vec" and t.elem is not None and len(items) == t.count:
             return Val(t, comps=tuple(self.convert_to(self.ev(c, mask), t.elem, c) for c in items))
+        if t.kind == "struct" and len(items) <= len(t.fields):  # `Params{a, b}`: zero fill
+            fields = t.fields[: len(items)]
+            comps = [
+                self.convert_to(self.ev(c, mask), ft, c)
+                for c, (_, ft) in zip(items, fields, strict=True)
+            ]
+            comps += [self._zero(ft) for _, ft in t.fields[len(items) :]]
+            return Val(t, comps=tuple(comps))
         if t.kind not in ("vec", "struct") and len(items) == 1:
             return self.convert_to(self.ev(items[0], mask), t, node)
         raise self.unsupported(node, f"initialiser {self.parsed.text(node)!r}")

@@ -285,3 +285,17 @@ def test_template_value_that_is_not_a_literal_is_refused(krun: Runner) -> None:
     src = """template <int N> __global__ void k(float* o) { o[threadIdx.x] = N; }"""
     with pytest.raises(InterpError, match="not a literal"):
         krun(src, "k", 1, 2, template_args=["BLOCK"], o=np.zeros(2, np.float32))
+
+
+def test_struct_and_vector_compound_literals(krun: Runner) -> None:
+    src = """
+    struct Params { float scale; float offset; int n; };
+    __device__ Params make(float s) { return Params{s, 1.0f}; }
+    __global__ void k(float* o) {
+        Params p = make(2.0f);
+        float4 v = float4{1.0f, 2.0f, 3.0f, 4.0f};
+        o[threadIdx.x] = p.scale * v.w + p.offset + p.n;
+    }"""
+    o = np.zeros(4, np.float32)
+    krun(src, "k", 1, 4, o=o)
+    assert (o == 9).all()
