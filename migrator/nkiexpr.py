@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from migrator.cuda.builtins import FMA
 from migrator.cuda.ir import Expr
 
 # CUDA math function -> NKI function (same argument order).
@@ -355,6 +356,9 @@ def render(
                 if bind is not None and "nl." in a:
                     a = bind(a)  # computed once, read twice
                 return f"nl.where({_MAXNUM[n.op or '']}({a}, {b}), {a}, {b})"
+            if n.op in FMA and len(n.args) == 3:  # fmaf(a, b, c): a*b + c on the fp32 engines
+                a, b, c = (go(x) for x in n.args)
+                return f"nl.add(nl.multiply({a}, {b}), {c})"
             fn = MATH.get(n.op or "")
             if fn is None:
                 raise Untranslatable(f"call to {n.op}() in {n.text!r}")

@@ -312,3 +312,44 @@ def test_reduction_epilogue_reading_memory_is_reported(tmp_path: Path) -> None:
     (k,) = migrate(src, out_dir=tmp_path / "out").kernels
     assert k.status == "partial"
     assert any(d.id == "C2N2006" and "also reads" in d.message for d in k.diagnostics)
+
+
+def test_compound_stores_and_values_read_back_after_a_store(tmp_path: Path) -> None:
+    """`p[i] -= v` writes p[i] - v, and `m[i]` read after `m[i] = ...` is the stored value,
+    not the input (an optimizer step written in place, as real training code does)."""
+    src = tmp_path / "step.cu"
+    src.write_text(
+        "__global__ void step(float* p, const float* g, float* m, long n, float lr, float b) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  m[i] = b * m[i] + (1.0f - b) * g[i];\n"
+        "  float mh = m[i] * 2.0f;\n"
+        "  p[i] -= lr * fmaf(mh, 0.5f, g[i]);\n"
+        "}\n"
+        "void launch(float* p, const float* g, float* m, long n, float lr, float b) {\n"
+        "  unsigned int block_size = 256;\n"
+        "  step<<<(n + block_size - 1) / block_size, block_size>>>(p, g, m, (long)n, lr, b);\n}\n"
+    )
+    m = migrate(src, out_dir=tmp_path / "out")
+    (k,) = m.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert "nl.subtract(p_tile" in (k.nki_source or "")
+
+
+def test_reading_an_element_stored_under_other_control_flow_is_not_guessed(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "cond.cu"
+    src.write_text(
+        "__global__ void cond(float* y, const float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) {\n"
+        "    if (x[i] > 0.0f) y[i] = x[i];\n"
+        "    y[i] = y[i] * 2.0f;\n  }\n}\n"
+        "void launch(float* y, const float* x, int n) {\n"
+        "  cond<<<(n + 255) / 256, 256>>>(y, x, n);\n}\n"
+    )
+    m = migrate(src, out_dir=tmp_path / "out")
+    (k,) = m.kernels
+    assert k.status != "complete"
+    assert any("other control flow" in d.message for d in k.diagnostics), k.diagnostics

@@ -65,6 +65,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
         self.pending_acc = {}
         self.local_acc = {}
         self.local_values = {}
+        self.stored = {}
         self._stmt: dict[str, Callable[[Node], None]] = {
             "compound_statement": self._compound,
             "declaration": self._declaration,

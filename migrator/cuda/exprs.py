@@ -49,6 +49,8 @@ class ExprMixin(BodyState):
     # register blocking: `acc[j] += a * b[j]` into a local array, per enclosing reduction loop
     local_acc: dict[int, dict[str, tuple[str, Expr]]]
     local_values: dict[str, Expr]
+    # global elements this thread stored: (array, index) -> (value, loops, guards) at the store
+    stored: dict[tuple[str, tuple[str, ...]], tuple[Expr, tuple[int, ...], tuple[int, ...]]]
 
     def _expr_table(self) -> dict[str, Callable[[Node], Expr]]:
         return {
@@ -177,6 +179,18 @@ class ExprMixin(BodyState):
         target, exprs = found
         if target.space == "local" and target.base in self.local_values:
             return self.local_values[target.base]  # a register-blocked accumulator's value
+        if target.space in ("global", None):
+            key = (target.base or "", tuple(e.canonical or e.text for e in exprs))
+            prior = self.stored.get(key)
+            if prior is not None:  # this thread stored the element before: it reads that value
+                value, loops, guards = prior
+                if loops == tuple(self.loop_stack) and guards == tuple(
+                    self.guard_stack[: len(guards)]
+                ):
+                    return value
+                return opaque(text, "reads back an element stored under other control flow")
+            if any(k[0] == key[0] for k in self.stored):
+                return opaque(text, f"reads {key[0]} after storing to it at another index")
         return Expr(kind="load", name=target.base, index=exprs, space=target.space, text=text)
 
     # --- state updates (called by the statement walker) --------------------------------------
@@ -194,9 +208,17 @@ class ExprMixin(BodyState):
         target, exprs = found
         if target.space == "local" and op in ("+=", "*=") and right is not None:
             self._local_accumulation(target.base or "", exprs, op, right)
+        value = self.to_expr(right)
+        if op not in ("=", "++", "--") and target.space != "local":
+            # `a[i] -= v` writes a[i] - v: the value is the whole update, never just v
+            old = self._load(left, base, indices)
+            value = Expr(kind="binary", op=op[:-1], args=[old, value], text=self.p.text(node))
+        if target.space in ("global", None):
+            key = (target.base or "", tuple(e.canonical or e.text for e in exprs))
+            self.stored[key] = (value, tuple(self.loop_stack), tuple(self.guard_stack))
         self.facts.stores.append(Store(
             array=target.base, space=target.space or "global", op=op, index=exprs,  # type: ignore[arg-type]
-            value=self.to_expr(right), guards=list(self.guard_stack),
+            value=value, guards=list(self.guard_stack),
             loops=list(self.loop_stack), span=self.p.span(node),
         ))  # fmt: skip
 
