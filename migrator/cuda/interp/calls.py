@@ -9,6 +9,7 @@ deduction from the argument types.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from migrator.cuda.interp import coop
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
+from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.program import Function
 from migrator.cuda.interp.scope import Binding, FuncAlias, LValue, TypeName, Var
 from migrator.cuda.interp.values import Val, convert, scalar
@@ -39,6 +41,7 @@ class CallMixin:
         self.init_stmts()
         self.builtins: dict[str, Builtin] = {
             **MATH,
+            **HALF_BUILTINS,
             **WARP,
             **ATOMICS,
             "__syncthreads": _syncthreads,
@@ -312,6 +315,10 @@ class CallMixin:
                 raise self.error(tparams, f"no value for template parameter {name!r}")
             if is_type:
                 t = v if isinstance(v, ct.CType) else self.types.get(str(v))
+                if t is None and params is not None and actual is not None:
+                    # `reduce0<T><<<...>>>(d_in, ...)` inside a host template: T is the host's
+                    # parameter, and the kernel's own arguments say what it is
+                    t = self._deduce(name, params, actual)
                 if t is None:
                     raise self.error(tparams, f"unknown type {v!r} for template parameter {name}")
                 scope[name] = TypeName(t)
@@ -335,10 +342,14 @@ class CallMixin:
             else:
                 try:
                     _, v = ct.literal_type(text)
-                except (ValueError, KeyError) as e:
-                    raise self.error(
-                        node, f"template value {text!r} for a {t} parameter is not a literal"
-                    ) from e
+                except (ValueError, KeyError):
+                    v = _constant_expression(text)
+                    if v is None:
+                        raise self.error(
+                            node,
+                            f"template value {text!r} for a {t} parameter is not a constant "
+                            "(a literal or an expression of literals)",
+                        ) from None
         if t.kind == "bool":
             return Val(ct.BOOL, np.bool_(bool(v)))
         return convert(scalar(ct.DOUBLE if isinstance(v, float) else ct.LLONG, v), t)
@@ -355,6 +366,22 @@ class CallMixin:
                 decl = decl.child_by_field_name("declarator")
             return t
         return None
+
+
+def _constant_expression(text: str) -> int | float | None:
+    """`1024 / (8)`, `(64) / 4`: integer arithmetic of literals, as C computes it."""
+    from migrator.contract import SpecError, eval_expr
+
+    clean = re.sub(r"(?<=[0-9a-fA-Fx])[uUlL]+\b", "", text)
+    if not re.fullmatch(r"[\d\s()+\-*/%x.a-fA-F]+", clean) or (
+        "-" in clean and ("/" in clean or "%" in clean)  # C truncates, Python floors
+    ):
+        return None
+    try:
+        v = eval_expr(clean, {})
+    except (SpecError, TypeError, ValueError):
+        return None
+    return v
 
 
 def _syncthreads(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:

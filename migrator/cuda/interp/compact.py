@@ -25,6 +25,7 @@ from tree_sitter import Node
 from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.findings import Coord
+from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.scope import CompLV, MemLV, Var, VarLV
 from migrator.cuda.interp.span import Span, put, span_of, take
 from migrator.cuda.interp.values import Val
@@ -49,6 +50,7 @@ MAX_FRACTION = 0.5  # compact when at most this fraction of the lanes is active
 SAFE_CALLS = frozenset(
     {
         *MATH,
+        *HALF_BUILTINS,
         *ATOMICS,
         "printf",
         "assert",

@@ -16,7 +16,7 @@ from tree_sitter import Node
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
-from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV
+from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
 from migrator.cuda.interp.values import Val, convert, scalar, select
 
 if TYPE_CHECKING:
@@ -191,6 +191,9 @@ class ExprMixin:
         arg = node.child_by_field_name("argument")
         idx_list = node.child_by_field_name("indices")
         assert arg is not None and idx_list is not None
+        view = self._local_view(arg, mask, node)
+        if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
+            return ViewLV(view[0], view[1], self.ev(idx_list.named_children[0], mask))
         base = self.ev(arg, mask)
         idx = self.ev(idx_list.named_children[0], mask)
         if not base.ctype.is_pointer_like:
@@ -229,10 +232,57 @@ class ExprMixin:
         assert op is not None and arg is not None
         if self.parsed.text(op) != "*":
             raise self.error(node, "address-of is not assignable")
+        view = self._local_view(arg, mask, node)
+        if view is not None:  # `*reinterpret_cast<int4*>(&packed)`
+            return ViewLV(view[0], view[1], scalar(ct.INT, 0))
         p = self.ev(arg, mask)
         if not p.ctype.is_pointer_like or p.ctype.elem is None:
             raise self.error(node, f"dereference of non-pointer {p.ctype}")
         return MemLV(self.decay(p), p.ctype.elem)
+
+    def _local_view(
+        self: Machine, node: Node, mask: np.ndarray, where: Node
+    ) -> tuple[LValue, CType] | None:
+        """`reinterpret_cast<T*>(&v)` / `(T*)&v` of a local variable (not memory): the
+        variable's lvalue and T, or None when `node` is not that shape."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        target: CType | None = None
+        operand: Node | None = None
+        if node.type == "cast_expression":
+            tnode, operand = node.child_by_field_name("type"), node.child_by_field_name("value")
+            target = self.type_of_descriptor(tnode) if tnode is not None else None
+        elif node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            targs = fn.child_by_field_name("arguments") if fn is not None else None
+            name = fn.child_by_field_name("name") if fn is not None else None
+            if (
+                fn is not None and fn.type == "template_function" and name is not None
+                and self.parsed.text(name) == "reinterpret_cast" and targs is not None
+                and args is not None and len(args.named_children) == 1
+            ):  # fmt: skip
+                target = self.type_of_descriptor(targs.named_children[0])
+                operand = args.named_children[0]
+        if target is None or operand is None or target.kind != "ptr" or target.elem is None:
+            return None
+        while operand.type == "parenthesized_expression" and operand.named_children:
+            operand = operand.named_children[-1]
+        op = operand.child_by_field_name("operator")
+        inner = operand.child_by_field_name("argument")
+        if operand.type != "pointer_expression" or op is None or inner is None:
+            return None
+        if self.parsed.text(op) != "&":
+            return None
+        lv = self.lvalue(inner, mask)
+        if isinstance(lv, MemLV):
+            return None  # memory: the ordinary pointer path (a view of the buffer)
+        elem = target.elem
+        if elem.size == 0 or lv.ctype.size % elem.size or lv.ctype.kind == "struct":
+            raise self.unsupported(
+                where, f"local {lv.ctype} seen as {elem} (sizes {lv.ctype.size}, {elem.size})"
+            )
+        return lv, elem
 
     def _e_pointer(self: Machine, node: Node, mask: np.ndarray) -> Val:
         op = node.child_by_field_name("operator")

@@ -49,6 +49,10 @@ class Buffer:
     init: np.ndarray | None = None  # shared only: which elements were written
     race: RaceTracker | None = None  # shared only
     all_init: bool = False  # every element written once: reads need no initialisation check
+    # a view of another buffer's bytes as another element type (`reinterpret_cast<float4*>` of
+    # a `__half*`): the buffer it views, and views of this buffer by element type
+    base: Buffer | None = None
+    views: dict[np.dtype, Buffer] | None = None
 
     def fully_initialised(self) -> bool:
         """Initialisation never reverts, so once every element is written the per-read check
@@ -106,14 +110,19 @@ def _resolve(
     buf = ptr.buf
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
-    if ctype.scalar.dtype != buf.elem.dtype:
-        raise m.unsupported(node, f"access of {ctype} through {buf.elem} buffer {buf.name!r}")
     idx = None if mask.all() else np.flatnonzero(mask)
     off = lanes(ptr, m.geo.n)
     if idx is not None:
         off = off[idx]
     w = _width(ctype)
     off = np.asarray(off, dtype=np.int64)
+    if ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
+        view = view_of(m, buf, ctype.scalar, node)
+        byte = off * buf.elem.size
+        bad_align = (byte % (view.elem.size * w)) != 0
+        if bad_align.any():
+            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
+        buf, off = view, byte // view.elem.size
     last = buf.size - w  # last valid start offset
     if w > 1:
         bad_align = (off % w) != 0
@@ -142,14 +151,55 @@ def _resolve(
     return Access(buf, idx, flat, span, ctype, node)
 
 
+def view_of(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
+    """`buf`'s bytes as elements of type `elem` (a shared numpy view: stores write through).
+    Rows (per block or lane) must hold whole elements of both types."""
+    assert elem.dtype is not None
+    base = buf.base or buf
+    if elem.dtype == base.elem.dtype:
+        return base
+    if base.views is None:
+        base.views = {}
+    hit = base.views.get(elem.dtype)
+    if hit is not None:
+        return hit
+    row_bytes = base.size * base.elem.size
+    if row_bytes % elem.size or base.data.nbytes % elem.size:
+        raise m.unsupported(
+            node,
+            f"{base.space} buffer {base.name!r} ({base.elem}) read as {elem}: "
+            f"{row_bytes} bytes per row are not whole {elem} elements",
+        )
+    view = Buffer(base.name, base.space, base.data.view(elem.dtype), elem,
+                  row_bytes // elem.size, base.per, base=base)  # fmt: skip
+    base.views[elem.dtype] = view
+    return view
+
+
+def _tracked(acc: Access) -> list[Access]:
+    """The accesses the initialisation and race checks see: for a view, each element of the
+    viewed buffer the access touches (one per byte group); else the access itself."""
+    view, base = acc.buf, acc.buf.base
+    if base is None or (base.init is None and base.race is None):
+        return [acc]
+    out = []
+    for f in acc.components():
+        first = (f * view.elem.size) // base.elem.size
+        for k in range(max(1, view.elem.size // base.elem.size)):
+            out.append(Access(base, acc.idx, first + k if k else first, None, base.elem,
+                              acc.node))  # fmt: skip
+    return out
+
+
 def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> Val:
     """Load `*ptr` of type `ctype` for the active lanes (inactive lanes hold poison)."""
     acc = _resolve(m, ptr, ctype, mask, node, write=False)
-    buf = acc.buf
-    if buf.space == "shared":
-        _check_shared_read(m, acc)
-    elif buf.init is not None and not buf.fully_initialised():  # a local array
-        _check_init(m, acc, "local array")
+    for a in _tracked(acc):
+        buf = a.buf
+        if buf.space == "shared":
+            _check_shared_read(m, a)
+        elif buf.init is not None and not buf.fully_initialised():  # a local array
+            _check_init(m, a, "local array")
     if ctype.kind == "vec":
         assert ctype.elem is not None
         elem = ctype.elem
@@ -179,11 +229,12 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     buf, idx, span = acc.buf, acc.idx, acc.span  # (a span only comes with width 1)
     if buf.space == "constant":
         raise m.error(node, f"store to __constant__ memory {buf.name!r}")
-    if buf.space == "shared":
-        _check_shared_write(m, acc)
-    elif buf.init is not None and not buf.all_init:
-        for f in acc.components():
-            put(buf.init, f, span, True)
+    for a in _tracked(acc):
+        if a.buf.space == "shared":
+            _check_shared_write(m, a)
+        elif a.buf.init is not None and not a.buf.all_init:
+            for f in a.components():
+                put(a.buf.init, f, a.span, True)
     parts = value.comps if value.comps is not None else (value,)
     for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)

@@ -16,7 +16,7 @@ import numpy as np
 from migrator.cuda.interp import memory
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import InterpError
-from migrator.cuda.interp.values import Val, select
+from migrator.cuda.interp.values import Val, from_bytes, select, to_bytes
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
@@ -82,6 +82,44 @@ class VarLV:
         else:
             self.var.val = select(mask, v, self.var.val)
         self.var.mark_stored(mask)
+
+
+@dataclass
+class ViewLV:
+    """Element `index` of a local variable's bytes seen as an array of `ctype`
+    (`reinterpret_cast<const float*>(&v4)[i]`, `FLOAT4(x_val)`): loads bit-cast the variable,
+    stores rewrite the chosen element's bytes and leave the rest."""
+
+    inner: LValue
+    ctype: CType
+    index: Val
+
+    def _parts(self, m: Machine, whole: Val) -> np.ndarray:
+        n = m.geo.n
+        b = to_bytes(whole, n)
+        k = b.shape[1] // self.ctype.size
+        return b.reshape(n, k, self.ctype.size)
+
+    def _index(self, m: Machine, k: int, mask: np.ndarray, node: object) -> np.ndarray:
+        i = np.broadcast_to(np.asarray(self.index.data, dtype=np.int64), (m.geo.n,))
+        bad = mask & ((i < 0) | (i >= k))
+        if bad.any():
+            raise m.error(node, f"element {int(i[bad][0])} of a {k}-element view of a local")
+        return np.where(mask, i, 0)
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        parts = self._parts(m, self.inner.load(m, mask, node))
+        i = self._index(m, parts.shape[1], mask, node)
+        return from_bytes(parts[np.arange(m.geo.n), i], self.ctype)
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
+        old = _peek(self.inner, m, mask, node)
+        parts = self._parts(m, old).copy()
+        i = self._index(m, parts.shape[1], mask, node)
+        lanes_ = np.flatnonzero(mask)
+        parts[lanes_, i[lanes_]] = to_bytes(v, m.geo.n)[lanes_]
+        whole = from_bytes(parts.reshape(m.geo.n, -1), self.inner.ctype)
+        self.inner.store(m, whole, mask, node)
 
 
 @dataclass

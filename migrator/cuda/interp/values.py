@@ -156,3 +156,26 @@ def lanes(v: Val, n: int) -> np.ndarray:
     """The value's data as a full array over `n` lanes (broadcasting a uniform scalar)."""
     d = np.asarray(v.data)
     return np.broadcast_to(d, (n,)) if d.ndim == 0 else d
+
+
+def to_bytes(v: Val, n: int) -> np.ndarray:
+    """The value's bytes per lane, `[n, sizeof]` uint8 (vectors: components in order)."""
+    if v.comps is not None:
+        if v.ctype.kind == "struct":
+            raise TypeError(f"bytes of struct {v.ctype} (padding is not modelled)")
+        return np.concatenate([to_bytes(c, n) for c in v.comps], axis=1)
+    assert v.ctype.dtype is not None
+    a = np.ascontiguousarray(np.broadcast_to(np.asarray(v.data, dtype=v.ctype.dtype), (n,)))
+    return a.view(np.uint8).reshape(n, v.ctype.dtype.itemsize)
+
+
+def from_bytes(b: np.ndarray, t: CType) -> Val:
+    """A value of type `t` from `[n, sizeof(t)]` bytes (the inverse of `to_bytes`)."""
+    if t.kind == "vec":
+        assert t.elem is not None
+        w = t.elem.size
+        return Val(t, comps=tuple(from_bytes(b[:, k * w : (k + 1) * w], t.elem)
+                                  for k in range(t.count)))  # fmt: skip
+    if t.kind not in ("int", "float", "bool") or t.dtype is None:
+        raise TypeError(f"bytes as {t}")
+    return Val(t, np.ascontiguousarray(b).view(t.dtype).reshape(len(b)))

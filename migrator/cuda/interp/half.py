@@ -1,0 +1,154 @@
+"""Half and bfloat16 intrinsics of `cuda_fp16.h` / `cuda_bf16.h`, scalar and paired (`half2`).
+
+Each operation computes in float32 (or float64 for the fused multiply-add) and rounds once to
+the operands' type. For +, -, * and / of two 11- or 8-bit-significand values, float32's 24
+bits make that the correctly rounded half/bf16 result (double rounding is innocuous when the
+wider format has at least 2p + 2 bits), which is what the hardware instructions return.
+Paired forms apply the same operation to each component. The result type follows the operands
+(`__hadd` on `__nv_bfloat16` is bf16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tree_sitter import Node
+
+from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.values import Val, convert
+
+if TYPE_CHECKING:
+    from migrator.cuda.interp.machine import Machine
+
+Builtin = Callable[["Machine", list[Val], np.ndarray, Node], Val]
+
+
+def _low(v: Val) -> CType:
+    """The half/bf16 type of a scalar or paired operand (HALF for anything else)."""
+    t = v.ctype.elem if v.ctype.kind == "vec" and v.ctype.elem is not None else v.ctype
+    return t if t in (ct.HALF, ct.BF16) else ct.HALF
+
+
+def _f32(v: Val) -> Any:
+    return np.asarray(convert(v, ct.FLOAT).data, dtype=np.float32)
+
+
+def _round(x: Any, t: CType) -> Val:
+    out = np.asarray(x, dtype=np.float32).astype(t.dtype)
+    return Val(t, out if out.ndim else out[()])
+
+
+def _pairwise(fn: Callable[[list[Val]], Val]) -> Callable[[list[Val]], Val]:
+    """Apply a scalar operation to each component of paired operands."""
+
+    def call(args: list[Val]) -> Val:
+        if all(a.comps is None for a in args):
+            return fn(args)
+        n = next(len(a.comps) for a in args if a.comps is not None)
+        parts = [fn([a.comps[i] if a.comps is not None else a for a in args]) for i in range(n)]
+        return Val(ct.vec(parts[0].ctype, n), comps=tuple(parts))
+
+    return call
+
+
+def _arith(op: Callable[..., Any]) -> Builtin:
+    def scalar(args: list[Val]) -> Val:
+        t = _low(args[0])
+        return _round(op(*(_f32(a) for a in args)), t)
+
+    f = _pairwise(scalar)
+    return lambda m, args, mask, node: f(args)
+
+
+def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    def scalar(a: list[Val]) -> Val:
+        x, y, z = (np.asarray(convert(v, ct.DOUBLE).data) for v in a)
+        return _round((x * y + z).astype(np.float32), _low(a[0]))  # exact in float64
+
+    return _pairwise(scalar)(args)
+
+
+def _compare(op: Callable[[Any, Any], Any]) -> Builtin:
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        if any(a.comps is not None for a in args):
+            raise m.unsupported(node, "paired comparison (returns a half2 of 0/1)")
+        out = np.asarray(op(_f32(args[0]), _f32(args[1])))
+        return Val(ct.BOOL, out if out.ndim else out[()])
+
+    return call
+
+
+def _pair(t: CType) -> Builtin:
+    """`__floats2half2_rn(a, b)`, `__float2half2_rn(a)`, `__halves2half2(a, b)`."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        parts = args if len(args) == 2 else [args[0], args[0]]
+        comps = tuple(_round(_f32(a), t) for a in parts)
+        return Val(ct.vec(t, 2), comps=comps)
+
+    return call
+
+
+def _component(k: int, to_float: bool) -> Builtin:
+    """`__low2half` / `__high2float` ...: one component of a pair."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        (v,) = args
+        if v.comps is None or len(v.comps) != 2:
+            raise m.error(node, "expected a half2/bfloat162 operand")
+        c = v.comps[k]
+        return convert(c, ct.FLOAT) if to_float else c
+
+    return call
+
+
+def _to_float2(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    (v,) = args
+    if v.comps is None:
+        raise m.error(node, "expected a half2/bfloat162 operand")
+    return Val(ct.vec(ct.FLOAT, len(v.comps)), comps=tuple(convert(c, ct.FLOAT) for c in v.comps))
+
+
+def _rsqrt(x: Any) -> Any:
+    return np.float32(1) / np.sqrt(x)
+
+
+_ARITH = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "max": np.fmax, "min": np.fmin}  # fmt: skip
+_UNARY = {"neg": np.negative, "abs": np.abs}
+_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+         "rsqrt": _rsqrt, "rcp": lambda x: np.float32(1) / x, "sin": np.sin, "cos": np.cos,
+         "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint}  # fmt: skip
+_CMP = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal,
+        "eq": np.equal, "ne": np.not_equal}  # fmt: skip
+
+HALF_BUILTINS: dict[str, Builtin] = {
+    **{f"__h{k}": _arith(f) for k, f in _ARITH.items()},
+    **{f"__h{k}2": _arith(f) for k, f in _ARITH.items()},
+    **{f"__h{k}": _arith(f) for k, f in _UNARY.items()},
+    **{f"__h{k}2": _arith(f) for k, f in _UNARY.items()},
+    **{f"h{k}": _arith(f) for k, f in _MATH.items()},
+    **{f"h2{k}": _arith(f) for k, f in _MATH.items()},
+    **{f"__h{k}": _compare(f) for k, f in _CMP.items()},
+    "__hfma": _fma,
+    "__hfma2": _fma,
+    "__float2half2_rn": _pair(ct.HALF),
+    "__floats2half2_rn": _pair(ct.HALF),
+    "__halves2half2": _pair(ct.HALF),
+    "__half2half2": _pair(ct.HALF),
+    "__float2bfloat162_rn": _pair(ct.BF16),
+    "__floats2bfloat162_rn": _pair(ct.BF16),
+    "__halves2bfloat162": _pair(ct.BF16),
+    "__bfloat162bfloat162": _pair(ct.BF16),
+    "__low2half": _component(0, False),
+    "__high2half": _component(1, False),
+    "__low2bfloat16": _component(0, False),
+    "__high2bfloat16": _component(1, False),
+    "__low2float": _component(0, True),
+    "__high2float": _component(1, True),
+    "__half22float2": _to_float2,
+    "__bfloat1622float2": _to_float2,
+}
