@@ -8,8 +8,8 @@ Usage::
 For every `__global__` kernel of every `.cu` file found: `inspect` (the front end), spec
 inference from the file's host code, the CUDA interpreter, and `migrate` with its check. The
 interpreter runs on the inferred spec when there is one; otherwise on a *probe* launch (2 blocks
-of the launch site's or 128 threads, pointer arguments bound to 2^18-element buffers, integer
-arguments 256, out-of-bounds accesses reported instead of raised): the probe measures whether the
+of 128 threads, pointer arguments bound to 2^18-element buffers, integer
+arguments 64, out-of-bounds accesses reported instead of raised): the probe measures whether the
 interpreter accepts the kernel as written, not whether its numbers are right. Third-party code is
 read where it lies and never copied into the repository.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 PROBE_ELEMS = 1 << 18
-PROBE_INT = 256
+PROBE_INT = 64
 
 
 def find_sources(paths: list[str]) -> list[Path]:

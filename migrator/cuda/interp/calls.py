@@ -22,7 +22,8 @@ from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.program import Function
-from migrator.cuda.interp.scope import Binding, FuncAlias, LValue, TypeName, Var
+from migrator.cuda.interp.scope import Binding, FuncAlias, LValue, MemLV, TypeName, Var
+from migrator.cuda.interp.structs import OWNER
 from migrator.cuda.interp.values import Val, convert, scalar
 from migrator.cuda.interp.warp import WARP
 
@@ -68,14 +69,25 @@ class CallMixin:
         if fnode.type == "field_expression":  # `g.sync()`: a member of a cooperative group
             return self._member_call(fnode, arg_nodes, mask, node)
         qualified = fnode.type == "qualified_identifier"
+        if qualified:  # `x128::zeros()`: a static member function of a struct
+            owner = self.scope_type(fnode.child_by_field_name("scope"))
+            member = fnode.child_by_field_name("name")
+            if owner is not None and member is not None:
+                return self.call_static(owner, self.parsed.text(member), arg_nodes, mask, node)
         if qualified:  # `cg::reduce(...)`, `cg::tiled_partition<32>(...)`
             inner = fnode.child_by_field_name("name")
             while inner is not None and inner.type == "qualified_identifier":
                 inner = inner.child_by_field_name("name")
             fnode = inner or fnode
+        templated = None  # `Packed128<T>(bits)`: a struct template's constructor
         if fnode.type == "template_function":
             targs = fnode.child_by_field_name("arguments")
-            fnode = fnode.child_by_field_name("name") or fnode
+            name_node = fnode.child_by_field_name("name")
+            if name_node is not None and self.parsed.text(name_node) in (
+                self.program.struct_templates
+            ):
+                templated = fnode
+            fnode = name_node or fnode
         name = self.parsed.text(fnode)
         if not qualified and fnode.type == "identifier":
             alias = self.lookup(name)
@@ -87,7 +99,17 @@ class CallMixin:
             assert targs is not None
             t = self.type_of_descriptor(targs.named_children[0])
             return self.cast(self.ev(arg_nodes[0], mask), t, node)
-        ftype = self._functional_cast_type(fnode, qualified, targs)
+        if name == "memcpy":
+            return self._memcpy(arg_nodes, mask, node)
+        ftype = (
+            self.instantiate(templated)
+            if templated is not None
+            else self._functional_cast_type(fnode, qualified, targs)
+        )
+        if ftype is not None and ftype.kind == "struct":  # `S(a, b)`: a constructor
+            built = self.construct(ftype, arg_nodes, mask, node)
+            if built is not None:
+                return built
         if ftype is not None:  # `float(x)`, `T(0)`, `floatX(v)`, `T()`
             if not arg_nodes:
                 return self._zero(ftype)
@@ -95,6 +117,11 @@ class CallMixin:
                 return self.cast(self.ev(arg_nodes[0], mask), ftype, node)
             raise self.unsupported(node, f"constructor call {self.parsed.text(node)!r}")
         if not qualified and targs is None:
+            owner = self.lookup(OWNER)  # inside a member: another member by its bare name
+            if isinstance(owner, TypeName) and self.member_function(
+                owner.ctype, name, len(arg_nodes)
+            ):
+                return self.call_static(owner.ctype, name, arg_nodes, mask, node)
             functor = self._functor_call(name, node, arg_nodes, mask)
             if functor is not None:
                 return functor
@@ -137,6 +164,33 @@ class CallMixin:
             return t if t.kind not in ("struct", "object") else None
         return None
 
+    def _memcpy(self: Machine, arg_nodes: list[Node], mask: np.ndarray, node: Node) -> Val:
+        """`memcpy(&dst, &src, n)` between local values of n bytes each: dst takes src's bits
+        (how real code bit-casts a packed vector). Copies through memory pointers raise."""
+        from migrator.cuda.interp.values import from_bytes, to_bytes
+
+        if len(arg_nodes) != 3:
+            raise self.error(node, "memcpy takes (dst, src, bytes)")
+        sides = []
+        for a in arg_nodes[:2]:
+            while a.type == "parenthesized_expression" and a.named_children:
+                a = a.named_children[-1]
+            op = a.child_by_field_name("operator") if a.type == "pointer_expression" else None
+            inner = a.child_by_field_name("argument")
+            if op is None or self.parsed.text(op) != "&" or inner is None:
+                raise self.unsupported(node, "memcpy other than between &local values")
+            sides.append(inner)
+        dst = self.lvalue(sides[0], mask)
+        if isinstance(dst, MemLV):
+            raise self.unsupported(node, "memcpy into memory")
+        src = self.ev(sides[1], mask)  # a value: the source may be a const member's field
+        n = int(np.asarray(self.ev(arg_nodes[2], mask).data))
+        if not n == dst.ctype.size == src.ctype.size:
+            raise self.unsupported(node, f"memcpy of {n} bytes between {src.ctype} and {dst.ctype}")
+        bits = to_bytes(src, self.geo.n)
+        dst.store(self, from_bytes(bits, dst.ctype), mask, node)
+        return Val(ct.VOID, np.int8(0))
+
     def _member_call(
         self: Machine, fnode: Node, arg_nodes: list[Node], mask: np.ndarray, node: Node
     ) -> Val:
@@ -144,6 +198,8 @@ class CallMixin:
         field = fnode.child_by_field_name("field")
         assert recv is not None and field is not None
         obj = self.ev(recv, mask)
+        if obj.ctype.kind == "struct":
+            return self.call_member(obj, self.parsed.text(field), arg_nodes, mask, node)
         if obj.ctype.kind != "object":
             raise self.unsupported(node, f"member function call on {obj.ctype}")
         args = [self.ev(a, mask) for a in arg_nodes]
@@ -174,9 +230,11 @@ class CallMixin:
         arg_nodes: list[Node],
         mask: np.ndarray,
         this: Val | None = None,
+        names: dict[str, Binding] | None = None,
     ) -> Val:
         """Call a `__device__` function; `this`: the object whose member function it is (its
-        fields are read-only names in the body, as in a `const` member)."""
+        fields are read-only names in the body, as in a `const` member); `names`: more names
+        the body sees (a struct's template parameters, statics, a constructor's fields)."""
         params = fn.params
         if len(params) != len(arg_nodes):
             raise self.error(
@@ -191,7 +249,7 @@ class CallMixin:
             else:
                 actual.append(self.ev(a, mask))
         explicit = self._template_values(targs, fn) if targs is not None else []
-        scope: dict[str, Binding] = {}
+        scope: dict[str, Binding] = dict(names or {})
         if this is not None and this.comps is not None:
             for (fname, ftype), value in zip(this.ctype.fields, this.comps, strict=True):
                 scope[fname] = Var(ftype, value, const=True, name=fname)
@@ -201,9 +259,8 @@ class CallMixin:
                 self.bind_template(fn.template, explicit, scope, params, actual)
             for p, a in zip(params, actual, strict=True):
                 self._bind_param(p, a, scope, node)
-            rnode = fn.node.child_by_field_name("type")
-            assert rnode is not None
-            frame.ret_type = self.base_type(rnode)
+            rnode = fn.node.child_by_field_name("type")  # none: a constructor
+            frame.ret_type = self.base_type(rnode) if rnode is not None else ct.VOID
             decl = fn.node.child_by_field_name("declarator")
             if decl is not None and decl.type == "pointer_declarator":
                 frame.ret_type = ct.ptr(frame.ret_type)

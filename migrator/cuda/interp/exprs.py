@@ -84,6 +84,7 @@ class ExprMixin:
             "comma_expression": self._e_comma,
             "null": lambda n, m: _NULL,
             "compound_literal_expression": self._e_compound_literal,
+            "qualified_identifier": self._e_qualified,
             # only printf takes strings; it ignores them
             "string_literal": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
             "concatenated_string": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),
@@ -178,6 +179,10 @@ class ExprMixin:
         fname = self.parsed.text(f) if f is not None else ""
         if base.ctype.kind == "struct":
             k = base.ctype.field_index(fname)
+            if k is None:  # `packed.size`: a static member read through an object
+                static = self.static_value(base.ctype, fname)
+                if static is not None:
+                    return static
             if k is None or base.comps is None:
                 raise self.error(node, f"{base.ctype} has no field {fname!r}")
             return base.comps[k]
@@ -194,6 +199,11 @@ class ExprMixin:
         view = self._local_view(arg, mask, node)
         if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
             return ViewLV(view[0], view[1], self.ev(idx_list.named_children[0], mask))
+        local = self._local_aggregate(arg, mask)
+        if local is not None:  # `packed[k]`, `result.payload[k]`: an element of a local value
+            lv = self.element_lvalue(local, self.ev(idx_list.named_children[0], mask), node)
+            if lv is not None:
+                return lv
         base = self.ev(arg, mask)
         idx = self.ev(idx_list.named_children[0], mask)
         if not base.ctype.is_pointer_like:
@@ -239,6 +249,22 @@ class ExprMixin:
         if not p.ctype.is_pointer_like or p.ctype.elem is None:
             raise self.error(node, f"dereference of non-pointer {p.ctype}")
         return MemLV(self.decay(p), p.ctype.elem)
+
+    def _local_aggregate(self: Machine, node: Node, mask: np.ndarray) -> LValue | None:
+        """The lvalue of a local struct or array-valued field named by `node`, else None
+        (pointers and arrays in memory take the ordinary subscript path)."""
+        if node.type == "identifier":
+            b = self.lookup(self.parsed.text(node))
+            if isinstance(b, Var) and b.ctype.kind == "struct":
+                return VarLV(b)
+            return None
+        if node.type == "field_expression":
+            op = node.child_by_field_name("operator")
+            if op is None or self.parsed.text(op) != ".":
+                return None
+            lv = self.lvalue(node, mask)
+            return lv if lv.ctype.kind in ("vec", "struct") and not isinstance(lv, MemLV) else None
+        return None
 
     def _local_view(
         self: Machine, node: Node, mask: np.ndarray, where: Node
@@ -403,6 +429,10 @@ class ExprMixin:
                 return coop.FREE[name](self, node, inner.child_by_field_name("arguments"), [], mask)
         t = self.base_type(tnode)
         items = [c for c in init.named_children if c.type != "comment"]
+        if t.kind == "struct":
+            built = self.construct(t, items, mask, node)
+            if built is not None:
+                return built
         if not items:
             return self._zero(t)
         if t.kind == "vec" and t.elem is not None and len(items) == t.count:

@@ -29,6 +29,7 @@ from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.program import Program
 from migrator.cuda.interp.scope import Binding, Frame, TypeName, Unavailable, Var
 from migrator.cuda.interp.stmts import StmtMixin
+from migrator.cuda.interp.structs import StructInfo, StructMixin
 from migrator.cuda.interp.values import Val
 from migrator.diagnostics import Span
 
@@ -36,7 +37,7 @@ SHADOW_FLOAT = CType("float", "float", np.dtype(np.float64))
 MAX_CALL_DEPTH = 64
 
 
-class Machine(ExprMixin, StmtMixin, CallMixin):
+class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
     def __init__(
         self,
         program: Program,
@@ -45,6 +46,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
         options: InterpOptions,
         log: FindingLog,
         shared_bytes: int,
+        struct_info: dict[str, StructInfo] | None = None,
     ) -> None:
         self.program = program
         self.parsed = program.parsed
@@ -63,6 +65,8 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
         self.shared: dict[tuple[int, str], Buffer] = {}  # static __shared__, by site and type
         self.dynamic_shared: Buffer | None = None
         self.globals: dict[str, Binding] = {}
+        # struct types of this launch, shared by its batches (statics are uniform values)
+        self.struct_info: dict[str, StructInfo] = struct_info if struct_info is not None else {}
         self.thread_statements = 0
         self.current: Node | None = None  # statement being executed
         self.init_mixins()
@@ -128,6 +132,10 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
                 return self.struct_type(name, body)
             if name in self.program.structs:
                 return self.struct_type(name, self.program.structs[name])
+        if t == "template_type":
+            inst = self.instantiate(node)
+            if inst is not None:
+                return inst
         group = coop.group_type(text.split("::")[-1])
         if group is not None and t in ("type_identifier", "qualified_identifier", "template_type"):
             return group
@@ -138,32 +146,6 @@ class Machine(ExprMixin, StmtMixin, CallMixin):
             if name in self.types:
                 return self.types[name]
         raise self.unsupported(node, f"unknown type {text!r}")
-
-    def struct_type(self, name: str, body: Node) -> CType:
-        """A struct's type from its field list (scalar, vector and pointer fields)."""
-        hit = self.types.get(name)
-        if hit is not None and hit.kind == "struct":
-            return hit
-        fields: list[tuple[str, CType]] = []
-        for fd in body.named_children:
-            if fd.type != "field_declaration":
-                continue
-            tnode = fd.child_by_field_name("type")
-            assert tnode is not None
-            base = self.base_type(tnode)
-            for d in fd.children_by_field_name("declarator"):
-                t = base
-                while d.type == "pointer_declarator":
-                    t = ct.ptr(t)
-                    inner = d.child_by_field_name("declarator")
-                    assert inner is not None
-                    d = inner
-                if d.type != "field_identifier":
-                    raise self.unsupported(d, f"struct field {self.parsed.text(d)!r}")
-                fields.append((self.parsed.text(d), t))
-        st = CType(name, "struct", fields=tuple(fields))
-        self.types[name] = st
-        return st
 
     def type_of_descriptor(self, node: Node) -> CType:
         """Type of a `type_descriptor` (casts, template arguments, sizeof)."""

@@ -31,6 +31,11 @@ class Function:
     @property
     def params(self) -> list[Node]:
         decl = self.node.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":  # `T* f()`, `T& f()`
+            inner = decl.child_by_field_name("declarator")
+            decl = (
+                inner if inner is not None or not decl.named_children else decl.named_children[-1]
+            )
         assert decl is not None
         plist = decl.child_by_field_name("parameters")
         assert plist is not None
@@ -50,6 +55,8 @@ class Program:
     globals: list[Node] = field(default_factory=list)  # file-scope declarations, in order
     compact_cache: dict[int, Any] = field(default_factory=dict)  # node id -> compact.Safety
     structs: dict[str, Node] = field(default_factory=dict)  # `struct S {...};` bodies by name
+    # `template <class E> struct S {...};`: (template parameters, body) by name
+    struct_templates: dict[str, tuple[Node, Node]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, parsed: ParsedSource) -> Program:
@@ -67,6 +74,12 @@ class Program:
                 )
                 if inner is not None:
                     self._add(inner, child.child_by_field_name("parameters"))
+                st = next((c for c in child.named_children if c.type == "struct_specifier"), None)
+                params = child.child_by_field_name("parameters")
+                if st is not None and params is not None:
+                    name, body = st.child_by_field_name("name"), st.child_by_field_name("body")
+                    if name is not None and body is not None:
+                        self.struct_templates[self.parsed.text(name)] = (params, body)
             elif child.type in ("declaration", "type_definition", "alias_declaration"):
                 self.globals.append(child)
             elif child.type == "struct_specifier":  # `struct S { ... };`

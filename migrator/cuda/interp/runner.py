@@ -25,6 +25,7 @@ from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.program import Program
 from migrator.cuda.interp.scope import Binding, MemLV, Unavailable, Var
 from migrator.cuda.interp.stmts import DECL_WORDS
+from migrator.cuda.interp.structs import StructInfo
 from migrator.cuda.interp.values import Val, scalar
 from migrator.cuda.parse import ParsedSource, parse_file, parse_text
 
@@ -141,9 +142,10 @@ def run_kernel(
     with np.errstate(all="ignore"):  # C wraps and divides silently; numpy would warn
         bound: dict[str, Any] | None = None
         global_cache: dict[str, Binding] = {}
+        structs: dict[str, StructInfo] = {}
         for first in range(0, n_blocks, batch):
             geo = Geometry(g, b, first, min(batch, n_blocks - first))
-            m = Machine(prog, fn.name, geo, opts, log, shared_bytes)
+            m = Machine(prog, fn.name, geo, opts, log, shared_bytes, structs)
             scope: dict[str, Binding] = {}
             m.push_frame(ct.VOID, scope)
             _globals(m, args, global_cache)

@@ -58,6 +58,7 @@ class StmtMixin:
             # names are resolved by their last component, so these change nothing here
             "namespace_alias_definition": self._s_nothing,
             "using_declaration": self._s_nothing,
+            "static_assert_declaration": self._s_nothing,  # a compile-time check
         }
 
     def exec(self: Machine, node: Node, mask: np.ndarray) -> None:

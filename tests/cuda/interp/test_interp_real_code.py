@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from migrator.cuda.interp import RunResult
+from migrator.cuda.interp import InterpOptions, RunResult
 from migrator.cuda.interp.findings import InterpError, UnsupportedError
 from migrator.cuda.interp.runner import kernel_signature
 from migrator.cuda.parse import parse_text
@@ -422,3 +422,86 @@ def test_local_variables_seen_through_reinterpreted_pointers(krun: Runner) -> No
     assert np.array_equal(y[128:160], x[4 * t + t % 4])
     assert np.array_equal(y[160:], np.float32(-1) + x[4 * t])
     assert np.array_equal(bits, x[4 * t + 2].view(np.int32))
+
+
+PACKED = """
+template <class E>
+struct alignas(16) Packed {
+    Packed() = default;
+    __device__ explicit Packed(int4 bits) {
+        static_assert(sizeof(bits) == sizeof(payload), "size");
+        memcpy(&payload, &bits, sizeof(bits));
+    }
+    __device__ static Packed filled(E value) {
+        Packed out;
+        for (int k = 0; k < size; ++k) out.payload[k] = value;
+        return out;
+    }
+    __device__ static Packed zeros() { return filled(0.f); }
+    __device__ E& operator[](int index) { return payload[index]; }
+    __device__ const E& operator[](int index) const { return payload[index]; }
+    __device__ int4 get_bits() const {
+        int4 bits;
+        memcpy(&bits, &payload, sizeof(bits));
+        return bits;
+    }
+    static constexpr const int size = sizeof(int4) / sizeof(E);
+    E payload[size];
+};
+template <class E>
+__device__ Packed<E> load16(const E* p) {
+    return Packed<E>{__ldcs(reinterpret_cast<const int4*>(p))};
+}
+template <class E>
+__device__ void store16(E* p, Packed<E> v) { __stcs(reinterpret_cast<int4*>(p), v.get_bits()); }
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_packed_128_bit_vector_struct(krun: Runner, dtype: type) -> None:
+    """A 16-byte packed vector as LLM training code writes it: a template struct with a
+    static size, an int4 constructor via memcpy, operator[], static factories, get_bits."""
+    name = "float" if dtype is np.float32 else "__nv_bfloat16"
+    src = (
+        PACKED
+        + f"""
+    typedef {name} floatX;
+    using x128 = Packed<floatX>;
+    __global__ void residual(floatX* out, const floatX* a, const floatX* b, int n) {{
+        int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+        if (i >= n) return;
+        x128 pa = load16(a + i);
+        x128 pb = load16(b + i);
+        x128 po = x128::zeros();
+        for (int k = 0; k < pa.size; ++k) po[k] = (floatX)((float)pa[k] + (float)pb[k]);
+        store16(out + i, po);
+    }}"""
+    )
+    rng = np.random.default_rng(11)
+    width = 16 // np.dtype(dtype).itemsize
+    n = 32 * width
+    a = rng.standard_normal(n).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    out = np.zeros(n, dtype)
+    krun(src, "residual", 1, 32, out=out, a=a, b=b, n=n)
+    assert np.array_equal(out, (a.astype(np.float32) + b.astype(np.float32)).astype(dtype))
+
+
+def test_a_member_that_writes_its_fields_is_refused(krun: Runner) -> None:
+    src = """
+    struct Acc { float s; __device__ void add(float v) { s += v; } };
+    __global__ void k(float* o) { Acc a = Acc{0.0f}; a.add(1.0f); o[threadIdx.x] = a.s; }"""
+    with pytest.raises(InterpError, match="const"):
+        krun(src, "k", 1, 2, o=np.zeros(2, np.float32))
+
+
+def test_struct_statics_survive_block_batches(krun: Runner) -> None:
+    """File-scope `typedef P<float> x128;` read as `x128::size` in every batch of blocks."""
+    src = """
+    template <class E> struct P { static constexpr const int size = 16 / sizeof(E); };
+    typedef P<float> x128;
+    __device__ int width() { return x128::size; }
+    __global__ void k(int* o) { o[blockIdx.x] = width(); }"""
+    o = np.zeros(8, np.int32)
+    krun(src, "k", 8, 32, o=o, options=InterpOptions(block_batch=2))
+    assert (o == 4).all()
