@@ -49,12 +49,14 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     bounds = _bounds(k, host, args, site)
     size_names: set[str] = set()
     ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
+    unshaped: list[str] = []  # tensors whose indices do not show their extent
     for p in k.params:
         if not p.pointer_depth:
             continue
         shape = _shape(k, p.name, bounds, ties)
-        if shape is None:
-            raise InferenceError(f"the extent of {p.name} cannot be read from its indices")
+        if shape is None:  # measured below, by running the kernel at a few sizes
+            unshaped.append(p.name)
+            shape = []
         dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None or p.role == "unused":
             raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
@@ -103,8 +105,10 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
     # a host parameter that only sizes the block (`block_size`) is a launch choice, not a
     # problem size: a typical block, the same in every size set
     shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
+    launch_only = set()
     for n in sizes:
         if n not in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
+            launch_only.add(n)
             sizes[n] = 256
             for sset in sets:
                 sset[n] = 256
@@ -117,12 +121,144 @@ def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
+    if unshaped:
+        if not sizes:
+            raise InferenceError(f"the extent of {unshaped[0]} cannot be read from its indices")
+        measured = measure_extents(tu, data, unshaped, launch_only)
+        for t in tensors:
+            if t["param"] in measured:
+                t["shape"] = [measured[t["param"]]]
+        _fit_budget(tensors, sizes, sets, launch_only)
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
         for t in spec.tensors:
             spec.shape_of(t, sset)
     return spec
+
+
+PROBE_SIZES = (8, 16, 24, 32)  # multiples of 8: packed vectors and asserts on them hold
+PROBE_RUNS = 6
+MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
+ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
+PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
+
+
+def _fit_budget(
+    tensors: list[dict[str, Any]],
+    sizes: dict[str, int],
+    sets: list[dict[str, int]],
+    launch_only: set[str],
+) -> None:
+    """Default sizes and size sets small enough that the largest tensor (a product of up to
+    four sizes, measured) stays near ELEMENT_BUDGET elements; sets stay ragged."""
+    # a tensor's degree: how many sizes its element count multiplies (`B * NH * T*T`: 4)
+    degree = max(
+        (sum(len(re.findall(r"[A-Za-z_]\w*", d)) for d in t["shape"]) for t in tensors),
+        default=1,
+    )
+    if degree < 3:
+        return
+    base = max(8, int(ELEMENT_BUDGET ** (1 / degree)) // 8 * 8)
+    ragged = (base // 2 + 3, base - 5, base // 3 + 1)
+    for i, n in enumerate(sorted(sizes)):
+        if n in launch_only:
+            continue
+        sizes[n] = base
+        for j, sset in enumerate(sets):
+            sset[n] = ragged[(i + j) % len(ragged)]
+
+
+def measure_extents(
+    tu: TranslationUnit, data: dict[str, Any], params: list[str], launch_only: set[str]
+) -> dict[str, str]:
+    """Extents the indices do not show, measured: the kernel runs at four size sets with the
+    unknown tensors as large buffers, and each extent (one past the highest element reached) is
+    fitted as `c * product of sizes + d`, exactly at every run. Raises when no such formula
+    fits (a gather's table, whose extent follows the data, say)."""
+    import itertools
+
+    import numpy as np
+
+    from migrator.contract import eval_expr, np_dtype
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import run_kernel
+    from migrator.cuda.parse import parse_file
+
+    names = sorted(data["sizes"])
+    fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
+    free = [n for n in names if n not in fixed]
+    runs: list[tuple[dict[str, int], dict[str, int]]] = []
+    parsed = parse_file(tu.file)
+    rng = np.random.default_rng(0)
+    # each size varies on its own from run to run, so every product of sizes is told apart
+    table = np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))
+    for j in range(PROBE_RUNS + 1):  # the last run repeats the first with other int values
+        sz = dict(fixed)
+        sz.update({n: int(table[j % PROBE_RUNS, i]) for i, n in enumerate(free)})
+        high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
+        args: dict[str, Any] = {}
+        try:
+            for t in data["tensors"]:
+                dt = np_dtype(t["dtype"])
+                n_el = (
+                    PROBE_ELEMS
+                    if t["param"] in params
+                    else int(np.prod([eval_expr(d, sz) for d in t["shape"]], dtype=np.int64))
+                )
+                if np.issubdtype(dt, np.integer):
+                    args[t["param"]] = rng.integers(0, high, n_el).astype(dt)
+                else:
+                    args[t["param"]] = rng.standard_normal(n_el).astype(dt)
+            for sc in data["scalars"]:
+                args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
+            grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
+            block = [int(eval_expr(b, sz)) for b in data["launch"]["block"]]
+            smem = int(eval_expr(data["launch"]["shared_bytes"], sz))
+            res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
+                             data["kernel"]["template_args"],
+                             InterpOptions(oob="report", extents=True))  # fmt: skip
+        except (InterpError, ValueError, ArithmeticError) as e:
+            raise InferenceError(
+                f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+                f"failed at sizes {sz}: {' '.join(str(e).split())[:200]}"
+            ) from e
+        runs.append((sz, res.extents))
+    out: dict[str, str] = {}
+    for p in params:
+        if runs[-1][1].get(p, 0) != runs[0][1].get(p, 0):
+            raise InferenceError(
+                f"the extent of {p} follows the values of an integer input (a gather: its "
+                "table's size is not in the indices); give its shape in a spec"
+            )
+        seen = [r[1].get(p, 0) for r in runs[:PROBE_RUNS]]
+        if max(seen) >= PROBE_ELEMS:
+            raise InferenceError(f"the extent of {p} is not bounded by the sizes (measured)")
+        fits: list[str] = []
+        for exps in itertools.product((0, 1, 2), repeat=len(free)):
+            terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
+            mono = [int(np.prod([sz[n] ** e for n, e in zip(free, exps, strict=True)]))
+                    for sz, _ in runs[:PROBE_RUNS]]  # fmt: skip
+            if mono[0] == mono[1]:
+                continue
+            c, rem = divmod(seen[0] - seen[1], mono[0] - mono[1])
+            d = seen[0] - c * mono[0]
+            if rem or c <= 0 or abs(d) > MAX_HALO:
+                continue
+            if any(c * m + d != v for m, v in zip(mono, seen, strict=True)):
+                continue
+            expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
+            fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
+        if len(fits) != 1:
+            raise InferenceError(
+                f"the extent of {p} cannot be read from its indices, and the extents measured "
+                f"at {PROBE_RUNS} size sets ({seen}) fit "
+                + (f"several formulas ({', '.join(fits[:3])})" if fits else
+                   f"no product of {', '.join(free)}")
+            )  # fmt: skip
+        out[p] = fits[0]
+    return out
 
 
 def site_launch(tu: TranslationUnit, kernel: str) -> tuple[list[Any], list[Any], Any, list[Any]]:

@@ -86,3 +86,48 @@ def test_typedef_types_casts_and_a_block_size_parameter(tmp_path: Path) -> None:
         assert set(spec.sizes) == {"N", "block_size"}
         assert all(s["block_size"] == 256 for s in spec.all_size_sets())
         assert spec.launch_config(spec.sizes)[1][0] == 256
+
+
+def test_extents_the_indices_do_not_show_are_measured(tmp_path: Path) -> None:
+    """A row pointer from a split flat index (`x + b * T * C + t * C`) hides the shape from
+    the index algebra; the kernel is run at several sizes and the extent fitted (B * C * T)."""
+    src = tmp_path / "rows.cu"
+    src.write_text(
+        "__global__ void row_scale(float* out, const float* inp, const float* w,\n"
+        "                          int B, int T, int C) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (idx >= B * T) return;\n"
+        "  int b = idx / T, t = idx % T;\n"
+        "  const float* x = inp + b * T * C + t * C;\n"
+        "  float* y = out + b * T * C + t * C;\n"
+        "  for (int c = 0; c < C; c++) y[c] = x[c] * w[c];\n}\n"
+        "void launch(float* out, const float* inp, const float* w, int B, int T, int C) {\n"
+        "  int block_size = 128;\n"
+        "  int grid = (B * T + block_size - 1) / block_size;\n"
+        "  row_scale<<<grid, block_size>>>(out, inp, w, B, T, C);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    shapes = {t.name: t.shape for t in spec.tensors}
+    assert shapes == {"inp": ["B * C * T"], "w": ["C"], "out": ["B * C * T"]}
+    # three sizes in every product: the defaults keep the tensors near a million elements
+    assert all(spec.shape_of(t, spec.sizes)[0] <= 1 << 20 for t in spec.tensors)
+    m = migrate(src, out_dir=tmp_path / "out")  # the oracle runs on the inferred spec
+    assert not any(d.id == "C2N2009" for d in m.kernels[0].diagnostics)
+
+
+def test_a_gather_table_extent_is_not_guessed(tmp_path: Path) -> None:
+    src = tmp_path / "embed.cu"
+    src.write_text(
+        "__global__ void embed(float* out, const int* tok, const float* table, int N, int C) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= N * C) return;\n"
+        "  int n = i / C, c = i % C;\n"
+        "  const float* row = table + tok[n] * C;\n"
+        "  out[i] = row[c];\n}\n"
+        "void launch(float* out, const int* tok, const float* table, int N, int C) {\n"
+        "  embed<<<(N * C + 255) / 256, 256>>>(out, tok, table, N, C);\n}\n"
+    )
+    tu = analyze_file(src)
+    with pytest.raises(InferenceError, match="follows the values of an integer input"):
+        infer_spec(tu, tu.global_kernels[0])

@@ -225,6 +225,34 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
     def _asm(self, node: Node) -> None:
         self.facts.diagnostics.append(diag.make("INLINE_ASM", self.p.span(node)))
 
+    def _alias_offsets(self, node: Node) -> list[Node]:
+        """The offset expressions of a pointer alias's initialiser (not its base pointer)."""
+        if node.type == "parenthesized_expression" and node.named_children:
+            return self._alias_offsets(node.named_children[-1])
+        if node.type == "cast_expression":
+            value = node.child_by_field_name("value")
+            return self._alias_offsets(value) if value is not None else []
+        if node.type == "call_expression":  # reinterpret_cast<T*>(p + k)
+            args = node.child_by_field_name("arguments")
+            inner = args.named_children if args is not None else []
+            return self._alias_offsets(inner[0]) if len(inner) == 1 else []
+        if node.type == "binary_expression":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if left is None or right is None:
+                return []
+            if self.resolve_pointer(left) is not None:
+                return [*self._alias_offsets(left), right]
+            return [left, *self._alias_offsets(right)]
+        if node.type == "pointer_expression":
+            arg = node.child_by_field_name("argument")
+            return self._alias_offsets(arg) if arg is not None else []
+        if node.type == "subscript_expression":
+            base = node.child_by_field_name("argument")
+            idx = node.child_by_field_name("indices")
+            offs = list(idx.named_children) if idx is not None else []
+            return [*(self._alias_offsets(base) if base is not None else []), *offs]
+        return []
+
     def _declaration(self, node: Node) -> None:
         quals = qualifiers(self.p, node)
         elem_type = base_type_text(self.p, node)
@@ -233,7 +261,10 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
             if d is None:
                 continue
             if d.init is not None and not (d.pointer_depth and self.resolve_pointer(d.init)):
-                self.expr(d.init, "read")  # an alias initialiser (`&x[off]`) accesses nothing
+                self.expr(d.init, "read")
+            elif d.init is not None:  # an alias (`&x[off]`, `table + tok[n] * C`) accesses
+                for off in self._alias_offsets(d.init):  # nothing itself; its offsets may read
+                    self.expr(off, "read")
             if d.ctor_args is not None:
                 self.expr(d.ctor_args, "read")
             if "__shared__" in quals:

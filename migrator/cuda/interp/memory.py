@@ -53,6 +53,9 @@ class Buffer:
     # a `__half*`): the buffer it views, and views of this buffer by element type
     base: Buffer | None = None
     views: dict[np.dtype, Buffer] | None = None
+    # extent measurement (InterpOptions.extents): one past the highest byte any access reached
+    track: bool = False
+    hi_bytes: int = 0
 
     def fully_initialised(self) -> bool:
         """Initialisation never reverts, so once every element is written the per-read check
@@ -116,6 +119,9 @@ def _resolve(
         off = off[idx]
     w = _width(ctype)
     off = np.asarray(off, dtype=np.int64)
+    if buf.track and off.size:  # before any bounds check: how far the kernel reaches
+        end = (int(off.max()) * buf.elem.size) + w * ctype.scalar.size
+        buf.hi_bytes = max(buf.hi_bytes, end)
     if ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
         byte = off * buf.elem.size

@@ -30,6 +30,9 @@ class InterpOptions:
     compact: run statements that few lanes execute over just those lanes (gather, run,
         scatter; `compact.py`). False evaluates every statement over all lanes: the slow
         reference path the fast one is tested against.
+    extents: measure how far the kernel reaches into each array argument
+        (`RunResult.extents`: one past the highest element accessed, out-of-bounds accesses
+        included), the evidence spec inference uses where indices do not show a shape.
     """
 
     fmad: bool = True
@@ -41,6 +44,7 @@ class InterpOptions:
     races: bool = True
     compact: bool = True
     max_loop_iterations: int = 1 << 20
+    extents: bool = False
 
     def __post_init__(self) -> None:
         if self.oob not in OOB_MODES:
@@ -51,7 +55,7 @@ class InterpOptions:
             not isinstance(self.block_batch, int) or self.block_batch < 1
         ):
             raise ValueError(f"block_batch={self.block_batch!r}: expected a positive int or None")
-        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact"):
+        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
         if self.max_loop_iterations < 1:

@@ -42,6 +42,7 @@ class RunResult:
     seconds: float = 0.0
     batches: int = 0
     device_globals: dict[str, np.ndarray] = field(default_factory=dict)
+    extents: dict[str, int] = field(default_factory=dict)  # InterpOptions.extents
 
     @property
     def statements_per_second(self) -> float:
@@ -168,6 +169,10 @@ def run_kernel(
             result.batches += 1
     result.seconds = time.perf_counter() - t0
     result.findings = log.items
+    if opts.extents and bound is not None:
+        for name, (_, v) in bound.items():
+            if v.buf is not None and v.buf.track:
+                result.extents[name] = -(-v.buf.hi_bytes // v.buf.elem.size)
     for name, b in global_cache.items():  # __device__/__constant__ variables after the launch
         buf = b.val.buf if isinstance(b, Var) else b.ptr.buf if isinstance(b, MemLV) else None
         if buf is not None:
@@ -248,7 +253,7 @@ def _pointer_arg(
         raise LaunchError(f"argument {name!r} must be C-contiguous", kernel=m.kernel)
     arrays[name] = a
     flat = a.reshape(-1)
-    buf = Buffer(name, "global", flat, scalar_t, flat.size)
+    buf = Buffer(name, "global", flat, scalar_t, flat.size, track=m.options.extents)
     return Val(ct.ptr(elem), np.int64(0), buf=buf)
 
 
