@@ -66,6 +66,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
         self.local_acc = {}
         self.local_values = {}
         self.stored = {}
+        self.choice_aliases = {}
         self._stmt: dict[str, Callable[[Node], None]] = {
             "compound_statement": self._compound,
             "declaration": self._declaration,
@@ -225,6 +226,22 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
     def _asm(self, node: Node) -> None:
         self.facts.diagnostics.append(diag.make("INLINE_ASM", self.p.span(node)))
 
+    def _choice_alias(self, name: str, init: Node) -> None:
+        """`q = c ? a : b`: an access through q may be an access of a or of b, so both get
+        the role it implies (the index algebra cannot follow q)."""
+        while init.type == "parenthesized_expression" and init.named_children:
+            init = init.named_children[-1]
+        if init.type != "conditional_expression":
+            return
+        bases = []
+        for field in ("consequence", "alternative"):
+            branch = init.child_by_field_name(field)
+            target = self.resolve_pointer(branch) if branch is not None else None
+            if target is not None and target.base is not None:
+                bases.append(target.base)
+        if bases:
+            self.choice_aliases[name] = bases
+
     def _alias_offsets(self, node: Node) -> list[Node]:
         """The offset expressions of a pointer alias's initialiser (not its base pointer)."""
         if node.type == "parenthesized_expression" and node.named_children:
@@ -370,6 +387,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
             return Var("opaque", reason=f"pointer {d.name} has no initialiser", is_pointer=True)
         target = self.resolve_pointer(d.init)
         if target is None:
+            self._choice_alias(d.name, d.init)
             self.facts.diagnostics.append(
                 diag.make("UNRESOLVED_ALIAS", self.p.span(d.init), name=d.name)
             )

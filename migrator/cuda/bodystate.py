@@ -62,3 +62,4 @@ class BodyState:
     guard_stack: list[int]  # ids of enclosing guards (including early exits)
     branch_depth: int  # loops and if-branches entered; decides strong vs weak updates
     guard_of_if: dict[int, int]  # tree-sitter node id of an if_statement -> guard id
+    choice_aliases: dict[str, list[str]]  # `q = c ? a : b`: q -> the arrays it may name

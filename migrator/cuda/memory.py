@@ -100,6 +100,12 @@ class MemoryMixin(BodyState):
     def _record(self, node: Node, base: Node, indices: list[Node], kind: str) -> None:
         found = self.located(base, indices)
         if found is None:
+            for array in self.choice_aliases.get(self.p.text(base), []):
+                ev = self.facts.role_evidence.setdefault(array, set())
+                if kind in ("read", "update", "atomic"):
+                    ev.add("read")
+                if kind in ("write", "update", "atomic"):
+                    ev.add("write")
             return
         target, exprs = found
         for e in exprs:

@@ -384,3 +384,18 @@ def test_cache_hinted_loads_and_stores_are_accesses_of_their_pointer() -> None:
     assert roles == {"y": "out", "x": "in", "z": "in", "w": "out", "n": "scalar"}
     w = next(a for a in k.accesses if a.array == "w")
     assert w.kind == "write" and w.indices[0].canonical == "blockIdx.x*blockDim.x + threadIdx.x"
+
+
+def test_a_pointer_chosen_by_a_ternary_gives_both_arrays_their_roles() -> None:
+    k = one(
+        "__global__ void k(float* out, const float* a, const float* b, float* c, float* d,\n"
+        "                  int v, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  const float* q = v == 0 ? a : b;\n"
+        "  float* w = v ? c : d;\n"
+        "  if (i < n) { w[i] = q[i]; out[i] = q[i] * 2.0f; }\n"
+        "}\n"
+    )
+    roles = {p.name: p.role for p in k.params}
+    assert roles == {"out": "out", "a": "in", "b": "in", "c": "out", "d": "out",
+                     "v": "scalar", "n": "scalar"}  # fmt: skip

@@ -19,8 +19,8 @@ import numpy as np
 from migrator.contract import SpecError, load_spec, spec_for_source
 from migrator.cuda.interp.findings import InterpError, LaunchError, UnsupportedError
 from migrator.cuda.interp.options import InterpOptions
-from migrator.cuda.interp.runner import RunResult, run_kernel
-from migrator.cuda.interp.spec_run import run_spec_full
+from migrator.cuda.interp.runner import RunResult, kernel_signature, run_kernel
+from migrator.cuda.interp.spec_run import as_dtype, run_spec_full
 from migrator.cuda.parse import parse_file, render_with_caret
 from migrator.cuda.source import SourceError
 
@@ -158,7 +158,15 @@ def _run(args: argparse.Namespace) -> int:
         kargs: dict[str, Any] = dict(inputs)
         for k, v in _pairs(args.sizes, "sizes").items():
             kargs[k] = _number(k, v)
-        result = run_kernel(parse_file(src), args.kernel, grid, block, kargs, options=options)
+        parsed = parse_file(src)
+        for name, t in kernel_signature(parsed, args.kernel):  # raw bf16 .npy -> bf16
+            a = kargs.get(name)
+            if isinstance(a, np.ndarray) and t.elem is not None and t.elem.dtype is not None:
+                try:
+                    kargs[name] = as_dtype(a, t.elem.dtype) if a.dtype.kind == "V" else a
+                except ValueError as e:
+                    raise UsageError(f"--inputs {name}: {e}") from e
+        result = run_kernel(parsed, args.kernel, grid, block, kargs, options=options)
         saved = {k: v for k, v in result.outputs.items()}
         label = args.kernel or "kernel"
     _save(out_dir, saved)
@@ -170,9 +178,20 @@ def _save(out_dir: Path, arrays: dict[str, np.ndarray]) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, arr in arrays.items():
-            np.save(out_dir / f"{name}.npy", arr)
+            np.save(out_dir / f"{name}.npy", saved_form(arr))
     except OSError as e:
         raise UsageError(f"cannot write outputs to {out_dir}: {e}") from e
+
+
+def saved_form(arr: np.ndarray) -> np.ndarray:
+    """What a `.npy` output holds: bf16/fp8 widened to float32 (exact), since numpy's format
+    has no name for them and would store raw `|V2` bytes; other dtypes as they are."""
+    if arr.dtype.kind == "V" or (arr.dtype.kind == "f" and arr.dtype not in _NUMPY_FLOATS):
+        return arr.astype(np.float32)
+    return arr
+
+
+_NUMPY_FLOATS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
 
 
 def _summary(label: str, r: RunResult, saved: dict[str, np.ndarray], out_dir: Path) -> None:
@@ -182,7 +201,8 @@ def _summary(label: str, r: RunResult, saved: dict[str, np.ndarray], out_dir: Pa
         f"({r.statements_per_second / 1e6:.1f} M/s, {r.batches} batch(es))"
     )
     for name, arr in saved.items():
-        print(f"  {name}: {arr.dtype}{list(arr.shape)} -> {out_dir / (name + '.npy')}")
+        widened = " (saved as float32: exact)" if saved_form(arr) is not arr else ""
+        print(f"  {name}: {arr.dtype}{list(arr.shape)} -> {out_dir / (name + '.npy')}{widened}")
     for f in r.findings:
         print(f"  {f.render()}")
     if not r.findings:

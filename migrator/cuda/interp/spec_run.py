@@ -43,6 +43,18 @@ def _parsed(path: Path) -> ParsedSource:
     return p
 
 
+def as_dtype(arr: np.ndarray, want: np.dtype) -> np.ndarray:
+    """An input array in the tensor's dtype. A raw 2-byte `.npy` (`|V2`: how numpy saves an
+    ml_dtypes bfloat16 array) is reinterpreted, never converted from its bytes as numbers."""
+    if arr.dtype.kind == "V":
+        if arr.dtype.itemsize != want.itemsize:
+            raise ValueError(
+                f"a raw {arr.dtype} array cannot be read as {want} ({want.itemsize} bytes)"
+            )
+        return np.ascontiguousarray(arr).view(want)
+    return np.ascontiguousarray(arr, dtype=want)
+
+
 def run_spec_full(
     spec: TaskSpec | str | Path,
     sizes: Mapping[str, int] | None = None,
@@ -71,7 +83,7 @@ def run_spec_full(
         want = spec.shape_of(t, sz)
         if tuple(arr.shape) != want:
             raise ValueError(f"input {name!r} has shape {arr.shape}, expected {want}")
-        ins[name] = np.ascontiguousarray(arr, dtype=np_dtype(t.dtype))
+        ins[name] = as_dtype(arr, np_dtype(t.dtype))
     args: dict[str, Any] = {}
     for t in spec.tensors:
         if t.role == "out":

@@ -102,3 +102,28 @@ def test_kernel_bug_exits_1_with_findings(tmp_path: Path, capsys: pytest.Capture
     )
     assert rc == 1
     assert "out_of_bounds" in capsys.readouterr().out
+
+
+def test_bf16_inputs_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A bf16 `.npy` (numpy stores ml_dtypes' bfloat16 as raw `|V2`) is read as bf16, and a
+    bf16 output is written as exact float32, never as raw bytes."""
+    import ml_dtypes
+
+    cu = tmp_path / "half_it.cu"
+    cu.write_text(
+        "typedef __nv_bfloat16 floatX;\n"
+        "__global__ void half_it(floatX* y, const floatX* x, int n) {\n"
+        "  int i = threadIdx.x;\n  if (i < n) y[i] = (floatX)((float)x[i] * 0.5f);\n}\n"
+    )
+    x = (np.arange(16) * 0.75).astype(ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.zeros(16, ml_dtypes.bfloat16))
+    assert np.load(tmp_path / "x.npy").dtype.kind == "V"  # what numpy writes for bf16
+    rc = _main(["run", str(cu), "--kernel", "half_it", "--grid", "1", "--block", "16",
+                "--inputs", f"x={tmp_path / 'x.npy'}", f"y={tmp_path / 'y.npy'}",
+                "--sizes", "n=16", "-o", str(tmp_path / "out")])  # fmt: skip
+    assert rc == 0
+    y = np.load(tmp_path / "out" / "y.npy")
+    assert y.dtype == np.float32
+    assert np.array_equal(y, x.astype(np.float32) * 0.5)
+    assert "saved as float32" in capsys.readouterr().out
