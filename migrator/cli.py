@@ -126,6 +126,14 @@ def _register_diagnostics(sub: argparse._SubParsersAction) -> None:  # type: ign
     p.set_defaults(func=_cmd_diagnostics)
 
 
+def _launch(grid: str | None, block: str | None) -> tuple[str, str] | None:
+    if grid is None and block is None:
+        return None
+    if grid is None or block is None:
+        raise UsageError("--grid and --block go together (the launch the spec is inferred for)")
+    return grid, block
+
+
 def _cmd_migrate(args: argparse.Namespace) -> int:
     from migrator.migration import migrate
     from migrator.report import markdown, summary
@@ -134,6 +142,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         args.file, kernel=args.kernel, spec=args.spec, out_dir=args.out, target=args.target,
         check=args.check, dtype=args.dtype, sizes=_sizes(args.sizes), nki_api=args.nki_api,
         include_dirs=args.include_dirs, defines=_defines(args.defines),
+        launch=_launch(args.grid, args.block),
     )  # fmt: skip
     out_dir = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).stem
@@ -198,6 +207,12 @@ def build_migrate_parser() -> argparse.ArgumentParser:
         help="run the generated kernel against the CUDA interpreter (default: on)",
     )
     p.add_argument("--sizes", help="an extra size set for the check, e.g. M=1000,N=333")
+    p.add_argument(
+        "--grid",
+        help="without a spec or a launch site: grid size(s) in the kernel's integer parameters,"
+        " e.g. '(n + 255) / 256' or 'cols / 32, rows / 8'",
+    )
+    p.add_argument("--block", help="with --grid: block size(s), e.g. 256 or '32, 8'")
     p.add_argument(
         "--dtype",
         choices=["bfloat16", "float16"],

@@ -32,10 +32,26 @@ class InferenceError(ValueError):
     """The spec cannot be inferred; the message says what is missing."""
 
 
-def infer_spec(tu: TranslationUnit, k: Kernel) -> TaskSpec:
+def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = None) -> TaskSpec:
+    """The task of kernel `k` as its source shows it. `launch`: (grid, block) expressions in
+    the kernel's own integer parameters, used instead of the file's launch site (`migrate
+    k.cu --grid '(n + 255) / 256' --block 256`)."""
     site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
+    if launch is not None:
+        site = LaunchSite(
+            kernel=k.name, grid=f"dim3({launch[0]})", block=f"dim3({launch[1]})",
+            args=[p.name for p in k.params],
+            host_values={p.name: "<parameter>" for p in k.params if not p.pointer_depth},
+            span=k.span,
+        )  # fmt: skip
     if site is None:
-        raise InferenceError(f"no launch of {k.name} in {tu.file} (grid and block are unknown)")
+        ints = [p.name for p in k.params if not p.pointer_depth]
+        raise InferenceError(
+            f"no launch of {k.name} in {tu.file}, so grid and block are unknown: pass them, in "
+            f"the kernel's integer parameters ({', '.join(ints) or 'none'}), e.g. "
+            f"migrate {Path(tu.file).name} --kernel {k.name} --grid '(n + 255) / 256' "
+            "--block 256"
+        )
     host = _Host(
         {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")},
         tu.host_helpers,

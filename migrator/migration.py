@@ -85,13 +85,15 @@ def migrate(
     nki_api: str = "legacy",
     include_dirs: list[str | Path] | None = None,
     defines: dict[str, str] | None = None,
+    launch: tuple[str, str] | None = None,
 ) -> Migration:
-    """Migrate the `__global__` kernels of a CUDA file (or one of them) to NKI."""
+    """Migrate the `__global__` kernels of a CUDA file (or one of them) to NKI. `launch`:
+    (grid, block) for spec inference where the file has no usable launch site."""
     t0 = time.perf_counter()
     tu = analyze_file(source, include_dirs, defines)
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = load_spec(spec_path) if spec_path else None
-    options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api}
+    options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch}
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
     results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]
@@ -134,7 +136,7 @@ def _migrate_kernel(
         km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
     else:
         if spec is None:
-            spec = _inferred(tu, k, km, out)
+            spec = _inferred(tu, k, km, out, options.get("launch"))
         if spec is not None and options.get("dtype"):
             spec = with_dtype(spec, options["dtype"])
         if spec is not None:
@@ -188,12 +190,18 @@ def _migrate_kernel(
     return km
 
 
-def _inferred(tu: TranslationUnit, k: Kernel, km: KernelMigration, out: Path) -> TaskSpec | None:
+def _inferred(
+    tu: TranslationUnit,
+    k: Kernel,
+    km: KernelMigration,
+    out: Path,
+    launch: tuple[str, str] | None = None,
+) -> TaskSpec | None:
     """No sidecar: infer the task from the kernel and its launch site, and write it out."""
     from migrator.infer import InferenceError, infer_spec, to_toml
 
     try:
-        spec = infer_spec(tu, k)
+        spec = infer_spec(tu, k, launch)
     except InferenceError as e:
         km.diagnostics.append(diag.make("NO_SPEC", k.span, path=tu.file, why=str(e)))
         return None

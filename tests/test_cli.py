@@ -171,3 +171,26 @@ def test_run_executes_a_corpus_kernel_and_matches_numpy(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     c = np.load(tmp_path / "c.npy")
     assert c.shape == (1000,) and np.isfinite(c).all()
+
+
+def test_a_kernel_without_host_code_migrates_from_one_command_line(tmp_path: Path) -> None:
+    """No spec, no launch site: the diagnostic names the command line, and that command
+    (--grid/--block in the kernel's parameters, --sizes for a size set) suffices."""
+    cu = tmp_path / "scale.cu"
+    cu.write_text(
+        "__global__ void scale_rows(float* y, const float* x, const float* s, int rows,\n"
+        "                           int cols) {\n"
+        "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int r = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (r < rows && c < cols) y[r * cols + c] = x[r * cols + c] * s[r];\n}\n"
+    )
+    r = run(str(cu), "-o", str(tmp_path / "a"))
+    assert r.returncode == 1
+    assert "--grid" in r.stdout and "--block" in r.stdout and "(rows, cols)" in r.stdout
+    grid = "(cols + 31) / 32, (rows + 7) / 8"
+    r = run(str(cu), "-o", str(tmp_path / "b"), "--grid", grid, "--block", "32, 8",
+            "--sizes", "rows=300,cols=77")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "complete" in r.stdout and "check pass" in r.stdout
+    r = run(str(cu), "-o", str(tmp_path / "c"), "--grid", "4")
+    assert r.returncode == 2 and "--grid and --block go together" in r.stderr
