@@ -52,11 +52,12 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
             f"migrate {Path(tu.file).name} --kernel {k.name} --grid '(n + 255) / 256' "
             "--block 256"
         )
-    host = _Host(
-        {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")},
-        tu.host_helpers,
-    )
+    values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
+    # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
+    literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
+    host = _Host({n: v for n, v in values.items() if n not in literal}, tu.host_helpers)
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
+    host_params |= set(literal)
     resolve = host.resolve
     bindings = _template_bindings(k, site)
     resolved = _resolved_dtypes(tu, k, site)
@@ -98,15 +99,23 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
         else:
             raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
     size_names -= set(ties) - {v for v in ties.values()}
-    grid, block = host.dim3(site.grid), host.dim3(site.block)
-    smem = _clean(resolve(site.shared_bytes or "0"))
+    # a literal the kernel's arguments never name (`threads = 256`) is the launch as written
+    unused = {n: v for n, v in literal.items() if n not in size_names}
+    host_params -= set(unused)
+    launch_host = _Host({**host.host, **{n: str(v) for n, v in unused.items()}}, host.helpers)
+    grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
+    smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
     for expr in [*grid, *block, smem]:
         size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - {"ceil_div", "min", "max"}
     unknown = size_names - host_params
     if unknown:
         raise InferenceError(f"sizes {sorted(unknown)} are not host parameters")
     one_d = all(len(t["shape"]) == 1 for t in tensors)
-    sizes = {n: DEFAULT_1D if one_d else DEFAULT_2D for n in sorted(size_names)}
+    default = DEFAULT_1D if one_d else DEFAULT_2D
+    # a literal from the host is the default, within what both executors run quickly
+    sizes = {
+        n: min(literal.get(n, default), default * (1 if one_d else 4)) for n in sorted(size_names)
+    }
     # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
     pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
     sets = [{n: pool[(i + j) % len(pool)] for i, n in enumerate(sizes)} for j in range(2)]
@@ -125,9 +134,9 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     for n in sizes:
         if n not in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
             launch_only.add(n)
-            sizes[n] = 256
+            sizes[n] = literal.get(n, 256)
             for sset in sets:
-                sset[n] = 256
+                sset[n] = sizes[n]
     order = {"in": 0, "inout": 1, "out": 2}
     tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
     data: dict[str, Any] = {
@@ -340,6 +349,7 @@ class _Host:
         if text.startswith("<conditional"):
             raise InferenceError(f"the launch depends on a value set under a branch ({text})")
         out = _min_max(self._inline_helpers(text))
+        out = re.sub(r"\b(\w+)\.([xyz])\b", self._dim3_component, out)  # blockSize.x
         for k, v in _SIZEOF.items():
             out = out.replace(k, v)
         if depth <= 8:
@@ -350,6 +360,15 @@ class _Host:
         out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
         out = _C_CAST.sub("", out)  # `(long)N`, `(size_t)n`: casts, never sizes
         return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
+
+    def _dim3_component(self, m: re.Match[str]) -> str:
+        value = self.host.get(m.group(1), "")
+        inner = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", value, re.S)
+        if inner is None:
+            return m.group(0)
+        parts = _split_args(inner.group(1))
+        k = "xyz".index(m.group(2))
+        return f"({parts[k]})" if k < len(parts) else "1"
 
     def _inline_helpers(self, text: str) -> str:
         """`grid_for(n)` → the helper's returned expression with `n` for its parameter."""
@@ -410,6 +429,20 @@ def _split_args(text: str) -> list[str]:
         depth -= ch == ")"
         cur += ch
     return [*parts, cur.strip()] if cur.strip() else parts
+
+
+def _positive_int(text: str) -> int | None:
+    """`50000`, `1 << 20`, `32 * 1024`: a positive integer constant, else None."""
+    from migrator.contract import SpecError, eval_expr
+
+    clean = re.sub(r"(?<=\d)[uUlL]+\b", "", text.strip())
+    if not re.fullmatch(r"[\d\s()+*/%-]+", clean):
+        return None
+    try:
+        v = eval_expr(clean, {})
+    except (SpecError, TypeError, ValueError):
+        return None
+    return v if isinstance(v, int) and v > 0 else None
 
 
 def _int_or_text(s: str) -> Any:

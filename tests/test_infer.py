@@ -131,3 +131,28 @@ def test_a_gather_table_extent_is_not_guessed(tmp_path: Path) -> None:
     tu = analyze_file(src)
     with pytest.raises(InferenceError, match="follows the values of an integer input"):
         infer_spec(tu, tu.global_kernels[0])
+
+
+def test_sizes_that_are_literals_in_main(tmp_path: Path) -> None:
+    """`int numElements = 50000;` and `dim3 block(256)` read as `block.x`: sizes keep the host's
+    names and its values as defaults; launch-only literals stay as written."""
+    src = tmp_path / "vadd.cu"
+    src.write_text(
+        "__global__ void vadd(const float* A, const float* B, float* C, int numElements) {\n"
+        "  int i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+        "  if (i < numElements) C[i] = A[i] + B[i];\n}\n"
+        "int main(void) {\n"
+        "  int numElements = 50000;\n"
+        "  float *d_A = NULL, *d_B = NULL, *d_C = NULL;\n"
+        "  dim3 block(128);\n"
+        "  int blocksPerGrid = (numElements + block.x - 1) / block.x;\n"
+        "  vadd<<<blocksPerGrid, block>>>(d_A, d_B, d_C, numElements);\n"
+        "  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.sizes == {"numElements": 50000}
+    assert {t.name: t.shape for t in spec.tensors} == {n: ["numElements"] for n in "ABC"}
+    assert spec.launch_config(spec.sizes)[:2] == ((391, 1, 1), (128, 1, 1))  # dim3 block.x
+    m = migrate(src, out_dir=tmp_path / "out")
+    assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
