@@ -160,7 +160,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type: ignore[type-arg]
     "inspect": _register_inspect,
     "diagnostics": _register_diagnostics,
-    "run": lambda sub: _register_from("migrator.cuda.interp.run_cli", sub),
+    "run": lambda sub: _register_run(sub),
     "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
     "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
     "score": lambda sub: _register_from("migrator.score.cli", sub),
@@ -168,6 +168,18 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "tasks": lambda sub: _register_from("migrator.dataset.tasks_cli", sub),
     "corpus-check": lambda sub: _register_from("migrator.dataset.corpus_check", sub),
 }
+
+
+def _register_run(sub: argparse._SubParsersAction) -> object:  # type: ignore[type-arg]
+    """`migrate run`, with spec inference handed in (the interpreter is an earlier stage)."""
+    from migrator.cuda.interp import run_cli
+
+    def infer(source: Path, kernel: str | None) -> object:
+        from migrator.infer import infer_for_file
+
+        return infer_for_file(source, kernel)
+
+    return run_cli.register(sub, infer=infer)
 
 
 def _register_from(module: str, sub: argparse._SubParsersAction) -> object:  # type: ignore[type-arg]

@@ -194,6 +194,23 @@ def _fit_budget(
             sset[n] = ragged[(i + j) % len(ragged)]
 
 
+def infer_for_file(source: str | Path, kernel: str | None = None) -> TaskSpec:
+    """The inferred spec of `kernel` (or of the file's only kernel), as `migrate` infers it."""
+    from migrator.cuda.frontend import analyze_file
+
+    tu = analyze_file(source)
+    if kernel is None:
+        if len(tu.global_kernels) != 1:
+            names = ", ".join(k.name for k in tu.global_kernels) or "none"
+            raise InferenceError(f"pass --kernel: the file's kernels are {names}")
+        return infer_spec(tu, tu.global_kernels[0])
+    try:
+        k = tu.kernel(kernel)
+    except KeyError as e:
+        raise InferenceError(str(e.args[0])) from e
+    return infer_spec(tu, k)
+
+
 def measure_extents(
     tu: TranslationUnit, data: dict[str, Any], params: list[str], launch_only: set[str]
 ) -> dict[str, str]:

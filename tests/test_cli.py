@@ -194,3 +194,24 @@ def test_a_kernel_without_host_code_migrates_from_one_command_line(tmp_path: Pat
     assert "complete" in r.stdout and "check pass" in r.stdout
     r = run(str(cu), "-o", str(tmp_path / "c"), "--grid", "4")
     assert r.returncode == 2 and "--grid and --block go together" in r.stderr
+
+
+def test_run_infers_the_spec_as_migrate_does(tmp_path: Path) -> None:
+    cu = tmp_path / "vadd.cu"
+    cu.write_text(
+        "__global__ void vadd(const float* A, const float* B, float* C, int numElements) {\n"
+        "  int i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+        "  if (i < numElements) C[i] = A[i] + B[i];\n}\n"
+        "int main(void) {\n  int numElements = 5000;\n  float *d_A, *d_B, *d_C;\n"
+        "  vadd<<<(numElements + 255) / 256, 256>>>(d_A, d_B, d_C, numElements);\n}\n"
+    )
+    r = run("run", str(cu), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "numElements" in r.stdout and "no findings" in r.stdout
+    import numpy as np
+
+    assert np.load(tmp_path / "out" / "C.npy").shape == (5000,)
+    bare = tmp_path / "bare.cu"
+    bare.write_text("__global__ void k(float* x, int n) { x[threadIdx.x] = n; }\n")
+    r = run("run", str(bare), "-o", str(tmp_path / "out2"))
+    assert r.returncode == 2 and "--grid" in r.stderr and "none could be inferred" in r.stderr

@@ -29,8 +29,10 @@ class UsageError(Exception):
     """A problem with the command line or its files (exit status 2)."""
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the `run` subcommand to a `migrate` argparse subparsers object."""
+def register(subparsers: Any, infer: Any = None) -> argparse.ArgumentParser:
+    """Add the `run` subcommand to a `migrate` argparse subparsers object. `infer(source,
+    kernel) -> TaskSpec` infers a spec when there is no sidecar and no --grid/--block (the
+    same inference as `migrate KERNEL.cu`; handed in because it is a later stage)."""
     p = subparsers.add_parser(
         "run", help="run a CUDA kernel on the CPU (the oracle)", description=__doc__.splitlines()[0]
     )
@@ -56,7 +58,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--shadow", action="store_true", help="evaluate float in float64")
     p.add_argument("--seed", type=int, default=0, help="seed for spec-generated inputs")
-    p.set_defaults(func=handle, handler=handle)  # migrate's cli.py dispatches on `func`
+    p.set_defaults(func=handle, handler=handle, infer=infer)  # cli.py dispatches on `func`
     return p
 
 
@@ -139,8 +141,18 @@ def _run(args: argparse.Namespace) -> int:
     spec_path = Path(args.spec) if args.spec else spec_for_source(src)
     out_dir = Path(args.out)
     saved: dict[str, np.ndarray] = {}
-    if spec_path is not None:
-        spec = load_spec(spec_path)
+    spec = load_spec(spec_path) if spec_path is not None else None
+    infer = getattr(args, "infer", None)
+    if spec is None and grid is None and block is None and infer is not None:
+        try:  # no sidecar and no launch given: the spec `migrate KERNEL.cu` would infer
+            spec = infer(src, args.kernel)
+        except ValueError as e:
+            raise UsageError(
+                f"no spec next to the source and none could be inferred ({e}); pass --spec, "
+                "or --grid and --block"
+            ) from e
+        spec_path = Path(spec.path) if spec.path else src.with_suffix(".inferred.toml")
+    if spec is not None:
         if args.kernel and args.kernel != spec.kernel.name:
             raise UsageError(f"--kernel {args.kernel} differs from the spec's {spec.kernel.name}")
         sizes = {k: int(_number(k, v)) for k, v in _pairs(args.sizes, "sizes").items()}
