@@ -55,9 +55,13 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
     # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
     literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
-    host = _Host({n: v for n, v in values.items() if n not in literal}, tu.host_helpers)
+    # `int N = 1; for (...) N *= x.size(i);` or N set in two branches: the host decides N at
+    # run time, so it is a size of its own (where the kernel's arguments use it)
+    chosen = {n for n, v in values.items() if v.startswith("<conditional")}
+    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
+                 tu.host_helpers)  # fmt: skip
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
-    host_params |= set(literal)
+    host_params |= set(literal) | chosen
     resolve = host.resolve
     bindings = _template_bindings(k, site)
     resolved = _resolved_dtypes(tu, k, site)
@@ -101,8 +105,12 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     size_names -= set(ties) - {v for v in ties.values()}
     # a literal the kernel's arguments never name (`threads = 256`) is the launch as written
     unused = {n: v for n, v in literal.items() if n not in size_names}
-    host_params -= set(unused)
-    launch_host = _Host({**host.host, **{n: str(v) for n, v in unused.items()}}, host.helpers)
+    host_params -= set(unused) | (chosen - size_names)
+    launch_host = _Host(
+        {**host.host, **{n: str(v) for n, v in unused.items()},
+         **{n: values[n] for n in chosen - size_names}},  # a launch set under a branch
+        host.helpers,
+    )  # fmt: skip
     grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
     smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
     for expr in [*grid, *block, smem]:

@@ -156,3 +156,22 @@ def test_sizes_that_are_literals_in_main(tmp_path: Path) -> None:
     assert spec.launch_config(spec.sizes)[:2] == ((391, 1, 1), (128, 1, 1))  # dim3 block.x
     m = migrate(src, out_dir=tmp_path / "out")
     assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
+
+
+def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
+    """`int N = 1; for (...) N *= x.size(i);` (a torch binding): N is a size of its own."""
+    src = tmp_path / "relu.cu"
+    src.write_text(
+        "__global__ void relu_kernel(float* x, float* y, int N) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < N) y[i] = fmaxf(0.0f, x[i]);\n}\n"
+        "void relu(torch::Tensor x, torch::Tensor y) {\n"
+        "  const int ndim = x.dim();\n  int N = 1;\n"
+        "  for (int i = 0; i < ndim; ++i) { N *= x.size(i); }\n"
+        "  dim3 block(256);\n  dim3 grid((N + 256 - 1) / 256);\n"
+        "  relu_kernel<<<grid, block>>>(reinterpret_cast<float*>(x.data_ptr()),\n"
+        "                               reinterpret_cast<float*>(y.data_ptr()), N);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert set(spec.sizes) == {"N"} and [t.shape for t in spec.tensors] == [["N"], ["N"]]

@@ -35,6 +35,8 @@ class MemoryMixin(BodyState):
             self.expr(right, "read")
         if left is None:
             return
+        while left.type == "parenthesized_expression" and left.named_children:
+            left = left.named_children[-1]  # `(LDST128BITS(c[i])) = v`: macros add parentheses
         if _has_template_call(left):  # `x < a && y > b = ...` cannot be an lvalue: a misparse
             self.facts.diagnostics.append(
                 diag.make("AMBIGUOUS_COMPARISON", self.p.span(node), text=self.p.text(node)[:60])
@@ -191,6 +193,8 @@ class MemoryMixin(BodyState):
         if t == "pointer_expression":
             op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
             arg = node.child_by_field_name("argument")
+            while arg is not None and arg.type == "parenthesized_expression" and arg.named_children:
+                arg = arg.named_children[0]  # `&(a[idx])`, as macros spell it
             if op == "&" and arg is not None and arg.type == "subscript_expression":
                 base = self.resolve_pointer(arg.child_by_field_name("argument"))  # type: ignore[arg-type]
                 idx = arg.child_by_field_name("indices")

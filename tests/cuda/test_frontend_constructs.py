@@ -399,3 +399,20 @@ def test_a_pointer_chosen_by_a_ternary_gives_both_arrays_their_roles() -> None:
     roles = {p.name: p.role for p in k.params}
     assert roles == {"out": "out", "a": "in", "b": "in", "c": "out", "d": "out",
                      "v": "scalar", "n": "scalar"}  # fmt: skip
+
+
+def test_macro_wrapped_128_bit_accesses_are_reads_and_writes() -> None:
+    """`#define LDST128BITS(v) (reinterpret_cast<float4 *>(&(v))[0])` on both sides of an
+    assignment: parentheses around the lvalue and around `&(a[i])` hide nothing."""
+    k = one(
+        "#define LDST128BITS(value) (reinterpret_cast<float4 *>(&(value))[0])\n"
+        "__global__ void k(half* a, half* c, int N) {\n"
+        "  int idx = 8 * (blockIdx.x * blockDim.x + threadIdx.x);\n"
+        "  half pa[8];\n"
+        "  LDST128BITS(pa[0]) = LDST128BITS(a[idx]);\n"
+        "  if ((idx + 7) < N) { LDST128BITS(c[idx]) = LDST128BITS(pa[0]); }\n"
+        "}\n"
+    )
+    assert {p.name: p.role for p in k.params} == {"a": "in", "c": "out", "N": "scalar"}
+    c = next(a for a in k.accesses if a.array == "c")
+    assert c.kind == "write" and c.vector_width == 8
