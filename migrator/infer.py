@@ -58,6 +58,8 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     # `int N = 1; for (...) N *= x.size(i);` or N set in two branches: the host decides N at
     # run time, so it is a size of its own (where the kernel's arguments use it)
     chosen = {n for n, v in values.items() if v.startswith("<conditional")}
+    # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
+    chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
     host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
                  tu.host_helpers)  # fmt: skip
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
@@ -100,6 +102,8 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
         elif names and names <= host_params:
             size_names |= names
             scalars.append({"name": p.name, "dtype": dtype, "size": arg})
+        elif not names and _positive_int(arg) is not None:  # `kernel<<<g, b>>>(x, 64)`
+            scalars.append({"name": p.name, "dtype": dtype, "value": _positive_int(arg)})
         else:
             raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
     size_names -= set(ties) - {v for v in ties.values()}
@@ -138,6 +142,12 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     # a host parameter that only sizes the block (`block_size`) is a launch choice, not a
     # problem size: a typical block, the same in every size set
     shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
+    # a problem size that is also the block (one thread per column): within CUDA's 1024
+    for n in sizes:
+        if n in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
+            sizes[n] = min(sizes[n], 256)
+            for sset, v in zip(sets, (128, 64), strict=False):
+                sset[n] = v
     launch_only = set()
     for n in sizes:
         if n not in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
@@ -162,6 +172,9 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
             if t["param"] in measured:
                 t["shape"] = [measured[t["param"]]]
         _fit_budget(tensors, sizes, sets, launch_only)
+    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
+    for sset in (sizes, *sets):
+        _cap_elements(tensors, sset, launch_only | in_block)
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
@@ -175,6 +188,33 @@ PROBE_RUNS = 6
 MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
 PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
+
+
+MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
+
+
+def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str]) -> None:
+    """Halve the largest free size (keeping it odd: still ragged) until every tensor of the
+    size set has at most MAX_ELEMENTS elements (`S * H` with S = 65536 is 16M)."""
+    from migrator.contract import SpecError, eval_expr
+
+    def largest() -> int:
+        try:
+            return max(
+                (int(np.prod([eval_expr(d, sset) for d in t["shape"]], dtype=np.int64))
+                 for t in tensors), default=0,
+            )  # fmt: skip
+        except SpecError:
+            return 0
+
+    import numpy as np
+
+    for _ in range(64):
+        free = [n for n in sset if n not in keep and sset[n] > 8]
+        if largest() <= MAX_ELEMENTS or not free:
+            return
+        n = max(free, key=lambda x: sset[x])
+        sset[n] = sset[n] // 2 + 1
 
 
 def _fit_budget(
@@ -355,6 +395,7 @@ _SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
            "sizeof(unsigned int)": "4", "sizeof(__half)": "2"}  # fmt: skip
 
 
+_RUNTIME_SIZE = re.compile(r"\.\s*(?:size|numel|stride|sizes|dim)\s*\(")
 _C_CAST = re.compile(
     r"\((?:\s*(?:const|unsigned|signed)\s+)*(?:long\s+long|long|int|short|unsigned|size_t|"
     r"ssize_t|ptrdiff_t|u?int(?:8|16|32|64)_t|float|double)(?:\s+int)?\s*\)"

@@ -58,6 +58,7 @@ class CallMixin:
             **dict.fromkeys(("__stcg", "__stcs", "__stwb", "__stwt"), _st_hint),
             "printf": _printf,
             "assert": _assert,
+            "__trap": _trap,
         }
 
     def call(self: Machine, node: Node, mask: np.ndarray) -> Val:
@@ -523,6 +524,14 @@ def _assert(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     if failed.any():
         c = m.geo.coord(int(np.flatnonzero(failed)[0]))
         raise m.error(node, f"device assertion failed in {c} ({int(failed.sum())} threads)")
+    return Val(ct.VOID, np.int8(0))
+
+
+def _trap(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`__trap()`: the launch aborts where any lane reaches it."""
+    if mask.any():
+        c = m.geo.coord(int(np.flatnonzero(mask)[0]))
+        raise m.error(node, f"__trap() reached in {c} ({int(mask.sum())} threads)")
     return Val(ct.VOID, np.int8(0))
 
 

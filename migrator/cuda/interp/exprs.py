@@ -557,6 +557,10 @@ class ExprMixin:
         return v
 
     def convert_to(self: Machine, v: Val, t: CType, node: Node) -> Val:
+        if v.ctype.kind == "struct" and t != v.ctype:  # a user conversion operator
+            converted = self.convert_struct(v, t, node)
+            if converted is not None:
+                return converted
         try:
             return convert(v, t)
         except TypeError as e:

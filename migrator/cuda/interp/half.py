@@ -112,6 +112,28 @@ def _to_float2(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val
     return Val(ct.vec(ct.FLOAT, len(v.comps)), comps=tuple(convert(c, ct.FLOAT) for c in v.comps))
 
 
+def _pair_of_float2(t: CType) -> Builtin:
+    """`__float22half2_rn(float2)`: both components rounded (RTNE)."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        (v,) = args
+        if v.comps is None or len(v.comps) != 2:
+            raise m.error(node, "expected a float2 operand")
+        return Val(ct.vec(t, 2), comps=tuple(_round(_f32(c), t) for c in v.comps))
+
+    return call
+
+
+def _from_number(t: CType) -> Builtin:
+    """`__int2half_rn(i)`: an integer rounded to the nearest half (through double: exact)."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        x = np.asarray(convert(args[0], ct.DOUBLE).data).astype(t.dtype)
+        return Val(t, x if x.ndim else x[()])
+
+    return call
+
+
 def _rsqrt(x: Any) -> Any:
     return np.float32(1) / np.sqrt(x)
 
@@ -150,5 +172,10 @@ HALF_BUILTINS: dict[str, Builtin] = {
     "__low2float": _component(0, True),
     "__high2float": _component(1, True),
     "__half22float2": _to_float2,
+    "__float22half2_rn": _pair_of_float2(ct.HALF),
+    "__float22bfloat162_rn": _pair_of_float2(ct.BF16),
+    "__int2half_rn": _from_number(ct.HALF),
+    "__uint2half_rn": _from_number(ct.HALF),
+    "__int2bfloat16_rn": _from_number(ct.BF16),
     "__bfloat1622float2": _to_float2,
 }

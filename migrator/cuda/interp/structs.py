@@ -250,6 +250,49 @@ class StructMixin:
         self.call_device(fn, node, None, arg_nodes, mask, names={**info.names(), **fields})
         return Val(t, comps=tuple(fields[f].val for f, _ in t.fields))
 
+    def convert_struct(self: Machine, v: Val, to: CType, node: Node) -> Val | None:
+        """`T* s = SharedMemory<T>();`: a user conversion operator (`operator T*()`) of the
+        struct, run with the object's fields read-only; None when it has none for `to`."""
+        info = self.struct_info.get(v.ctype.name)
+        if info is None:
+            return None
+        for c in info.body.named_children:
+            cast = c.child_by_field_name("declarator") if c.type == "function_definition" else None
+            body = c.child_by_field_name("body")
+            if cast is None or cast.type != "operator_cast" or body is None:
+                continue
+            names = info.names()
+            self.push_frame(ct.VOID, names)
+            try:
+                tnode = cast.child_by_field_name("type")
+                target = self.base_type(tnode) if tnode is not None else None
+                decl = cast.child_by_field_name("declarator")
+                if target is not None and decl is not None and "pointer" in decl.type:
+                    target = ct.ptr(target)
+            finally:
+                self.frames.pop()
+            if (
+                target is None
+                or target.kind != to.kind
+                or (to.elem is not None and target.elem != to.elem)
+            ):
+                continue
+            if any(c2.type not in ("declaration", "return_statement", "comment")
+                   for c2 in body.named_children):  # fmt: skip
+                raise self.unsupported(node, f"{v.ctype.name}'s conversion to {to} (not pure)")
+            if v.comps is not None:
+                for (f, ft), fv in zip(v.ctype.fields, v.comps, strict=True):
+                    names[f] = Var(ft, fv, const=True, name=f)
+            frame = self.push_frame(target, names)
+            try:
+                self.exec(body, self.geo.full)  # a pure body: every lane computes the same
+                if frame.retval is None:
+                    raise self.error(node, f"{v.ctype.name}'s conversion returned no value")
+                return frame.retval
+            finally:
+                self.frames.pop()
+        return None
+
     def element_lvalue(self: Machine, base: LValue, index: Val, node: Node) -> LValue | None:
         """`a[i]` where `a` is a local array-valued field or a struct whose `operator[]`
         returns an element of one of its array fields; None for anything else."""

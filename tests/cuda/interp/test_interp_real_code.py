@@ -505,3 +505,50 @@ def test_struct_statics_survive_block_batches(krun: Runner) -> None:
     o = np.zeros(8, np.int32)
     krun(src, "k", 8, 32, o=o, options=InterpOptions(block_batch=2))
     assert (o == 4).all()
+
+
+def test_shared_memory_accessor_struct(krun: Runner) -> None:
+    """The CUDA samples' `SharedMemory<T>`: a struct whose `operator T*()` returns the
+    `extern __shared__` array, used as `T* sdata = SharedMemory<T>();`."""
+    src = """
+    template <class T> struct SharedMemory {
+        __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
+        __device__ inline operator const T *() const {
+            extern __shared__ int __smem[]; return (T *)__smem; }
+    };
+    template <class T>
+    __global__ void reduce0(T *g_idata, T *g_odata, unsigned int n) {
+        T *sdata = SharedMemory<T>();
+        unsigned int tid = threadIdx.x;
+        unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+        sdata[tid] = (i < n) ? g_idata[i] : 0;
+        __syncthreads();
+        for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+            if ((tid % (2 * s)) == 0) sdata[tid] += sdata[tid + s];
+            __syncthreads();
+        }
+        if (tid == 0) g_odata[blockIdx.x] = sdata[0];
+    }"""
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    krun(src, "reduce0", 4, 256, shared_bytes=256 * 4, template_args=["float"],
+         g_idata=x, g_odata=out, n=1000)  # fmt: skip
+    want = np.array([x[b * 256 : (b + 1) * 256].sum() for b in range(4)], np.float32)
+    assert np.array_equal(out, want)
+
+
+def test_integer_to_half_pairs_from_float2_and_trap(krun: Runner) -> None:
+    src = """
+    __global__ void k(__half* h, const int* flag) {
+        int i = threadIdx.x;
+        h[i] = __int2half_rn(i * 1001);
+        __half2 p = __float22half2_rn(make_float2(1.5f, 2.25f));
+        h[8 + i] = __high2half(p) + __low2half(p);
+        if (i == 3 && flag[0] == 7) __trap();
+    }"""
+    h = np.zeros(16, np.float16)
+    krun(src, "k", 1, 8, h=h, flag=np.zeros(1, np.int32))
+    assert np.array_equal(h[:8], (np.arange(8) * 1001).astype(np.float16))
+    assert (h[8:] == np.float16(3.75)).all()
+    with pytest.raises(InterpError, match=r"__trap\(\) reached in block \(0, 0, 0\) thread \(3"):
+        krun(src, "k", 1, 8, h=h, flag=np.full(1, 7, np.int32))
