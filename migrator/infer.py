@@ -10,6 +10,7 @@ reported, never guessed; the inferred spec is written out for the user to review
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,21 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
         size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - {"ceil_div", "min", "max"}
     unknown = size_names - host_params
     if unknown:
-        raise InferenceError(f"sizes {sorted(unknown)} are not host parameters")
+        where = (
+            ", ".join(
+                f"{n} = {values[n]}"
+                for n in sorted(values)
+                if n in str([site.grid, site.block, site.shared_bytes])
+            )
+            if values
+            else ""
+        )
+        raise InferenceError(
+            f"the launch or the arguments use {', '.join(sorted(unknown))}, which the host "
+            "code does not fix as a size"
+            + (f" ({where[:200]})" if where else "")
+            + "; pass --grid and --block in the kernel's integer parameters, or a spec"
+        )
     one_d = all(len(t["shape"]) == 1 for t in tensors)
     default = DEFAULT_1D if one_d else DEFAULT_2D
     # a literal from the host is the default, within what both executors run quickly
@@ -201,13 +216,11 @@ def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set
     def largest() -> int:
         try:
             return max(
-                (int(np.prod([eval_expr(d, sset) for d in t["shape"]], dtype=np.int64))
-                 for t in tensors), default=0,
+                (math.prod(int(eval_expr(d, sset)) for d in t["shape"]) for t in tensors),
+                default=0,
             )  # fmt: skip
         except SpecError:
             return 0
-
-    import numpy as np
 
     for _ in range(64):
         free = [n for n in sset if n not in keep and sset[n] > 8]
@@ -270,7 +283,7 @@ def measure_extents(
 
     import numpy as np
 
-    from migrator.contract import eval_expr, np_dtype
+    from migrator.contract import SpecError, eval_expr, np_dtype
     from migrator.cuda.interp import InterpOptions
     from migrator.cuda.interp.findings import InterpError
     from migrator.cuda.interp.runner import run_kernel
@@ -287,6 +300,14 @@ def measure_extents(
     for j in range(PROBE_RUNS + 1):  # the last run repeats the first with other int values
         sz = dict(fixed)
         sz.update({n: int(table[j % PROBE_RUNS, i]) for i, n in enumerate(free)})
+        for _ in range(3):  # `grid = N / 256`: sizes large enough for one block at least
+            try:
+                dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
+            except (SpecError, ArithmeticError):
+                break
+            if min(dims, default=1) >= 1:
+                break
+            sz.update({n: sz[n] * 8 for n in free})
         high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
         args: dict[str, Any] = {}
         try:
