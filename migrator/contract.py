@@ -89,6 +89,9 @@ class KernelRef(_Frozen):
     family: str = "unknown"
     template_args: list[int | float | str] = Field(default_factory=list)
     source: str | None = None  # .cu file, relative to the spec; default: same stem
+    # how the file is preprocessed (as nvcc -I / -D): include dirs relative to the spec
+    include_dirs: list[str] = Field(default_factory=list)
+    defines: dict[str, str] = Field(default_factory=dict)
 
 
 class TensorSpec(_Frozen):
@@ -234,6 +237,11 @@ class TaskSpec(_Frozen):
         base = Path(self.path).parent if self.path else Path(".")
         stem = Path(self.path).stem if self.path else self.kernel.name
         return base / (self.kernel.source or f"{stem}.cu")
+
+    def preprocessor(self) -> tuple[list[Path], dict[str, str]]:
+        """(include dirs, defines) the CUDA source is parsed with, as the spec states them."""
+        base = Path(self.path).parent if self.path else Path(".")
+        return [base / d for d in self.kernel.include_dirs], dict(self.kernel.defines)
 
     def reference_function(self) -> Callable[..., Any]:
         base = Path(self.path).parent if self.path else Path(".")

@@ -33,10 +33,18 @@ class InferenceError(ValueError):
     """The spec cannot be inferred; the message says what is missing."""
 
 
-def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = None) -> TaskSpec:
+def infer_spec(
+    tu: TranslationUnit,
+    k: Kernel,
+    launch: tuple[str, str] | None = None,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> TaskSpec:
     """The task of kernel `k` as its source shows it. `launch`: (grid, block) expressions in
     the kernel's own integer parameters, used instead of the file's launch site (`migrate
-    k.cu --grid '(n + 255) / 256' --block 256`)."""
+    k.cu --grid '(n + 255) / 256' --block 256`). `include_dirs`/`defines`: how the file was
+    preprocessed (`-I`, `-D`); the spec records them so the oracle parses the same program."""
+    pre = ([str(Path(d).resolve()) for d in include_dirs or []], dict(defines or {}))
     site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
     if launch is not None:
         site = LaunchSite(
@@ -67,7 +75,7 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     host_params |= set(literal) | chosen
     resolve = host.resolve
     bindings = _template_bindings(k, site)
-    resolved = _resolved_dtypes(tu, k, site)
+    resolved = _resolved_dtypes(tu, k, site, pre)
     tensors, scalars = [], []
     args = dict(zip([p.name for p in k.params], site.args, strict=False))
     bounds = _bounds(k, host, args, site)
@@ -174,11 +182,16 @@ def infer_spec(tu: TranslationUnit, k: Kernel, launch: tuple[str, str] | None = 
     tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
     data: dict[str, Any] = {
         "kernel": {"name": k.name, "family": "inferred", "source": Path(tu.file).name,
-                   "template_args": [_number(a) for a in site.template_args]},
+                   "template_args": [_number(a) for a in site.template_args],
+                   "include_dirs": pre[0], "defines": pre[1]},
         "sizes": sizes, "size_sets": sets, "tensors": tensors, "scalars": scalars,
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
+    if sizes and not unshaped:  # shapes read from the indices, checked by one small run
+        for p in too_small_shapes(tu, data, launch_only):
+            unshaped.append(p)
+            next(t for t in tensors if t["param"] == p)["shape"] = []
     if unshaped:
         if not sizes:
             raise InferenceError(f"the extent of {unshaped[0]} cannot be read from its indices")
@@ -272,8 +285,102 @@ def infer_for_file(source: str | Path, kernel: str | None = None) -> TaskSpec:
     return infer_spec(tu, k)
 
 
+def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
+                 row: Any) -> dict[str, int]:  # fmt: skip
+    """One measurement size set, grown until the grid has a block (`grid = N / 256`)."""
+    from migrator.contract import SpecError, eval_expr
+
+    sz = dict(fixed)
+    sz.update({n: int(row[i]) for i, n in enumerate(free)})
+    for _ in range(3):
+        try:
+            dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
+        except (SpecError, ArithmeticError):
+            break
+        if min(dims, default=1) >= 1:
+            break
+        sz.update({n: sz[n] * 8 for n in free})
+    return sz
+
+
+def _probe_run(
+    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int, rng: Any
+) -> dict[str, int]:
+    """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
+    their shapes) and return how far it reached into each array argument."""
+    import numpy as np
+
+    from migrator.contract import eval_expr, np_dtype
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+
+    args: dict[str, Any] = {}
+    for t in data["tensors"]:
+        dt = np_dtype(t["dtype"])
+        n_el = PROBE_ELEMS if t["param"] in big else math.prod(
+            int(eval_expr(d, sz)) for d in t["shape"]
+        )  # fmt: skip
+        if np.issubdtype(dt, np.integer):
+            args[t["param"]] = rng.integers(0, high, n_el).astype(dt)
+        else:
+            args[t["param"]] = rng.standard_normal(n_el).astype(dt)
+    for sc in data["scalars"]:
+        args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
+    grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
+    block = [int(eval_expr(b, sz)) for b in data["launch"]["block"]]
+    smem = int(eval_expr(data["launch"]["shared_bytes"], sz))
+    res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
+                     data["kernel"]["template_args"],
+                     InterpOptions(oob="report", extents=True))  # fmt: skip
+    return res.extents
+
+
+def too_small_shapes(tu: TranslationUnit, data: dict[str, Any], launch_only: set[str]) -> list[str]:
+    """Tensors whose shape read from the indices is smaller than what the kernel reaches at a
+    measurement size set (pointers advanced per tile, say): those are measured instead. A
+    kernel that does not run at those sizes keeps its shapes (the check will say why)."""
+    import numpy as np
+
+    from migrator.contract import SpecError, eval_expr
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.parse import parse_file
+
+    free = [n for n in sorted(data["sizes"]) if n not in launch_only]
+    fixed = {n: data["sizes"][n] for n in launch_only}
+    row = np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))[0]
+    sz = _probe_sizes(data, free, fixed, row)
+    parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
+    everything = {t["param"] for t in data["tensors"]}
+    try:
+        reached = _probe_run(parsed, data, everything, sz, 8, np.random.default_rng(0))
+        shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
+                  for t in data["tensors"]}  # fmt: skip
+    except (InterpError, SpecError, ValueError, ArithmeticError):
+        return []
+    return [p for p, n in shaped.items() if reached.get(p, 0) > n]
+
+
 def measure_extents(
     tu: TranslationUnit, data: dict[str, Any], params: list[str], launch_only: set[str]
+) -> dict[str, str]:
+    """`_measure` at small sizes; kernels that assume whole tiles (sizes multiples of 32, no
+    bounds checks) fit only at tile multiples, so with at most three sizes they are measured
+    again at four times the sizes."""
+    try:
+        return _measure(tu, data, params, launch_only, 1)
+    except InferenceError:
+        free = [n for n in data["sizes"] if n not in launch_only]
+        if len(free) > 3:
+            raise
+        return _measure(tu, data, params, launch_only, 4)
+
+
+def _measure(
+    tu: TranslationUnit,
+    data: dict[str, Any],
+    params: list[str],
+    launch_only: set[str],
+    scale: int,
 ) -> dict[str, str]:
     """Extents the indices do not show, measured: the kernel runs at four size sets with the
     unknown tensors as large buffers, and each extent (one past the highest element reached) is
@@ -283,59 +390,28 @@ def measure_extents(
 
     import numpy as np
 
-    from migrator.contract import SpecError, eval_expr, np_dtype
-    from migrator.cuda.interp import InterpOptions
     from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.interp.runner import run_kernel
     from migrator.cuda.parse import parse_file
 
     names = sorted(data["sizes"])
     fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
     free = [n for n in names if n not in fixed]
     runs: list[tuple[dict[str, int], dict[str, int]]] = []
-    parsed = parse_file(tu.file)
+    parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
-    table = np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))
+    table = scale * np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))
     for j in range(PROBE_RUNS + 1):  # the last run repeats the first with other int values
-        sz = dict(fixed)
-        sz.update({n: int(table[j % PROBE_RUNS, i]) for i, n in enumerate(free)})
-        for _ in range(3):  # `grid = N / 256`: sizes large enough for one block at least
-            try:
-                dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
-            except (SpecError, ArithmeticError):
-                break
-            if min(dims, default=1) >= 1:
-                break
-            sz.update({n: sz[n] * 8 for n in free})
+        sz = _probe_sizes(data, free, fixed, table[j % PROBE_RUNS])
         high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
-        args: dict[str, Any] = {}
         try:
-            for t in data["tensors"]:
-                dt = np_dtype(t["dtype"])
-                n_el = (
-                    PROBE_ELEMS
-                    if t["param"] in params
-                    else int(np.prod([eval_expr(d, sz) for d in t["shape"]], dtype=np.int64))
-                )
-                if np.issubdtype(dt, np.integer):
-                    args[t["param"]] = rng.integers(0, high, n_el).astype(dt)
-                else:
-                    args[t["param"]] = rng.standard_normal(n_el).astype(dt)
-            for sc in data["scalars"]:
-                args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
-            grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
-            block = [int(eval_expr(b, sz)) for b in data["launch"]["block"]]
-            smem = int(eval_expr(data["launch"]["shared_bytes"], sz))
-            res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
-                             data["kernel"]["template_args"],
-                             InterpOptions(oob="report", extents=True))  # fmt: skip
+            extents = _probe_run(parsed, data, set(params), sz, high, rng)
         except (InterpError, ValueError, ArithmeticError) as e:
             raise InferenceError(
                 f"the extent of {params[0]} cannot be read from its indices, and measuring it "
                 f"failed at sizes {sz}: {' '.join(str(e).split())[:200]}"
             ) from e
-        runs.append((sz, res.extents))
+        runs.append((sz, extents))
     out: dict[str, str] = {}
     for p in params:
         if runs[-1][1].get(p, 0) != runs[0][1].get(p, 0):
@@ -389,10 +465,21 @@ def site_launch(tu: TranslationUnit, kernel: str) -> tuple[list[Any], list[Any],
 
 def to_toml(spec: TaskSpec) -> str:
     """The inferred spec as a sidecar the user can review and keep."""
-    lines = ["# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",
-             "[kernel]", f'name = "{spec.kernel.name}"', f'family = "{spec.kernel.family}"',
-             f'source = "{spec.kernel.source}"',
-             f"template_args = {list(spec.kernel.template_args)!r}".replace("'", '"'), "",
+    lines = [
+        "# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",
+        "[kernel]",
+        f'name = "{spec.kernel.name}"',
+        f'family = "{spec.kernel.family}"',
+        f'source = "{spec.kernel.source}"',
+        f"template_args = {list(spec.kernel.template_args)!r}".replace("'", '"'),
+    ]
+    if spec.kernel.include_dirs:
+        lines.append("include_dirs = [" + ", ".join(f'"{d}"' for d in spec.kernel.include_dirs)
+                     + "]")  # fmt: skip
+    if spec.kernel.defines:
+        lines.append("defines = { " + ", ".join(f'{n} = "{v}"' for n, v in
+                                               spec.kernel.defines.items()) + " }")  # fmt: skip
+    lines += ["",
              "[sizes]"] + [f"{n} = {v}" for n, v in spec.sizes.items()]  # fmt: skip
     for s in spec.size_sets:
         lines += ["", "[[size_sets]]"] + [f"{n} = {v}" for n, v in s.items()]
@@ -564,15 +651,20 @@ def _pyname(name: str) -> str:
     return f"{name}_" if keyword.iskeyword(name) else name
 
 
-def _resolved_dtypes(tu: TranslationUnit, k: Kernel, site: LaunchSite) -> dict[str, str]:
+def _resolved_dtypes(
+    tu: TranslationUnit, k: Kernel, site: LaunchSite, pre: tuple[list[str], dict[str, str]]
+) -> dict[str, str]:
     """Parameter element types as the interpreter resolves them: typedefs chosen by a macro
     (`floatX`), header types (`size_t`), template types bound at the launch site."""
     from migrator.cuda.interp.findings import InterpError
     from migrator.cuda.interp.runner import kernel_signature
+    from migrator.cuda.parse import parse_file
     from migrator.cuda.source import SourceError
 
     try:
-        sig = kernel_signature(Path(tu.file), k.name, [_number(a) for a in site.template_args])
+        sig = kernel_signature(
+            parse_file(tu.file, *pre), k.name, [_number(a) for a in site.template_args]
+        )
     except (InterpError, SourceError, OSError):
         return {}
     out = {}

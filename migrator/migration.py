@@ -93,7 +93,15 @@ def migrate(
     tu = analyze_file(source, include_dirs, defines)
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = load_spec(spec_path) if spec_path else None
-    options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch}
+    options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch,
+               "pre": (include_dirs, defines)}  # fmt: skip
+    if task is not None and (include_dirs or defines):  # the oracle parses what was migrated
+        kernel_ref = task.kernel.model_copy(update={
+            "include_dirs": [*task.kernel.include_dirs,
+                             *(str(Path(d).resolve()) for d in include_dirs or [])],
+            "defines": {**task.kernel.defines, **(defines or {})},
+        })  # fmt: skip
+        task = task.model_copy(update={"kernel": kernel_ref})
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
     results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]
@@ -136,7 +144,7 @@ def _migrate_kernel(
         km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
     else:
         if spec is None:
-            spec = _inferred(tu, k, km, out, options.get("launch"))
+            spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
         if spec is not None and options.get("dtype"):
             spec = with_dtype(spec, options["dtype"])
         if spec is not None:
@@ -196,12 +204,13 @@ def _inferred(
     km: KernelMigration,
     out: Path,
     launch: tuple[str, str] | None = None,
+    pre: tuple[Any, Any] | None = None,
 ) -> TaskSpec | None:
     """No sidecar: infer the task from the kernel and its launch site, and write it out."""
     from migrator.infer import InferenceError, infer_spec, to_toml
 
     try:
-        spec = infer_spec(tu, k, launch)
+        spec = infer_spec(tu, k, launch, *(pre or (None, None)))
     except InferenceError as e:
         km.diagnostics.append(diag.make("NO_SPEC", k.span, path=tu.file, why=str(e)))
         return None

@@ -175,3 +175,46 @@ def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     tu = analyze_file(src)
     spec = infer_spec(tu, tu.global_kernels[0])
     assert set(spec.sizes) == {"N"} and [t.shape for t in spec.tensors] == [["N"], ["N"]]
+
+
+def test_shapes_read_from_indices_are_checked_by_a_run(tmp_path: Path) -> None:
+    """Operand pointers advanced per tile (`A += BK`) fool the index algebra into a shape too
+    small; one measurement run catches it and the extent is measured instead."""
+    src = tmp_path / "tiles.cu"
+    src.write_text(
+        "__global__ void rowsum(const float* A, float* out, int M, int K) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r >= M) return;\n"
+        "  A += r * K;\n"
+        "  float s = 0.0f;\n"
+        "  for (int k = 0; k < K; k += 4) { s += A[0] + A[1] + A[2] + A[3]; A += 4; }\n"
+        "  out[r] = s;\n}\n"
+        "void launch(const float* A, float* out, int M, int K) {\n"
+        "  rowsum<<<(M + 127) / 128, 128>>>(A, out, M, K);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    shapes = {t.name: t.shape for t in spec.tensors}
+    assert shapes["A"] == ["K * M"] and shapes["out"] == ["M"]
+
+
+def test_include_dirs_travel_with_the_inferred_spec(tmp_path: Path) -> None:
+    """A kernel behind `#include <kern.cuh>` found with -I: the spec records the directory,
+    so the oracle parses the same program as the front end."""
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "kern.cuh").write_text(
+        "__global__ void twice(float* y, const float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n"
+    )
+    src = tmp_path / "main.cu"
+    src.write_text(
+        "#include <kern.cuh>\n"
+        "void launch(float* y, const float* x, int n) {\n"
+        "  twice<<<(n + 255) / 256, 256>>>(y, x, n);\n}\n"
+    )
+    m = migrate(src, out_dir=tmp_path / "out", include_dirs=[inc])
+    (k,) = m.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    inferred = (tmp_path / "out" / "twice.inferred.toml").read_text()
+    assert str(inc.resolve()) in inferred

@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python tools/realworld.py DIR_OR_FILE... [--jobs N] [--timeout S] [--json OUT]
-        [--no-migrate] [--only SUBSTRING]
+        [--no-migrate] [--only SUBSTRING] [-I DIR ...]
 
 For every `__global__` kernel of every `.cu` file found: `inspect` (the front end), spec
 inference from the file's host code, the CUDA interpreter, and `migrate` with its check. The
@@ -89,7 +89,9 @@ def _probe_args(parsed: Any, k: Any, targs: Any, rng: Any) -> dict[str, Any]:
     return args
 
 
-def run_one_file(path: Path, migrate: bool, per_kernel: float) -> list[dict[str, Any]]:
+def run_one_file(
+    path: Path, migrate: bool, per_kernel: float, include_dirs: list[str] | None = None
+) -> list[dict[str, Any]]:
     import numpy as np
 
     from migrator import api
@@ -103,11 +105,11 @@ def run_one_file(path: Path, migrate: bool, per_kernel: float) -> list[dict[str,
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     try:
-        tu = api.inspect(path)
+        tu = api.inspect(path, include_dirs=include_dirs)
     except SourceError as e:
         return [{"file": str(path), "kernel": "-", "parsed": False, "spec": "-", "interp": "-",
                  "family": "-", "status": "-", "diag": _short(e), "seconds": 0.0}]  # fmt: skip
-    parsed = parse_file(path)
+    parsed = parse_file(path, include_dirs)
     signal.signal(signal.SIGALRM, _alarm)
     for k in tu.global_kernels:
         row: dict[str, Any] = {"file": str(path), "kernel": k.name, "parsed": True}
@@ -116,7 +118,7 @@ def run_one_file(path: Path, migrate: bool, per_kernel: float) -> list[dict[str,
         signal.alarm(int(per_kernel))
         try:
             try:
-                spec = infer_spec(tu, k)
+                spec = infer_spec(tu, k, include_dirs=include_dirs)
                 row["spec"] = "inferred"
             except InferenceError as e:
                 row["spec"] = "no: " + " ".join(str(e).split())[:120]
@@ -143,7 +145,8 @@ def run_one_file(path: Path, migrate: bool, per_kernel: float) -> list[dict[str,
                 from migrator.migration import migrate as do_migrate
 
                 with tempfile.TemporaryDirectory() as tmp:
-                    m = do_migrate(path, kernel=k.name, out_dir=tmp, check=True)
+                    m = do_migrate(path, kernel=k.name, out_dir=tmp, check=True,
+                                   include_dirs=include_dirs)  # fmt: skip
                 km = m.kernels[0]
                 row["family"] = km.family or "-"
                 row["status"] = km.status
@@ -157,6 +160,8 @@ def run_one_file(path: Path, migrate: bool, per_kernel: float) -> list[dict[str,
             row.setdefault("diag", "INTERNAL " + _short(e))
         finally:
             signal.alarm(0)
+        row.setdefault("spec", "no: timeout or error before inference finished")
+        row.setdefault("interp", "-")
         row.setdefault("family", "-")
         row.setdefault("status", "-")
         row.setdefault("diag", "")
@@ -173,6 +178,8 @@ def _child(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     cmd = [sys.executable, __file__, "--one", str(path), "--kernel-timeout", str(args.timeout)]
     if args.no_migrate:
         cmd.append("--no-migrate")
+    for d in args.include:
+        cmd += ["-I", str(Path(d).resolve())]
     limit = args.timeout * 40 + 60
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
@@ -218,10 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the rows as JSON lines to this file")
     ap.add_argument("--no-migrate", action="store_true")
     ap.add_argument("--only", help="files whose path contains this")
+    ap.add_argument("-I", dest="include", action="append", default=[],
+                    help="an include directory for every file (as nvcc -I)")  # fmt: skip
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        for row in run_one_file(Path(args.one), not args.no_migrate, args.kernel_timeout):
+        rows = run_one_file(
+            Path(args.one), not args.no_migrate, args.kernel_timeout, args.include or None
+        )
+        for row in rows:
             print(json.dumps(row), flush=True)
         return 0
     files = find_sources(args.paths)
@@ -237,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in res:
                 print(
                     f"{Path(r['file']).name[:28]:28} {str(r['kernel'])[:32]:32} "
-                    f"spec={str(r['spec'])[:40]:40} interp={str(r['interp'])[:70]:70} "
+                    f"spec={str(r.get('spec'))[:40]:40} interp={str(r.get('interp'))[:70]:70} "
                     f"{r['family']:12} {r['status']:9} {r['seconds']:6} {r['diag'][:100]}",
                     flush=True,
                 )

@@ -33,12 +33,15 @@ class SpecRun:
     sizes: dict[str, int]
 
 
-def _parsed(path: Path) -> ParsedSource:
+def _parsed(
+    path: Path, include_dirs: list[Path] | None = None, defines: dict[str, str] | None = None
+) -> ParsedSource:
     st = path.stat()
-    key = f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}"  # an edited file is parsed again
+    # an edited file is parsed again; so is one preprocessed with other -I/-D
+    key = f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}:{include_dirs}:{defines}"
     p = _PARSED.get(key)
     if p is None:
-        p = parse_file(path)
+        p = parse_file(path, include_dirs, defines)
         _PARSED[key] = p
     return p
 
@@ -96,7 +99,9 @@ def run_spec_full(
         args[s.cuda_param] = spec.scalar_value(s, sz)
     g, b, smem = spec.launch_config(sz)
     result = run_kernel(
-        _parsed(Path(source) if source is not None else spec.cuda_source_path()),
+        _parsed(
+            Path(source) if source is not None else spec.cuda_source_path(), *spec.preprocessor()
+        ),
         spec.kernel.name,
         grid or g,
         block or b,
