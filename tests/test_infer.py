@@ -218,3 +218,25 @@ def test_include_dirs_travel_with_the_inferred_spec(tmp_path: Path) -> None:
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
     inferred = (tmp_path / "out" / "twice.inferred.toml").read_text()
     assert str(inc.resolve()) in inferred
+
+
+def test_dim3_declared_with_names_is_a_launch_not_a_function(tmp_path: Path) -> None:
+    """`dim3 block(BN, BM);` parses as a function declaration (C++'s most vexing parse)."""
+    src = tmp_path / "mm.cu"
+    src.write_text(
+        "__global__ void mm(const float* a, const float* b, float* c, int M, int N, int K) {\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (row < M && col < N) {\n    float s = 0.0f;\n"
+        "    for (int k = 0; k < K; k++) s += a[row * K + k] * b[k * N + col];\n"
+        "    c[row * N + col] = s;\n  }\n}\n"
+        "void launch(const float* a, const float* b, float* c, int M, int N, int K) {\n"
+        "  constexpr int BM = 16;\n  constexpr int BN = 32;\n"
+        "  dim3 block(BN, BM);\n  dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);\n"
+        "  mm<<<grid, block>>>(a, b, c, M, N, K);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.launch_config({"M": 40, "N": 70, "K": 9})[:2] == ((3, 3, 1), (32, 16, 1))
+    assert {t.name: t.shape for t in spec.tensors} == {
+        "a": ["M", "K"], "b": ["K", "N"], "c": ["M", "N"]}  # fmt: skip

@@ -602,6 +602,16 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
         if n.type == "declaration":
             tname = base_type_text(parsed, n)
             for child in n.children_by_field_name("declarator"):
+                if child.type == "function_declarator" and tname == "dim3":
+                    # `dim3 block(BN, BM);` parses as a function declaration (C++'s most
+                    # vexing parse): its "parameter types" are the constructor's arguments
+                    name = child.child_by_field_name("declarator")
+                    params = child.child_by_field_name("parameters")
+                    if name is not None and params is not None:
+                        args = ", ".join(" ".join(parsed.text(a).split())
+                                         for a in params.named_children)  # fmt: skip
+                        defs[parsed.text(name)] = f"dim3({args})"
+                    continue
                 d = unwrap_declarator(parsed, child)
                 if d is None:
                     continue
