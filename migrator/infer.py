@@ -211,8 +211,11 @@ def infer_spec(
     return spec
 
 
-PROBE_SIZES = (8, 16, 24, 32)  # multiples of 8: packed vectors and asserts on them hold
-PROBE_RUNS = 6
+# powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
+# whenever C >= NH (runs where it does not are void); fewer and smaller with four sizes
+PROBE_SIZES = (8, 16, 32)
+PROBE_SIZES_4 = (4, 8, 16, 32)
+PROBE_RUNS = 8
 MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
 PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
@@ -297,7 +300,9 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
             dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
         except (SpecError, ArithmeticError):
             break
-        if min(dims, default=1) >= 1:
+        if min(dims, default=1) >= 1 or math.prod(sz[n] for n in free) * 8 ** len(free) > (
+            PROBE_ELEMS
+        ):
             break
         sz.update({n: sz[n] * 8 for n in free})
     return sz
@@ -347,7 +352,9 @@ def too_small_shapes(tu: TranslationUnit, data: dict[str, Any], launch_only: set
 
     free = [n for n in sorted(data["sizes"]) if n not in launch_only]
     fixed = {n: data["sizes"][n] for n in launch_only}
-    row = np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))[0]
+    row = np.random.default_rng(1).choice(
+        PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4, size=(PROBE_RUNS, len(free))
+    )[0]
     sz = _probe_sizes(data, free, fixed, row)
     parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     everything = {t["param"] for t in data["tensors"]}
@@ -400,33 +407,53 @@ def _measure(
     parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
-    table = scale * np.random.default_rng(1).choice(PROBE_SIZES, size=(PROBE_RUNS, len(free)))
-    for j in range(PROBE_RUNS + 1):  # the last run repeats the first with other int values
-        sz = _probe_sizes(data, free, fixed, table[j % PROBE_RUNS])
+    values = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
+    table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
+    failed = ""
+    first_ok = None  # the first run that ran: repeated last with other integer inputs
+    for j in range(PROBE_RUNS + 1):
+        row = table[j] if j < PROBE_RUNS else table[first_ok if first_ok is not None else 0]
+        sz = _probe_sizes(data, free, fixed, row)
         high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
         try:
             extents = _probe_run(parsed, data, set(params), sz, high, rng)
         except (InterpError, ValueError, ArithmeticError) as e:
-            raise InferenceError(
-                f"the extent of {params[0]} cannot be read from its indices, and measuring it "
-                f"failed at sizes {sz}: {' '.join(str(e).split())[:200]}"
-            ) from e
+            # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
+            failed = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+            extents = None
+        if extents is not None and first_ok is None and j < PROBE_RUNS:
+            first_ok = j
         runs.append((sz, extents))
+    ok = [r for r in runs[:PROBE_RUNS] if r[1] is not None]
+    if len(ok) < 3 or runs[-1][1] is None:
+        raise InferenceError(
+            f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+            f"failed {failed}"
+        )
+    base = runs[first_ok][1]  # type: ignore[index]
+    runs = ok + [runs[-1]]
     out: dict[str, str] = {}
     for p in params:
-        if runs[-1][1].get(p, 0) != runs[0][1].get(p, 0):
+        if runs[-1][1].get(p, 0) != base.get(p, 0):  # type: ignore[union-attr]
             raise InferenceError(
                 f"the extent of {p} follows the values of an integer input (a gather: its "
                 "table's size is not in the indices); give its shape in a spec"
             )
-        seen = [r[1].get(p, 0) for r in runs[:PROBE_RUNS]]
+        # a run that never touched the tensor (`C / NH` was 0 at those sizes) says nothing
+        used = [r for r in runs[:-1] if r[1].get(p, 0) > 0]
+        seen = [r[1][p] for r in used]
+        if len(used) < 3:
+            raise InferenceError(
+                f"the extent of {p} cannot be read from its indices, and too few measurement "
+                f"runs reached it ({len(used)} of {PROBE_RUNS})"
+            )
         if max(seen) >= PROBE_ELEMS:
             raise InferenceError(f"the extent of {p} is not bounded by the sizes (measured)")
         fits: list[str] = []
         for exps in itertools.product((0, 1, 2), repeat=len(free)):
             terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
-            mono = [int(np.prod([sz[n] ** e for n, e in zip(free, exps, strict=True)]))
-                    for sz, _ in runs[:PROBE_RUNS]]  # fmt: skip
+            mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
+                    for sz, _ in used]  # fmt: skip
             if mono[0] == mono[1]:
                 continue
             c, rem = divmod(seen[0] - seen[1], mono[0] - mono[1])
@@ -440,7 +467,7 @@ def _measure(
         if len(fits) != 1:
             raise InferenceError(
                 f"the extent of {p} cannot be read from its indices, and the extents measured "
-                f"at {PROBE_RUNS} size sets ({seen}) fit "
+                f"at {len(used)} size sets ({seen}) fit "
                 + (f"several formulas ({', '.join(fits[:3])})" if fits else
                    f"no product of {', '.join(free)}")
             )  # fmt: skip
