@@ -37,6 +37,9 @@ OPS: dict[str, tuple[Callable[[Any, Any], Any], np.ufunc | None]] = {
     "and": (np.bitwise_and, np.bitwise_and),
     "or": (np.bitwise_or, np.bitwise_or),
     "xor": (np.bitwise_xor, np.bitwise_xor),
+    # atomicInc/Dec (unsigned): wrap to 0 past `v`, and to `v` from 0 or above it
+    "inc": (lambda old, v: np.where(old >= v, 0, old + 1).astype(old.dtype), None),
+    "dec": (lambda old, v: np.where((old == 0) | (old > v), v, old - 1).astype(old.dtype), None),
 }
 
 
@@ -110,4 +113,6 @@ ATOMICS: dict[str, Callable[..., Val]] = {
     "atomicOr": _atomic("or"),
     "atomicXor": _atomic("xor"),
     "atomicCAS": _atomic("cas"),
+    "atomicInc": _atomic("inc"),
+    "atomicDec": _atomic("dec"),
 }

@@ -552,3 +552,18 @@ def test_integer_to_half_pairs_from_float2_and_trap(krun: Runner) -> None:
     assert (h[8:] == np.float16(3.75)).all()
     with pytest.raises(InterpError, match=r"__trap\(\) reached in block \(0, 0, 0\) thread \(3"):
         krun(src, "k", 1, 8, h=h, flag=np.full(1, 7, np.int32))
+
+
+def test_atomic_inc_and_dec_wrap(krun: Runner) -> None:
+    """atomicInc(p, v): old >= v ? 0 : old + 1; atomicDec(p, v): old == 0 || old > v ? v :
+    old - 1 — in thread order, each lane getting the value before its own update."""
+    src = """
+    __global__ void k(unsigned* c, unsigned* olds) {
+        olds[threadIdx.x] = atomicInc(&c[0], 4u);
+        olds[8 + threadIdx.x] = atomicDec(&c[1], 2u);
+    }"""
+    c = np.array([0, 1], np.uint32)
+    olds = np.zeros(16, np.uint32)
+    krun(src, "k", 1, 8, c=c, olds=olds)
+    assert olds[:8].tolist() == [0, 1, 2, 3, 4, 0, 1, 2] and c[0] == 3
+    assert olds[8:].tolist() == [1, 0, 2, 1, 0, 2, 1, 0] and c[1] == 2
