@@ -58,6 +58,11 @@ HEADER_CONSTANTS = {
     "DBL_EPSILON": "2.2204460492503131e-16",
     "LLONG_MAX": "9223372036854775807LL",
     "SHRT_MAX": "32767",
+    # <cuda_fp8.h> enumerators
+    "__NV_E4M3": "0",
+    "__NV_E5M2": "1",
+    "__NV_NOSAT": "0",
+    "__NV_SATFINITE": "1",
     "CUDART_INF_F": "__int_as_float(0x7f800000)",
     "CUDART_NAN_F": "__int_as_float(0x7fffffff)",
     "CUDART_PI_F": "3.141592654F",

@@ -170,6 +170,10 @@ NAMED: dict[str, CType] = {
     "intptr_t": LONG,
     "uintptr_t": ULONG,
     "int_fast32_t": LONG,
+    # <cuda_fp8.h> storage types: fp8 bits in unsigned integers
+    "__nv_fp8_storage_t": UCHAR,
+    "__nv_fp8x2_storage_t": USHORT,
+    "__nv_fp8x4_storage_t": UINT,
     "uint_fast32_t": ULONG,
 }
 for _base, _t in (("float", FLOAT), ("double", DOUBLE), ("int", INT), ("uint", UINT),

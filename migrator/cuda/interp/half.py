@@ -1,4 +1,9 @@
-"""Half and bfloat16 intrinsics of `cuda_fp16.h` / `cuda_bf16.h`, scalar and paired (`half2`).
+"""Half, bfloat16 and fp8 intrinsics (`cuda_fp16.h`, `cuda_bf16.h`, `cuda_fp8.h`).
+
+fp8 values live in `__nv_fp8_storage_t` (unsigned char) and are converted explicitly:
+`__nv_cvt_fp8_to_halfraw(x, __NV_E4M3)` is exact; `__nv_cvt_float_to_fp8(x, sat, interp)`
+rounds to nearest even, `__NV_SATFINITE` clamping to the largest finite value (448 for E4M3,
+57344 for E5M2) and `__NV_NOSAT` giving NaN (E4M3 has no infinity) or infinity (E5M2).
 
 Each operation computes in float32 (or float64 for the fused multiply-add) and rounds once to
 the operands' type. For +, -, * and / of two 11- or 8-bit-significand values, float32's 24
@@ -134,6 +139,36 @@ def _from_number(t: CType) -> Builtin:
     return call
 
 
+def _fp8_dtype(m: Machine, v: Val, node: Node) -> np.dtype:
+    import ml_dtypes
+
+    if not v.is_uniform or int(v.data) not in (0, 1):
+        raise m.unsupported(node, "an fp8 interpretation other than __NV_E4M3 / __NV_E5M2")
+    return np.dtype(ml_dtypes.float8_e4m3fn if int(v.data) == 0 else ml_dtypes.float8_e5m2)
+
+
+def _fp8_to_half(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    bits = np.asarray(convert(args[0], ct.UCHAR).data, dtype=np.uint8)
+    out = bits.view(_fp8_dtype(m, args[1], node)).astype(np.float16)  # exact
+    return Val(ct.HALF, out if out.ndim else out[()])
+
+
+def _float_to_fp8(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    dt = _fp8_dtype(m, args[2], node)
+    if not args[1].is_uniform or int(args[1].data) not in (0, 1):
+        raise m.unsupported(node, "an fp8 saturation other than __NV_NOSAT / __NV_SATFINITE")
+    x = np.asarray(convert(args[0], ct.FLOAT).data, dtype=np.float32)
+    import ml_dtypes
+
+    big = float(ml_dtypes.finfo(dt).max)
+    if int(args[1].data) == 1:  # __NV_SATFINITE
+        x = np.clip(x, -big, big)
+    elif dt.name == "float8_e4m3fn":  # no infinity: out of range is NaN
+        x = np.where(np.abs(x) > big, np.float32(np.nan), x)
+    out = x.astype(dt).view(np.uint8)
+    return Val(ct.UCHAR, out if out.ndim else out[()])
+
+
 def _rsqrt(x: Any) -> Any:
     return np.float32(1) / np.sqrt(x)
 
@@ -172,6 +207,8 @@ HALF_BUILTINS: dict[str, Builtin] = {
     "__low2float": _component(0, True),
     "__high2float": _component(1, True),
     "__half22float2": _to_float2,
+    "__nv_cvt_fp8_to_halfraw": _fp8_to_half,
+    "__nv_cvt_float_to_fp8": _float_to_fp8,
     "__float22half2_rn": _pair_of_float2(ct.HALF),
     "__float22bfloat162_rn": _pair_of_float2(ct.BF16),
     "__int2half_rn": _from_number(ct.HALF),

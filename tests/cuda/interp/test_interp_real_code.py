@@ -567,3 +567,26 @@ def test_atomic_inc_and_dec_wrap(krun: Runner) -> None:
     krun(src, "k", 1, 8, c=c, olds=olds)
     assert olds[:8].tolist() == [0, 1, 2, 3, 4, 0, 1, 2] and c[0] == 3
     assert olds[8:].tolist() == [1, 0, 2, 1, 0, 2, 1, 0] and c[1] == 2
+
+
+def test_fp8_storage_and_conversions(krun: Runner) -> None:
+    src = """
+    #include <cuda_fp8.h>
+    __global__ void k(__half* h, __nv_fp8_storage_t* q, const __nv_fp8_storage_t* a,
+                      const float* x) {
+        int i = threadIdx.x;
+        h[i] = __nv_cvt_fp8_to_halfraw(a[i], __NV_E4M3);
+        q[i] = __nv_cvt_float_to_fp8(x[i], __NV_SATFINITE, __NV_E4M3);
+        q[8 + i] = __nv_cvt_float_to_fp8(x[i], __NV_NOSAT, __NV_E5M2);
+    }"""
+    e4 = ml_dtypes.float8_e4m3fn
+    a = np.array([0.5, -1.25, 3.0, 448.0, -0.0, 0.015625, 240.0, 7.0], dtype=e4)
+    x = np.array([0.3, 1000.0, -1000.0, 2.5, 1e6, -0.1, 17.0, 0.0], np.float32)
+    h = np.zeros(8, np.float16)
+    q = np.zeros(16, np.uint8)
+    krun(src, "k", 1, 8, h=h, q=q, a=a.view(np.uint8), x=x)
+    assert np.array_equal(h, a.astype(np.float16))
+    want = np.clip(x, -448, 448).astype(e4)
+    assert np.array_equal(q[:8].view(e4).astype(np.float32), want.astype(np.float32))
+    e5 = q[8:].view(ml_dtypes.float8_e5m2).astype(np.float32)
+    assert np.array_equal(e5, x.astype(ml_dtypes.float8_e5m2).astype(np.float32))
