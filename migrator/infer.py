@@ -188,8 +188,13 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
-    if sizes and not unshaped:  # shapes read from the indices, checked by one small run
-        for p in too_small_shapes(tu, data, launch_only):
+    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
+    if sizes and not unshaped:
+        # shapes read from the indices, checked by one run at the task's default sizes
+        # (pointers advanced per tile fool the index algebra); kernels that assume whole
+        # tiles reach past a ragged size by design, so tiny sizes would accuse them wrongly
+        _cap_elements(tensors, sizes, launch_only | in_block)
+        for p in too_small_shapes(tu, data):
             unshaped.append(p)
             next(t for t in tensors if t["param"] == p)["shape"] = []
     if unshaped:
@@ -200,7 +205,6 @@ def infer_spec(
             if t["param"] in measured:
                 t["shape"] = [measured[t["param"]]]
         _fit_budget(tensors, sizes, sets, launch_only)
-    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
     spec = TaskSpec.model_validate(data)
@@ -215,6 +219,7 @@ def infer_spec(
 # whenever C >= NH (runs where it does not are void); fewer and smaller with four sizes
 PROBE_SIZES = (8, 16, 32)
 PROBE_SIZES_4 = (4, 8, 16, 32)
+OTHER_SIZES = (8, 16, 24, 32)
 PROBE_RUNS = 8
 MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
@@ -355,24 +360,20 @@ def _probe_run(
     return res.extents
 
 
-def too_small_shapes(tu: TranslationUnit, data: dict[str, Any], launch_only: set[str]) -> list[str]:
-    """Tensors whose shape read from the indices is smaller than what the kernel reaches at a
-    measurement size set (pointers advanced per tile, say): those are measured instead. A
-    kernel that does not run at those sizes keeps its shapes (the check will say why)."""
+def too_small_shapes(tu: TranslationUnit, data: dict[str, Any]) -> list[str]:
+    """Tensors whose shape read from the indices is smaller than what the kernel reaches at
+    the task's default sizes: those are measured instead. Buffers are allocated at the read
+    shapes (the reach past them is recorded, out-of-bounds accesses only reported); a kernel
+    that does not run at those sizes keeps its shapes (the check will say why)."""
     import numpy as np
 
     from migrator.contract import SpecError, eval_expr
     from migrator.cuda.interp.findings import InterpError
     from migrator.cuda.parse import parse_file
 
-    free = [n for n in sorted(data["sizes"]) if n not in launch_only]
-    fixed = {n: data["sizes"][n] for n in launch_only}
-    row = np.random.default_rng(1).choice(
-        PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4, size=(PROBE_RUNS, len(free))
-    )[0]
-    sz = _probe_sizes(data, free, fixed, row)
+    sz = dict(data["sizes"])
     parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
-    try:  # buffers at their read shapes: out-of-bounds reach is recorded, and reported only
+    try:
         reached = _probe_run(parsed, data, set(), sz, 8, np.random.default_rng(0))
         shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
                   for t in data["tensors"]}  # fmt: skip
@@ -384,16 +385,19 @@ def too_small_shapes(tu: TranslationUnit, data: dict[str, Any], launch_only: set
 def measure_extents(
     tu: TranslationUnit, data: dict[str, Any], params: list[str], launch_only: set[str]
 ) -> dict[str, str]:
-    """`_measure` at small sizes; kernels that assume whole tiles (sizes multiples of 32, no
-    bounds checks) fit only at tile multiples, so with at most three sizes they are measured
-    again at four times the sizes."""
-    try:
-        return _measure(tu, data, params, launch_only, 1)
-    except InferenceError:
-        free = [n for n in data["sizes"] if n not in launch_only]
-        if len(free) > 3:
-            raise
-        return _measure(tu, data, params, launch_only, 4)
+    """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
+    at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
+    with at most three sizes, at four times the sizes (kernels that assume whole tiles)."""
+    free = [n for n in data["sizes"] if n not in launch_only]
+    small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
+    attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
+    for i, (values, scale) in enumerate(attempts):
+        try:
+            return _measure(tu, data, params, launch_only, values, scale)
+        except InferenceError:
+            if i == len(attempts) - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _measure(
@@ -401,6 +405,7 @@ def _measure(
     data: dict[str, Any],
     params: list[str],
     launch_only: set[str],
+    values: tuple[int, ...],
     scale: int,
 ) -> dict[str, str]:
     """Extents the indices do not show, measured: the kernel runs at four size sets with the
@@ -421,7 +426,6 @@ def _measure(
     parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
-    values = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs
