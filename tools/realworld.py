@@ -112,7 +112,9 @@ def run_one_file(
     parsed = parse_file(path, include_dirs)
     signal.signal(signal.SIGALRM, _alarm)
     for k in tu.global_kernels:
-        row: dict[str, Any] = {"file": str(path), "kernel": k.name, "parsed": True}
+        launched = any(site.kernel == k.name for site in tu.launch_sites)
+        row: dict[str, Any] = {"file": str(path), "kernel": k.name, "parsed": True,
+                               "launched": launched}  # fmt: skip
         t1 = time.perf_counter()
         spec = None
         signal.alarm(int(per_kernel))
@@ -202,6 +204,8 @@ def totals(rows: list[dict[str, Any]]) -> str:
     ran = sum(1 for r in ks if str(r["interp"]).startswith("ok"))
     ran_spec = sum(1 for r in ks if r["interp"] == "ok")
     inferred = sum(1 for r in ks if r["spec"] == "inferred")
+    launched = [r for r in ks if r.get("launched")]
+    inferred_launched = sum(1 for r in launched if r["spec"] == "inferred")
     internal = sum(
         1 for r in rows if "INTERNAL" in str(r["diag"]) + str(r["spec"]) or "CRASH" in r["diag"]
     )
@@ -210,7 +214,8 @@ def totals(rows: list[dict[str, Any]]) -> str:
         f"files {len({r['file'] for r in rows})}, kernels {n}; parsed "
         f"{sum(1 for r in ks if r['parsed'] is True)}; interpreter ran {ran} "
         f"({ran_spec} on an inferred spec, {ran - ran_spec} on a probe); spec inferred "
-        f"{inferred}; migrate: "
+        f"{inferred} ({inferred_launched} of the {len(launched)} kernels the files' host code "
+        "launches); migrate: "
         + ", ".join(f"{s} {c}" for s, c in sorted(status.items()))
         + f"; internal errors {internal}"
     )
