@@ -240,3 +240,26 @@ def test_dim3_declared_with_names_is_a_launch_not_a_function(tmp_path: Path) -> 
     assert spec.launch_config({"M": 40, "N": 70, "K": 9})[:2] == ((3, 3, 1), (32, 16, 1))
     assert {t.name: t.shape for t in spec.tensors} == {
         "a": ["M", "K"], "b": ["K", "N"], "c": ["M", "N"]}  # fmt: skip
+
+
+def test_a_launch_under_a_switch_case_takes_the_case_value(tmp_path: Path) -> None:
+    """`switch (K) { case 64: k<64><<<N, K>>>(..., 64); ... }` dispatching a template per K:
+    at that site K is 64 (the block), whatever the host read K from."""
+    src = tmp_path / "rows.cu"
+    src.write_text(
+        "template <int K>\n"
+        "__global__ void rowscale(float* y, const float* x, int N, int k) {\n"
+        "  int i = blockIdx.x * k + threadIdx.x;\n"
+        "  if (blockIdx.x < N) y[i] = 2.0f * x[i];\n}\n"
+        "void run(float* y, const float* x, int N, int K) {\n"
+        "  dim3 block((K));\n  dim3 grid((N));\n"
+        "  switch ((K)) {\n"
+        "  case 64: rowscale<64><<<grid, block>>>(y, x, N, 64); break;\n"
+        "  case 128: rowscale<128><<<grid, block>>>(y, x, N, 128); break;\n"
+        "  }\n}\n"
+    )
+    tu = analyze_file(src)
+    assert [s.host_values.get("K") for s in tu.launch_sites] == ["64", "128"]
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.launch_config(spec.sizes)[1] == (64, 1, 1)
+    assert [t.shape for t in spec.tensors] == [["64 * N"], ["64 * N"]]

@@ -525,9 +525,11 @@ def _launch_sites(
                 continue
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
-            used = _dependencies(parsed, cfg, host_values)
+            # `switch (K) { case 64: k<64><<<grid, dim3(K)>>>(...); }`: here K is 64
+            site_values = {**host_values, **_case_bindings(parsed, n)}
+            used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
-                used |= _dependencies(parsed, args_node, host_values)
+                used |= _dependencies(parsed, args_node, site_values)
                 used = dict(sorted(used.items()))
             sites.append(
                 LaunchSite(
@@ -547,6 +549,23 @@ def _launch_sites(
             )
     sites.sort(key=lambda s: (s.span.line, s.span.col))
     return sites, errors
+
+
+def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
+    """Values a launch's enclosing `case` labels give their `switch` variables."""
+    out: dict[str, str] = {}
+    node = call.parent
+    while node is not None:
+        if node.type == "case_statement":
+            value = node.child_by_field_name("value")
+            switch = node.parent.parent if node.parent is not None else None
+            cond = switch.child_by_field_name("condition") if switch is not None else None
+            if value is not None and cond is not None and switch.type == "switch_statement":
+                name = re.sub(r"[()\s]", "", parsed.text(cond))
+                if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in out:
+                    out[name] = " ".join(parsed.text(value).split())
+        node = node.parent
+    return out
 
 
 def _host_constant(arg: str, host_values: dict[str, str]) -> str:
