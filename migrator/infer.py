@@ -75,7 +75,8 @@ def infer_spec(
     host_params |= set(literal) | chosen
     resolve = host.resolve
     bindings = _template_bindings(k, site)
-    resolved = _resolved_dtypes(tu, k, site, pre)
+    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
+    resolved = _resolved_dtypes(parsed, k, site)
     tensors, scalars = [], []
     args = dict(zip([p.name for p in k.params], site.args, strict=False))
     bounds = _bounds(k, host, args, site)
@@ -111,8 +112,8 @@ def infer_spec(
         elif names and names <= host_params:
             size_names |= names
             scalars.append({"name": p.name, "dtype": dtype, "size": arg})
-        elif not names and _positive_int(arg) is not None:  # `kernel<<<g, b>>>(x, 64)`
-            scalars.append({"name": p.name, "dtype": dtype, "value": _positive_int(arg)})
+        elif not names and (constant := _positive_int(arg)) is not None:  # `k<<<g, b>>>(x, 64)`
+            scalars.append({"name": p.name, "dtype": dtype, "value": constant})
         else:
             raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
     size_names -= set(ties) - {v for v in ties.values()}
@@ -162,19 +163,15 @@ def infer_spec(
             sizes[n] = 4
             for j, sset in enumerate(sets):
                 sset[n] = 3 - j
-    # a host parameter that only sizes the block (`block_size`) is a launch choice, not a
-    # problem size: a typical block, the same in every size set
     shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
-    # a problem size that is also the block (one thread per column): within CUDA's 1024
-    for n in sizes:
-        if n in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
+    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
+    launch_only = (in_block & set(sizes)) - shaped
+    for n in in_block & set(sizes):
+        if n in shaped:  # a problem size that is also the block: within CUDA's 1024
             sizes[n] = min(sizes[n], 256)
             for sset, v in zip(sets, (128, 64), strict=False):
                 sset[n] = v
-    launch_only = set()
-    for n in sizes:
-        if n not in shaped and any(n in re.findall(r"[A-Za-z_]\w*", str(b)) for b in block):
-            launch_only.add(n)
+        else:  # only sizes the block (`block_size`): a launch choice, the same in every set
             sizes[n] = literal.get(n, 256)
             for sset in sets:
                 sset[n] = sizes[n]
@@ -188,19 +185,18 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
-    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
     if sizes and not unshaped:
         # shapes read from the indices, checked by one run at the task's default sizes
         # (pointers advanced per tile fool the index algebra); kernels that assume whole
         # tiles reach past a ragged size by design, so tiny sizes would accuse them wrongly
         _cap_elements(tensors, sizes, launch_only | in_block)
-        for p in too_small_shapes(tu, data):
+        for p in too_small_shapes(parsed, data):
             unshaped.append(p)
             next(t for t in tensors if t["param"] == p)["shape"] = []
     if unshaped:
         if not sizes:
             raise InferenceError(f"the extent of {unshaped[0]} cannot be read from its indices")
-        measured = measure_extents(tu, data, unshaped, launch_only)
+        measured = measure_extents(parsed, data, unshaped, launch_only)
         for t in tensors:
             if t["param"] in measured:
                 t["shape"] = [measured[t["param"]]]
@@ -224,8 +220,6 @@ PROBE_RUNS = 8
 MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
 PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
-
-
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
 
 
@@ -337,7 +331,6 @@ def _probe_run(
 ) -> dict[str, int]:
     """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
     their shapes) and return how far it reached into each array argument."""
-
     from migrator.contract import eval_expr, np_dtype
     from migrator.cuda.interp import InterpOptions
     from migrator.cuda.interp.runner import run_kernel
@@ -360,7 +353,7 @@ def _probe_run(
     return res.extents
 
 
-def too_small_shapes(tu: TranslationUnit, data: dict[str, Any]) -> list[str]:
+def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
     """Tensors whose shape read from the indices is smaller than what the kernel reaches at
     the task's default sizes: those are measured instead. Buffers are allocated at the read
     shapes (the reach past them is recorded, out-of-bounds accesses only reported); a kernel
@@ -369,10 +362,10 @@ def too_small_shapes(tu: TranslationUnit, data: dict[str, Any]) -> list[str]:
 
     from migrator.contract import SpecError, eval_expr
     from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.parse import parse_file
 
+    if parsed is None:
+        return []
     sz = dict(data["sizes"])
-    parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     try:
         reached = _probe_run(parsed, data, set(), sz, 8, np.random.default_rng(0))
         shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
@@ -383,7 +376,7 @@ def too_small_shapes(tu: TranslationUnit, data: dict[str, Any]) -> list[str]:
 
 
 def measure_extents(
-    tu: TranslationUnit, data: dict[str, Any], params: list[str], launch_only: set[str]
+    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
 ) -> dict[str, str]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
@@ -393,7 +386,7 @@ def measure_extents(
     attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
     for i, (values, scale) in enumerate(attempts):
         try:
-            return _measure(tu, data, params, launch_only, values, scale)
+            return _measure(parsed, data, params, launch_only, values, scale)
         except InferenceError:
             if i == len(attempts) - 1:
                 raise
@@ -401,15 +394,15 @@ def measure_extents(
 
 
 def _measure(
-    tu: TranslationUnit,
+    parsed: Any,
     data: dict[str, Any],
     params: list[str],
     launch_only: set[str],
     values: tuple[int, ...],
     scale: int,
 ) -> dict[str, str]:
-    """Extents the indices do not show, measured: the kernel runs at four size sets with the
-    unknown tensors as large buffers, and each extent (one past the highest element reached) is
+    """Extents the indices do not show, measured: the kernel runs at PROBE_RUNS size sets with
+    the unknown tensors as large buffers, and each extent (one past the highest element reached) is
     fitted as `c * product of sizes + d`, exactly at every run. Raises when no such formula
     fits (a gather's table, whose extent follows the data, say)."""
     import itertools
@@ -417,13 +410,13 @@ def _measure(
     import numpy as np
 
     from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.parse import parse_file
 
+    if parsed is None:
+        raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
     names = sorted(data["sizes"])
     fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
     free = [n for n in names if n not in fixed]
     runs: list[tuple[dict[str, int], dict[str, int]]] = []
-    parsed = parse_file(tu.file, data["kernel"]["include_dirs"], data["kernel"]["defines"])
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
     table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
@@ -696,21 +689,29 @@ def _pyname(name: str) -> str:
     return f"{name}_" if keyword.iskeyword(name) else name
 
 
-def _resolved_dtypes(
-    tu: TranslationUnit, k: Kernel, site: LaunchSite, pre: tuple[list[str], dict[str, str]]
-) -> dict[str, str]:
-    """Parameter element types as the interpreter resolves them: typedefs chosen by a macro
-    (`floatX`), header types (`size_t`), template types bound at the launch site."""
-    from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.interp.runner import kernel_signature
+def _parse(file: str, pre: tuple[list[str], dict[str, str]]) -> Any:
+    """The kernel's file as the interpreter parses it (with the -I/-D the spec records), or
+    None when it cannot be read again (then nothing is resolved or measured)."""
     from migrator.cuda.parse import parse_file
     from migrator.cuda.source import SourceError
 
     try:
-        sig = kernel_signature(
-            parse_file(tu.file, *pre), k.name, [_number(a) for a in site.template_args]
-        )
-    except (InterpError, SourceError, OSError):
+        return parse_file(file, *pre)
+    except (SourceError, OSError):
+        return None
+
+
+def _resolved_dtypes(parsed: Any, k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """Parameter element types as the interpreter resolves them: typedefs chosen by a macro
+    (`floatX`), header types (`size_t`), template types bound at the launch site."""
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import kernel_signature
+
+    if parsed is None:
+        return {}
+    try:
+        sig = kernel_signature(parsed, k.name, [_number(a) for a in site.template_args])
+    except InterpError:
         return {}
     out = {}
     for name, t in sig:

@@ -172,15 +172,9 @@ class CallMixin:
 
         if len(arg_nodes) != 3:
             raise self.error(node, "memcpy takes (dst, src, bytes)")
-        sides = []
-        for a in arg_nodes[:2]:
-            while a.type == "parenthesized_expression" and a.named_children:
-                a = a.named_children[-1]
-            op = a.child_by_field_name("operator") if a.type == "pointer_expression" else None
-            inner = a.child_by_field_name("argument")
-            if op is None or self.parsed.text(op) != "&" or inner is None:
-                raise self.unsupported(node, "memcpy other than between &local values")
-            sides.append(inner)
+        sides = [self.address_operand(a) for a in arg_nodes[:2]]
+        if sides[0] is None or sides[1] is None:
+            raise self.unsupported(node, "memcpy other than between &local values")
         dst = self.lvalue(sides[0], mask)
         if isinstance(dst, MemLV):
             raise self.unsupported(node, "memcpy into memory")

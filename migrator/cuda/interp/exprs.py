@@ -266,6 +266,15 @@ class ExprMixin:
             return lv if lv.ctype.kind in ("vec", "struct") and not isinstance(lv, MemLV) else None
         return None
 
+    def address_operand(self: Machine, node: Node) -> Node | None:
+        """`x` of `&x` (parentheses around either allowed), else None."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        op = node.child_by_field_name("operator") if node.type == "pointer_expression" else None
+        if op is None or self.parsed.text(op) != "&":
+            return None
+        return node.child_by_field_name("argument")
+
     def _local_view(
         self: Machine, node: Node, mask: np.ndarray, where: Node
     ) -> tuple[LValue, CType] | None:
@@ -292,13 +301,8 @@ class ExprMixin:
                 operand = args.named_children[0]
         if target is None or operand is None or target.kind != "ptr" or target.elem is None:
             return None
-        while operand.type == "parenthesized_expression" and operand.named_children:
-            operand = operand.named_children[-1]
-        op = operand.child_by_field_name("operator")
-        inner = operand.child_by_field_name("argument")
-        if operand.type != "pointer_expression" or op is None or inner is None:
-            return None
-        if self.parsed.text(op) != "&":
+        inner = self.address_operand(operand)
+        if inner is None:
             return None
         lv = self.lvalue(inner, mask)
         if isinstance(lv, MemLV):

@@ -17,6 +17,18 @@ from migrator.cuda.parse import ParsedSource
 QUALIFIERS = ("__global__", "__device__", "__host__", "__forceinline__", "__noinline__")
 
 
+def function_declarator(fn: Node) -> Node | None:
+    """The `function_declarator` of a function definition, under the pointer and reference
+    declarators of its return type (`T* f()`, `E& operator[](int)`)."""
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        inner = decl.child_by_field_name("declarator")
+        if inner is None and decl.named_children:  # reference_declarator names no field
+            inner = decl.named_children[-1]
+        decl = inner
+    return decl
+
+
 @dataclass
 class Function:
     name: str
@@ -30,12 +42,7 @@ class Function:
 
     @property
     def params(self) -> list[Node]:
-        decl = self.node.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":  # `T* f()`, `T& f()`
-            inner = decl.child_by_field_name("declarator")
-            decl = (
-                inner if inner is not None or not decl.named_children else decl.named_children[-1]
-            )
+        decl = function_declarator(self.node)
         assert decl is not None
         plist = decl.child_by_field_name("parameters")
         assert plist is not None
@@ -92,9 +99,7 @@ class Program:
                     self._scan(body)
 
     def _add(self, node: Node, template: Node | None) -> None:
-        decl = node.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
+        decl = function_declarator(node)
         if decl is None:
             return
         name_node = decl.child_by_field_name("declarator")

@@ -92,13 +92,15 @@ def kernel_signature(
         _globals(m, {}, {})
     if fn.template is not None:
         m.bind_template(fn.template, list(template_args or []), scope)
-    out = []
-    for p in fn.params:
-        tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")
-        assert tnode is not None and decl is not None
-        name, t, _, _ = m.declarator_type(m.base_type(tnode), decl)
-        out.append((name, t))
-    return out
+    return [_param_type(m, p) for p in fn.params]
+
+
+def _param_type(m: Machine, p: Any) -> tuple[str, ct.CType]:
+    """A kernel parameter's name and type, resolved in the machine's scope."""
+    tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+    assert tnode is not None and decl is not None
+    name, t, _, _ = m.declarator_type(m.base_type(tnode), decl)
+    return name, t
 
 
 def _dim3(v: int | tuple[int, ...] | list[int]) -> Dim3:
@@ -203,10 +205,7 @@ def _bind_args(
     out: dict[str, tuple[ct.CType, Val]] = {}
     names = []
     for p in params:
-        tnode = p.child_by_field_name("type")
-        decl = p.child_by_field_name("declarator")
-        assert tnode is not None and decl is not None
-        name, t, _, _ = m.declarator_type(m.base_type(tnode), decl)
+        name, t = _param_type(m, p)
         names.append(name)
         if name not in args:
             raise LaunchError(f"missing argument {name!r} ({t})", m.span(p), m.kernel)

@@ -21,7 +21,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.program import Function
+from migrator.cuda.interp.program import Function, function_declarator
 from migrator.cuda.interp.scope import Binding, CompLV, LValue, TypeName, Var, ViewLV
 from migrator.cuda.interp.values import Val
 
@@ -53,12 +53,7 @@ class StructInfo:
 
 
 def _declarator_name(m: Machine, fn_node: Node) -> str | None:
-    decl = fn_node.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        inner = decl.child_by_field_name("declarator")
-        if inner is None and decl.type == "reference_declarator" and decl.named_children:
-            inner = decl.named_children[-1]  # `E& operator[](int)`: no field name here
-        decl = inner
+    decl = function_declarator(fn_node)
     name = decl.child_by_field_name("declarator") if decl is not None else None
     return m.parsed.text(name).replace(" ", "") if name is not None else None
 
