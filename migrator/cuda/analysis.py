@@ -293,7 +293,9 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
                     d.name, Var("array", base=d.name, space="local", elem_type=elem_type, offset={})
                 )
             elif d.pointer_depth:
-                self.env.define(d.name, self._alias(d, elem_type))
+                alias = self._alias(d, elem_type)
+                alias.ctx = self.branch_depth
+                self.env.define(d.name, alias)
             else:
                 self._scalar_decl(node, d, elem_type, "const" in quals)
 

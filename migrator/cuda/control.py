@@ -6,6 +6,8 @@ and guard stacks, collected facts).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tree_sitter import Node
 
 from migrator.cuda import poly
@@ -26,7 +28,10 @@ class ControlMixin(BodyState):
         names = self._assigned_names(node) - {skip}  # type: ignore[attr-defined]
         for name in names:
             var = self.env.lookup(name)
-            if var is not None and var.kind in ("value", "opaque", "param"):
+            if var is not None and (var.kind == "alias" or var.is_pointer) and var.base:
+                # a pointer moved inside a loop points elsewhere each iteration
+                self.env.assign(name, replace(var, offset=None))
+            elif var is not None and var.kind in ("value", "opaque", "param"):
                 why = f"{name} changes inside a loop"
                 self.env.assign(
                     name, Var("opaque", reason=why, deps=var.deps, ctx=var.ctx, expr=var.expr)

@@ -48,6 +48,9 @@ class MemoryMixin(BodyState):
         elif left.type == "identifier":
             name = self.p.text(left)
             self.facts.written_names.add(name)
+            if self._is_pointer_var(name):
+                self.assign_pointer(name, op, right, node)
+                return
             accumulating = style is not None and style[1] in ("loop_accumulate", "warp_shuffle")
             if accumulating and right is not None:
                 self.note_accumulation(name, style[0], style[1], right, op)  # type: ignore[attr-defined,index]
@@ -58,8 +61,71 @@ class MemoryMixin(BodyState):
         if arg is not None:
             self.expr(arg, "update")
             if arg.type == "identifier":
-                self.facts.written_names.add(self.p.text(arg))
-                self._assign_scalar(self.p.text(arg), "++", None, node)
+                name = self.p.text(arg)
+                self.facts.written_names.add(name)
+                op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
+                if self._is_pointer_var(name):
+                    self.assign_pointer(name, op, None, node)
+                else:
+                    self._assign_scalar(name, "++", None, node)
+
+    def _is_pointer_var(self, name: str) -> bool:
+        var = self.env.lookup(name)
+        return var is not None and (
+            var.kind == "alias" or (var.is_pointer and var.kind in ("array", "opaque"))
+        )
+
+    def assign_pointer(self, name: str, op: str, right: Node | None, node: Node) -> None:
+        """`p += k`, `p -= k`, `p++`, `p = q + k`: the pointer moves, and every later access
+        through it must see the new offset (dropping it would attribute `inp[c]` after
+        `inp += C * row` to element c: a silently wrong index). A move at the pointer's
+        declaration depth is a strong update; under a branch or loop the offset becomes
+        unknown, so accesses through it are reported as not affine."""
+        var = self.env.lookup(name)
+        assert var is not None
+        strong = self.branch_depth == var.ctx
+        if op == "=":
+            target = self.resolve_pointer(right) if right is not None else None
+            if target is None or target.base is None:
+                self.facts.diagnostics.append(
+                    diag.make("UNRESOLVED_ALIAS", self.p.span(node), name=name)
+                )
+                self.env.assign(name, Var("opaque", reason=f"pointer {name} is not resolved",
+                                          is_pointer=True, ctx=var.ctx))  # fmt: skip
+                return
+            if not strong and target.base != var.base:
+                self.facts.diagnostics.append(
+                    diag.make("UNRESOLVED_ALIAS", self.p.span(node), name=name)
+                )
+                why = f"pointer {name} is assigned conditionally"
+                self.env.assign(name, Var("opaque", reason=why, is_pointer=True, ctx=var.ctx))
+                return
+            kind = var.kind if var.kind != "opaque" and target.base == var.base else "alias"
+            width = target.width if target.width > 1 else var.width
+            offset = target.offset if strong else None
+            self.env.assign(name, Var(kind, base=target.base, space=target.space, offset=offset,
+                                      width=width, elem_type=target.elem_type, is_pointer=True,
+                                      deps=target.deps, ctx=var.ctx))  # fmt: skip
+            return
+        if var.kind == "opaque":
+            return
+        if op in ("++", "--"):
+            step = poly.const(1 if op == "++" else -1)
+            deps = frozenset[str]()
+        elif op in ("+=", "-=") and right is not None:
+            v = self.ev.value(right)
+            step = None if v.poly is None else poly.scale(v.poly, 1 if op == "+=" else -1)
+            deps = v.deps
+        else:
+            step, deps = None, frozenset()
+        offset = (
+            poly.add(var.offset, poly.scale(step, var.width))
+            if strong and step is not None and var.offset is not None
+            else None
+        )
+        self.env.assign(name, Var(var.kind, base=var.base, space=var.space, offset=offset,
+                                  width=var.width, elem_type=var.elem_type, is_pointer=True,
+                                  deps=var.deps | deps, via=var.via, ctx=var.ctx))  # fmt: skip
 
     def _field(self, node: Node, kind: str) -> None:
         arg = node.child_by_field_name("argument")
@@ -90,7 +156,12 @@ class MemoryMixin(BodyState):
             return None
         if target.space in ("global", None) and self.env.lookup(target.base) is None:
             return None
-        offset = target.offset or {}
+        if target.offset is None:  # a pointer moved by a non-affine or conditional amount
+            why = f"the offset of pointer {self.p.text(base)} into {target.base} is not affine"
+            text = self.p.text(base) + "".join(f"[{self.p.text(i)}]" for i in indices)
+            return target, [IndexExpr(text=text, affine=False, variant=sorted(target.deps),
+                                      reason=why)]  # fmt: skip
+        offset = target.offset
         if target.space in ("shared", "local", "constant") and len(indices) > 1:
             exprs = [self.ev.index(i) for i in indices]
         elif indices:
@@ -149,7 +220,7 @@ class MemoryMixin(BodyState):
                 var.kind,
                 base=var.base,
                 space=var.space,
-                offset=var.offset or {},
+                offset=var.offset,
                 width=var.width,
                 elem_type=var.elem_type,
                 deps=var.deps,

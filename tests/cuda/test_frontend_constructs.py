@@ -47,6 +47,36 @@ def test_row_pointer_offset_alias() -> None:
     assert k.loops[0].kind == "block_stride"
 
 
+def test_a_moved_pointer_parameter_carries_its_offset() -> None:
+    """`inp += C * row; inp[c]` reads element row*C + c, not c (that was a silent wrong index)."""
+    k = one(
+        "__global__ void k(float* out, const float* inp, int N, int C) {\n"
+        "  int row = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (row >= N) return;\n"
+        "  inp += C * row; out = out + C * row; out++; out -= 1;\n"
+        "  for (int c = 0; c < C; ++c) out[c] = 2.0f * inp[c];\n"
+        "}\n"
+    )
+    for a in k.accesses:
+        assert a.indices[0].affine
+        assert a.indices[0].canonical == "blockIdx.x*blockDim.x*C + threadIdx.x*C + c"
+
+
+def test_a_pointer_moved_in_a_loop_or_branch_is_not_affine() -> None:
+    """Moved each iteration or on some paths only, the offset is unknown: said, never guessed."""
+    k = one(
+        "__global__ void k(float* out, const float* inp, int N) {\n"
+        "  float* q = out + threadIdx.x;\n"
+        "  if (blockIdx.x > 0) inp += N;\n"
+        "  for (int c = 0; c < 4; ++c) { q[0] = inp[c]; q += N; }\n"
+        "}\n"
+    )
+    by = {a.array: a.indices[0] for a in k.accesses}
+    assert not by["out"].affine and "offset of pointer q" in (by["out"].reason or "")
+    assert not by["inp"].affine
+    assert "C2N1002" in diag_ids(k)
+
+
 def test_atomic_add_makes_inout_and_reduction() -> None:
     k = one(
         "__global__ void k(const float* x, float* total, int n) {\n"
