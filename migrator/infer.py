@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +70,13 @@ def infer_spec(
     chosen = {n for n, v in values.items() if v.startswith("<conditional")}
     # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
     chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
+    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
     host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
-                 tu.host_helpers)  # fmt: skip
+                 tu.host_helpers, _constants_of(parsed, k.name))  # fmt: skip
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
     host_params |= set(literal) | chosen
     resolve = host.resolve
     bindings = _template_bindings(k, site)
-    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
     resolved = _resolved_dtypes(parsed, k, site)
     tensors, scalars = [], []
     args = dict(zip([p.name for p in k.params], site.args, strict=False))
@@ -123,7 +124,7 @@ def infer_spec(
     launch_host = _Host(
         {**host.host, **{n: str(v) for n, v in unused.items()},
          **{n: values[n] for n in chosen - size_names}},  # a launch set under a branch
-        host.helpers,
+        host.helpers, host.constants,
     )  # fmt: skip
     grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
     smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
@@ -541,6 +542,7 @@ _SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
            "sizeof(unsigned int)": "4", "sizeof(__half)": "2"}  # fmt: skip
 
 
+_FILE_CONSTANT = re.compile(r"\bsizeof\s*\(\s*[\w:<>, ]+\)|\b(?!std::)\w+(?:<[\w, ]+>)?::\w+\b")
 _RUNTIME_SIZE = re.compile(r"\.\s*(?:size|numel|stride|sizes|dim)\s*\(")
 _C_CAST = re.compile(
     r"\((?:\s*(?:const|unsigned|signed)\s+)*(?:long\s+long|long|int|short|unsigned|size_t|"
@@ -552,10 +554,29 @@ class _Host:
     """Host-side definitions of one launch site: expressions resolved to host parameters."""
 
     def __init__(
-        self, host: dict[str, str], helpers: dict[str, tuple[list[str], str]] | None = None
+        self,
+        host: dict[str, str],
+        helpers: dict[str, tuple[list[str], str]] | None = None,
+        constants: Callable[[list[str]], dict[str, int]] | None = None,
     ) -> None:
         self.host = host
         self.helpers = helpers or {}
+        self.constants = constants  # evaluates `sizeof(floatX)`, `x128::size` in the file
+        self._known: dict[str, int | None] = {}
+
+    def _file_constants(self, text: str) -> str:
+        """`sizeof(T)` and `S::member` replaced by their values, as the interpreter sees the
+        file (typedefs chosen by macros, struct templates); others stay as written."""
+        if self.constants is None:
+            return text
+        found = set(_FILE_CONSTANT.findall(text)) - set(self._known)
+        if found:
+            values = self.constants(sorted(found))
+            self._known.update({t: values.get(t) for t in found})
+        for t, v in self._known.items():
+            if v is not None and t in text:
+                text = text.replace(t, str(v))
+        return text
 
     def resolve(self, text: str, depth: int = 0) -> str:
         if text.startswith("<conditional"):
@@ -564,6 +585,7 @@ class _Host:
         out = re.sub(r"\b(\w+)\.([xyz])\b", self._dim3_component, out)  # blockSize.x
         for k, v in _SIZEOF.items():
             out = out.replace(k, v)
+        out = self._file_constants(out)
         if depth <= 8:
             for name, value in self.host.items():
                 if not value.startswith("dim3") and re.search(rf"\b{re.escape(name)}\b", out):
@@ -721,6 +743,18 @@ def _resolved_dtypes(parsed: Any, k: Kernel, site: LaunchSite) -> dict[str, str]
     return out
 
 
+def _constants_of(parsed: Any, kernel: str) -> Callable[[list[str]], dict[str, int]] | None:
+    if parsed is None:
+        return None
+
+    def evaluate(texts: list[str]) -> dict[str, int]:
+        from migrator.cuda.interp.runner import file_constants
+
+        return file_constants(parsed, kernel, texts)
+
+    return evaluate
+
+
 def _template_bindings(k: Kernel, site: LaunchSite) -> dict[str, str]:
     return {t.name: a for t, a in zip(k.template_params, site.template_args, strict=False)}
 
@@ -762,8 +796,10 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
     for g in k.guards:
         for c in g.checks:
             upper = (c.op == "<" and not g.early_exit) or (c.op == ">=" and g.early_exit)
-            if upper and c.index.affine:
-                add(c.index.as_poly(), host_expr(c.limit))
+            inclusive = (c.op == "<=" and not g.early_exit) or (c.op == ">" and g.early_exit)
+            if (upper or inclusive) and c.index.affine:
+                limit = host_expr(c.limit)  # `if (i > n) return;` lets i reach n itself
+                add(c.index.as_poly(), f"{limit} + 1" if inclusive and limit else limit)
     for lp in k.loops:
         if lp.var and lp.cmp == "<" and lp.bound is not None:
             add(poly.sym(lp.var), host_expr(lp.bound))

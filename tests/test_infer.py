@@ -158,6 +158,48 @@ def test_sizes_that_are_literals_in_main(tmp_path: Path) -> None:
     assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
 
 
+def test_row_pointers_and_an_inclusive_guard(tmp_path: Path) -> None:
+    """`inp += C * idx` moves the row pointer; `if (idx > N) return;` lets idx reach N itself
+    (an off-by-one in the original that the spec must follow, not hide)."""
+    src = tmp_path / "rows.cu"
+    src.write_text(
+        "__global__ void rows(float* out, const float* inp, int N, int C) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (idx > N) return;\n"
+        "  inp += C * idx; out += C * idx;\n"
+        "  for (int c = 0; c < C; ++c) out[c] = 2.0f * inp[c];\n}\n"
+        "int main() {\n  int N = 100, C = 64;\n  float *o, *i;\n"
+        "  rows<<<(N + 127) / 128, 128>>>(o, i, N, C);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert {t.name: t.shape for t in spec.tensors} == {n: ["N + 1", "C"] for n in ("out", "inp")}
+
+
+def test_sizeof_and_struct_statics_in_host_launch_expressions(tmp_path: Path) -> None:
+    """`sizeof(floatX)` (a typedef a macro chose) and `x128::size` (a static of a struct
+    template) in the host's launch are evaluated as the interpreter sees the file."""
+    src = tmp_path / "packed.cu"
+    src.write_text(
+        "typedef float floatX;\n"
+        "template <class T> struct Packed { static constexpr int size = 16 / sizeof(T); };\n"
+        "typedef Packed<floatX> x128;\n"
+        "__global__ void scale(floatX* out, const floatX* inp, int N) {\n"
+        "  extern __shared__ floatX tmp[];\n"
+        "  int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;\n"
+        "  tmp[threadIdx.x] = 1.0f;\n"
+        "  for (int k = 0; k < x128::size; ++k) if (i + k < N) out[i + k] = 2.0f * inp[i + k];\n}\n"
+        "void launch(floatX* out, const floatX* inp, int N, int block_size) {\n"
+        "  int grid = (N + block_size * x128::size - 1) / (block_size * x128::size);\n"
+        "  size_t smem = block_size * sizeof(floatX);\n"
+        "  scale<<<grid, block_size, smem>>>(out, inp, N);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.launch.shared_bytes == "block_size * 4"
+    assert "4" in spec.launch.grid[0] and "x128" not in spec.launch.grid[0]
+
+
 def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     """`int N = 1; for (...) N *= x.size(i);` (a torch binding): N is a size of its own."""
     src = tmp_path / "relu.cu"
