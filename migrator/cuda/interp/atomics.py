@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tree_sitter import Node
 
-from migrator.cuda.interp import memory
+from migrator.cuda.interp import ctypes_, memory
 from migrator.cuda.interp.values import Val, convert, lanes
 
 if TYPE_CHECKING:
@@ -48,6 +48,10 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
     if not ptr.ctype.is_pointer_like or ptr.ctype.elem is None:
         raise m.error(node, "atomic on a non-pointer")
     t = ptr.ctype.elem
+    if t.kind == "vec":
+        return _apply_vector(m, op, args, mask, node)
+    if t.kind not in ("int", "float", "bool"):
+        raise m.unsupported(node, f"atomic on {t}")
     buf, idx, flat, *_ = memory._resolve(m, ptr, t, mask, node, write=True)
     if buf.init is not None:
         buf.init[flat] = True
@@ -93,6 +97,26 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
             buf.data[a] = combine(old, vs[sel])
     old_out[active[order]] = olds
     return Val(t, old_out)
+
+
+def _apply_vector(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+    """`atomicAdd(__nv_bfloat162*, v)`, `atomicAdd(float4*, v)`: CUDA makes each component
+    atomic on its own (not the vector as one access), so each is an atomic of its element."""
+    ptr, v = args
+    t = ptr.ctype.elem
+    assert t is not None and t.elem is not None
+    if op != "add" or v.ctype != t or v.comps is None or ptr.buf is None:
+        raise m.unsupported(node, f"atomic {op} on {t} with a {v.ctype} operand")
+    if t.elem.size % ptr.buf.elem.size:
+        raise m.unsupported(node, f"atomic on {t} in a {ptr.buf.elem} buffer")
+    step = t.elem.size // ptr.buf.elem.size
+    ptr_t = ctypes_.ptr(t.elem)
+    memory._resolve(m, ptr, t, mask, node, write=True)  # bounds and alignment of the whole
+    olds = tuple(
+        _apply(m, op, [Val(ptr_t, ptr.data + k * step, buf=ptr.buf), comp], mask, node)
+        for k, comp in enumerate(v.comps)
+    )
+    return Val(t, comps=olds)
 
 
 def _atomic(op: str) -> Callable[..., Val]:

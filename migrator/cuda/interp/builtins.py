@@ -354,15 +354,10 @@ MATH: dict[str, Builtin] = {
     "__int_as_float": lambda m, a, k, n: Val(
         ct.FLOAT, np.asarray(convert(a[0], ct.INT).data).view(np.float32)
     ),
-    # vector constructors
-    "make_float2": _make("float2", 2),
-    "make_float3": _make("float3", 3),
-    "make_float4": _make("float4", 4),
-    "make_int2": _make("int2", 2),
-    "make_int4": _make("int4", 4),
-    "make_int3": _make("int3", 3),
-    "make_uint2": _make("uint2", 2),
-    "make_uint3": _make("uint3", 3),
-    "make_uint4": _make("uint4", 4),
-    "make_double2": _make("double2", 2),
 }
+# vector constructors: `make_<type><n>` for every vector type the headers define
+_NOT_MADE = ("__", "nv_", "half", "dim")  # no make_ function for these
+MATH.update(
+    {f"make_{name}": _make(name, t.count) for name, t in ct.NAMED.items()
+     if t.kind == "vec" and name[-1] in "1234" and not name.startswith(_NOT_MADE)}
+)  # fmt: skip

@@ -239,7 +239,9 @@ class CallMixin:
         actual: list[Val | LValue] = []
         for p, a in zip(params, arg_nodes, strict=True):
             decl = p.child_by_field_name("declarator")
-            if decl is not None and decl.type == "reference_declarator":
+            if a.type == "initializer_list":  # `f({x, 1.0f})`: built as the parameter's type
+                actual.append(self._brace_argument(p, a, fn, mask))
+            elif decl is not None and decl.type == "reference_declarator":
                 actual.append(self.lvalue(a, mask))
             else:
                 actual.append(self.ev(a, mask))
@@ -266,8 +268,29 @@ class CallMixin:
         finally:
             self.frames.pop()
 
+    def _brace_argument(self: Machine, p: Node, a: Node, fn: Function, mask: np.ndarray) -> Val:
+        """A `{x[i], 1.0f}` argument, built in the caller's frame as the parameter's type
+        (a type the callee's template decides is not known here: said, not guessed)."""
+        tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+        tparams = fn.template.named_children if fn.template is not None else []
+        tname = self.parsed.text(tnode) if tnode is not None else ""
+        if (
+            tnode is None
+            or decl is None
+            or any(self.parsed.text(c).split()[-1] == tname for c in tparams)
+        ):
+            raise self.unsupported(a, "brace-initialised argument of a template-typed parameter")
+        _, t, _, _ = self.declarator_type(self.base_type(tnode), decl)
+        if t.kind not in ("struct", "vec"):
+            raise self.unsupported(a, f"brace-initialised argument of type {t}")
+        return self._local(a, t, a, mask, False).val
+
     def _bind_param(
-        self: Machine, p: Node, a: Val | LValue, scope: dict[str, Binding], node: Node
+        self: Machine,
+        p: Node,
+        a: Val | LValue,
+        scope: dict[str, Binding],
+        node: Node,
     ) -> None:
         tnode = p.child_by_field_name("type")
         decl = p.child_by_field_name("declarator")

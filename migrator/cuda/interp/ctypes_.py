@@ -77,6 +77,33 @@ class CType:
             return self.elem.size * (self.count if self.count in (2, 4) else 1)
         return self.size
 
+    @property
+    def field_offsets(self) -> tuple[int, ...]:
+        """Byte offset of each struct field (natural alignment, as `size` lays them out)."""
+        out, off = [], 0
+        for _, f in self.fields:
+            off = -(-off // f.align) * f.align
+            out.append(off)
+            off += f.size
+        return tuple(out)
+
+    @property
+    def storage(self) -> CType:
+        """The scalar type a buffer of these values holds: a struct whose leaves share one type
+        and leave no padding is stored as that type (`{float m; float d;}` as floats); any other
+        struct as bytes, read through typed views."""
+        if self.kind != "struct":
+            return self.scalar
+        leaves: list[CType] = []  # (non-struct fields: scalars, vectors, arrays)
+        stack = [f for _, f in self.fields]
+        while stack:
+            t = stack.pop()
+            stack.extend(f for _, f in t.fields) if t.kind == "struct" else leaves.append(t)
+        dtypes = {leaf.scalar.dtype for leaf in leaves}
+        if len(dtypes) == 1 and None not in dtypes and sum(x.size for x in leaves) == self.size:
+            return leaves[0].scalar
+        return UCHAR
+
     def field_index(self, name: str) -> int | None:
         return next((k for k, (n, _) in enumerate(self.fields) if n == name), None)
 

@@ -14,6 +14,7 @@ import numpy as np
 from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp import memory
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
@@ -154,6 +155,10 @@ class ExprMixin:
         if arg.type == "identifier" and self.parsed.text(arg) in DIM3:
             return self._dim3(node, self.parsed.text(arg))
         if self.parsed.text(op) == ".":
+            if arg.type in ("subscript_expression", "pointer_expression"):
+                lv = self.lvalue(node, mask)  # `smem[i].m`: that field alone, from memory
+                if isinstance(lv, MemLV):
+                    return lv.load(self, mask, node)
             return self._component(node, self.ev(arg, mask))
         return self.lvalue(node, mask).load(self, mask, node)
 
@@ -228,8 +233,9 @@ class ExprMixin:
             ks = t.field_index(self.parsed.text(f))
             if ks is None:
                 raise self.error(node, f"{t} has no field {self.parsed.text(f)!r}")
-            if isinstance(base, MemLV):
-                raise self.unsupported(node, f"struct {t} in memory (only local structs)")
+            if isinstance(base, MemLV):  # a field of a struct in memory: memory itself
+                p, ft = memory.field_pointers(self, base.ptr, t, node)[ks]
+                return MemLV(p, ft)
             return CompLV(base, ks, t.fields[ks][1])
         k = COMPONENTS.get(self.parsed.text(f))
         if t.kind != "vec" or k is None or k >= t.count or t.elem is None:
@@ -414,10 +420,25 @@ class ExprMixin:
             if pa or pb:
                 raise self.error(node, f"operator {op} with a pointer operand")
             if a.comps is not None or b.comps is not None:
-                raise self.unsupported(node, f"operator {op} on vector types")
+                return self._paired_binary(op, a, b, node)
             return binary(op, a, b, self.float_t)
         except TypeError as e:
             raise self.error(node, str(e)) from e
+
+    def _paired_binary(self: Machine, op: str, a: Val, b: Val, node: Node) -> Val:
+        """`h2 + h2` on `__half2` / `__nv_bfloat162`: cuda_fp16.h and cuda_bf16.h define + - * /
+        per component (each rounded to the element type, as `__hadd2` does). Plain CUDA vector
+        types (float4, int2) have no operators unless the program defines them."""
+        t = a.ctype
+        if (
+            t != b.ctype or t.kind != "vec" or t.elem not in (ct.HALF, ct.BF16)
+            or op not in ("+", "-", "*", "/") or a.comps is None or b.comps is None
+        ):  # fmt: skip
+            raise self.unsupported(node, f"operator {op} on {a.ctype} and {b.ctype}")
+        from migrator.cuda.interp.half import HALF_BUILTINS
+
+        name = {"+": "__hadd2", "-": "__hsub2", "*": "__hmul2", "/": "__hdiv2"}[op]
+        return HALF_BUILTINS[name](self, [a, b], self.geo.full, node)
 
     def _e_compound_literal(self: Machine, node: Node, mask: np.ndarray) -> Val:
         """`cg::plus<float>{}` (a functor for cg::reduce), `MaxOp{}`, `float4{a, b, c, d}`."""
@@ -600,6 +621,8 @@ class ExprMixin:
 
     def cast(self: Machine, v: Val, t: CType, node: Node) -> Val:
         if t.kind == "ptr":
+            if v.ctype.kind == "int" and v.ctype.size == 8:  # an address made by (uintptr_t)p
+                return self.convert_to(v, t, node)
             if not v.ctype.is_pointer_like:
                 raise self.unsupported(node, f"cast of {v.ctype} to pointer")
             return Val(t, self.decay(v).data, buf=v.buf)  # reinterpret: offset kept

@@ -68,6 +68,16 @@ def _arith(op: Callable[..., Any]) -> Builtin:
     return lambda m, args, mask, node: f(args)
 
 
+def _bits(to: ct.CType, src: ct.CType) -> Builtin:
+    """`__ushort_as_bfloat16(u)` and friends: the same 16 bits as another type."""
+
+    def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
+        assert to.dtype is not None
+        return Val(to, np.asarray(convert(args[0], src).data).view(to.dtype))
+
+    return call
+
+
 def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     def scalar(a: list[Val]) -> Val:
         x, y, z = (np.asarray(convert(v, ct.DOUBLE).data) for v in a)
@@ -215,4 +225,9 @@ HALF_BUILTINS: dict[str, Builtin] = {
     "__uint2half_rn": _from_number(ct.HALF),
     "__int2bfloat16_rn": _from_number(ct.BF16),
     "__bfloat1622float2": _to_float2,
-}
+    # bit casts between 16-bit floats and 16-bit integers
+    **{f"__{i}_as_{h}": _bits(ct.HALF if h == "half" else ct.BF16, it)
+       for h in ("half", "bfloat16") for i, it in (("short", ct.SHORT), ("ushort", ct.USHORT))},
+    **{f"__{h}_as_{i}": _bits(it, ct.HALF if h == "half" else ct.BF16)
+       for h in ("half", "bfloat16") for i, it in (("short", ct.SHORT), ("ushort", ct.USHORT))},
+}  # fmt: skip

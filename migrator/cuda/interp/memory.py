@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
+from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
@@ -56,6 +57,7 @@ class Buffer:
     # extent measurement (InterpOptions.extents): one past the highest byte any access reached
     track: bool = False
     hi_bytes: int = 0
+    address_key: int = 0  # its address range once a pointer into it became an integer (values)
 
     def fully_initialised(self) -> bool:
         """Initialisation never reverts, so once every element is written the per-read check
@@ -197,8 +199,26 @@ def _tracked(acc: Access) -> list[Access]:
     return out
 
 
+def field_pointers(m: Machine, ptr: Val, t: CType, node: object) -> list[tuple[Val, CType]]:
+    """Each field of the struct `*ptr` in memory: a pointer to it and its type."""
+    buf = ptr.buf
+    if buf is None:
+        raise m.unsupported(node, "access through a pointer that names no buffer")
+    esize = buf.elem.size
+    out = []
+    for (name, f), off in zip(t.fields, t.field_offsets, strict=True):
+        if f.kind == "array" or off % esize:
+            raise m.unsupported(node, f"field {name} of struct {t} in {buf.space} memory "
+                                f"({f} at byte {off} of a {buf.elem} buffer)")  # fmt: skip
+        out.append((Val(ct.ptr(f), ptr.data + off // esize, buf=buf), f))
+    return out
+
+
 def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> Val:
     """Load `*ptr` of type `ctype` for the active lanes (inactive lanes hold poison)."""
+    if ctype.kind == "struct":  # field by field (each checked like any other access)
+        fields = field_pointers(m, ptr, ctype, node)
+        return Val(ctype, comps=tuple(load(m, p, f, mask, node) for p, f in fields))
     acc = _resolve(m, ptr, ctype, mask, node, write=False)
     for a in _tracked(acc):
         buf = a.buf
@@ -231,6 +251,12 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     fancy assignment keeps the last); CUDA leaves the winner unspecified, and for shared memory
     the race checker reports it.
     """
+    if value.ctype.kind == "struct":
+        assert value.comps is not None
+        for (p, _), part in zip(field_pointers(m, ptr, value.ctype, node), value.comps,
+                                strict=True):  # fmt: skip
+            store(m, p, part, mask, node)
+        return
     acc = _resolve(m, ptr, value.ctype, mask, node, write=True)
     buf, idx, span = acc.buf, acc.idx, acc.span  # (a span only comes with width 1)
     if buf.space == "constant":

@@ -95,6 +95,44 @@ def kernel_signature(
     return [_param_type(m, p) for p in fn.params]
 
 
+def file_constants(
+    source: str | Path | ParsedSource, kernel_name: str, texts: list[str]
+) -> dict[str, int]:
+    """Compile-time integers in the file's scope as the interpreter evaluates them
+    (`sizeof(floatX)`, `x128::size`, `Packed128<float>::size`): host launch expressions use
+    them. A text it cannot evaluate to one integer is left out, never guessed."""
+    from migrator.cuda.parse import parse_text
+
+    prog = program_for(source)
+    try:
+        fn = prog.kernel(kernel_name)
+    except KeyError:
+        return {}
+    m = Machine(prog, fn.name, Geometry((1, 1, 1), (1, 1, 1), 0, 1), InterpOptions(),
+                FindingLog(fn.name), 0)  # fmt: skip
+    m.push_frame(ct.VOID, {})
+    out: dict[str, int] = {}
+    with np.errstate(all="ignore"):
+        _globals(m, {}, {})
+        for text in texts:
+            snippet = parse_text(f"auto __c2n_value = ({text});\n", "<host expression>")
+            decl = snippet.tree.root_node.named_children[0]
+            init = decl.child_by_field_name("declarator")
+            node = init.child_by_field_name("value") if init is not None else None
+            if node is None or snippet.tree.root_node.has_error:
+                continue
+            m.parsed = snippet  # names resolve in the program; text comes from the snippet
+            try:
+                v = m.ev(node, m.geo.full)
+            except Exception:  # noqa: BLE001 - an expression it cannot evaluate stays text
+                continue
+            finally:
+                m.parsed = prog.parsed
+            if v.ctype.kind in ("int", "bool") and v.is_uniform:
+                out[text] = int(v.data)
+    return out
+
+
 def _param_type(m: Machine, p: Any) -> tuple[str, ct.CType]:
     """A kernel parameter's name and type, resolved in the machine's scope."""
     tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")

@@ -214,11 +214,12 @@ class StmtMixin:
     def _local_array(
         self: Machine, decl: Node, name: str, t: ct.CType, init: Node | None, mask: np.ndarray
     ) -> Var:
-        if t.scalar.kind == "struct":
-            raise self.unsupported(decl, f"array of struct {t.scalar} (only struct locals)")
-        size = t.size // t.scalar.size
+        if t.scalar.kind == "struct" and init is not None:
+            raise self.unsupported(decl, f"initialised array of struct {t.scalar}")
+        store_t = t.scalar.storage  # a struct array: its fields' type, or bytes
+        size = t.size // store_t.size
         rows = self.geo.lane_rows  # one row per lane of the batch (a LaneView indexes a subset)
-        buf = Buffer.fresh(name, "local", t.scalar, size, rows, "lane", self.options.uninit)
+        buf = Buffer.fresh(name, "local", store_t, size, rows, "lane", self.options.uninit)
         if init is None:  # reads of elements no lane stored are reported (memory.py)
             buf.init = np.zeros(buf.data.size, dtype=bool)
         elif init.type == "initializer_list":
@@ -232,8 +233,8 @@ class StmtMixin:
 
     def _shared(self: Machine, node: Node, name: str, t: ct.CType, extern: bool) -> Var:
         elem = t.scalar
-        if elem.kind == "struct":
-            raise self.unsupported(node, f"__shared__ struct {elem} (only struct locals)")
+        if elem.kind == "struct" and extern:
+            raise self.unsupported(node, f"extern __shared__ array of struct {elem}")
         if extern:
             if self.dynamic_shared is None:
                 # the launch's byte count is in the kernel's own types: a shadow-mode float
@@ -260,13 +261,13 @@ class StmtMixin:
         key = (node.start_byte, t.name)  # per site and per template instantiation
         buf = self.shared.get(key)
         if buf is None:
-            if t.kind != "array" and t.kind not in ("int", "float", "bool"):
+            if t.kind != "array" and t.kind not in ("int", "float", "bool", "struct"):
                 raise self.unsupported(node, f"__shared__ of type {t}")
-            size = t.size // elem.size
+            size = t.size // elem.storage.size
             buf = Buffer.fresh(
                 name,
                 "shared",
-                elem,
+                elem.storage,
                 size,
                 self.geo.n_blocks,
                 "block",

@@ -9,6 +9,8 @@ a `float*` keeps the offset and only changes the pointee type.
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,12 +67,16 @@ def convert(v: Val, to: CType) -> Val:
         assert to.elem is not None
         return Val(to, comps=tuple(convert(c, to.elem) for c in v.comps))
     if to.kind in ("ptr", "array"):
+        if src.kind == "int":  # `reinterpret_cast<T*>(addr & ~3)`: back from an address
+            return pointer_at(v, to)
         if src.kind not in ("ptr", "array"):
             raise TypeError(f"cannot convert {src} to pointer type {to}")
         return Val(to, v.data, buf=v.buf)
     if src.kind in ("ptr", "array"):
         if to.kind == "bool":  # `bool has_bias = bias;`: non-null
             return Val(BOOL, np.bool_(v.buf is not None))
+        if to.kind == "int" and to.size == 8:  # `(uintptr_t)p`, `(size_t)p % 16`: an address
+            return Val(to, address_of(v).astype(to.dtype))
         raise TypeError(f"cannot convert pointer {src} to {to}")
     if src.kind == "vec":
         raise TypeError(f"cannot convert {src} to {to}")
@@ -179,3 +185,43 @@ def from_bytes(b: np.ndarray, t: CType) -> Val:
     if t.kind not in ("int", "float", "bool") or t.dtype is None:
         raise TypeError(f"bytes as {t}")
     return Val(t, np.ascontiguousarray(b).view(t.dtype).reshape(len(b)))
+
+
+# Addresses. Each buffer gets a base address the first time a pointer into it becomes an integer:
+# 2^40-byte apart and 256-byte aligned (cudaMalloc's alignment), so alignment arithmetic
+# (`p & ~3`, `(size_t)p % 16`) means what it means on the device, and an address turned back into
+# a pointer finds its buffer. A null pointer is address 0.
+_ADDRESS_SHIFT = 40
+_BUFFERS: weakref.WeakValueDictionary[int, Buffer] = weakref.WeakValueDictionary()
+_NEXT_KEY = itertools.count(1)
+
+
+def address_of(p: Val) -> np.ndarray:
+    """Byte addresses of a pointer value (int64 per lane, or a numpy scalar)."""
+    buf = p.buf
+    offsets = np.asarray(p.data, dtype=np.int64)
+    if buf is None:
+        return offsets * 0
+    base = buf.base or buf
+    if not base.address_key:
+        base.address_key = next(_NEXT_KEY)
+        _BUFFERS[base.address_key] = base
+    return (np.int64(base.address_key) << np.int64(_ADDRESS_SHIFT)) + offsets * np.int64(
+        buf.elem.size
+    )
+
+
+def pointer_at(v: Val, to: CType) -> Val:
+    """The pointer of type `to` at integer address(es) `v` (from `address_of`)."""
+    a = np.asarray(v.data).astype(np.int64)
+    keys = np.unique(a >> _ADDRESS_SHIFT)
+    if keys.size == 1 and keys[0] == 0 and not a.any():
+        return Val(to, np.int64(0), buf=None)  # the null pointer
+    buf = _BUFFERS.get(int(keys[0])) if keys.size == 1 else None
+    if buf is None:
+        raise TypeError("an integer that is not an address in one buffer is used as a pointer")
+    byte = a - (np.int64(keys[0]) << np.int64(_ADDRESS_SHIFT))
+    if np.any(byte % buf.elem.size):
+        raise TypeError(f"an address inside a {buf.elem} element of {buf.name!r} used as {to}")
+    off = byte // buf.elem.size
+    return Val(to, off if off.ndim else off[()], buf=buf)

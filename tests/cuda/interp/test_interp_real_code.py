@@ -590,3 +590,62 @@ def test_fp8_storage_and_conversions(krun: Runner) -> None:
     assert np.array_equal(q[:8].view(e4).astype(np.float32), want.astype(np.float32))
     e5 = q[8:].view(ml_dtypes.float8_e5m2).astype(np.float32)
     assert np.array_equal(e5, x.astype(ml_dtypes.float8_e5m2).astype(np.float32))
+
+
+def test_pointer_addresses_and_paired_bf16_atomics(krun: Runner) -> None:
+    """llm.c's atomicAddX: a bf16 address rounded down to 4 bytes with `& ~3`, turned back
+    into a `__nv_bfloat162*`, and a pair atomic whose other half adds zero; `(size_t)p % 4`
+    tests alignment as on the device (buffers are 256-byte aligned)."""
+    src = """
+    #include <cuda_bf16.h>
+    __device__ void atomicAddX(__nv_bfloat16* addr, __nv_bfloat16 val) {
+      uintptr_t ptr_val = reinterpret_cast<uintptr_t>(addr);
+      __nv_bfloat162* pair = reinterpret_cast<__nv_bfloat162*>(ptr_val & ~uintptr_t(0x3));
+      __nv_bfloat162 add = (ptr_val & 0x3) ? __halves2bfloat162(__ushort_as_bfloat16(0), val)
+                                           : __halves2bfloat162(val, __ushort_as_bfloat16(0));
+      atomicAdd(pair, add);
+    }
+    __global__ void k(__nv_bfloat16* out, const float* x, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) atomicAddX(&out[i % 8], (__nv_bfloat16)x[i]);
+      if (i == 0) out[8] = (size_t)(out + 3) % 4 == 2 ? 1.0f : 0.0f;
+      if (i == 1) out[9] = __bfloat16_as_ushort(out[8]) == 0x3f80 ? 2.0f : 0.0f;
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(10, ml_dtypes.bfloat16)
+    krun(src, "k", 1, 32, out=out, x=x, n=32)
+    want = x.reshape(4, 8).sum(axis=0)
+    np.testing.assert_array_equal(out[:8].astype(np.float32), want)
+    assert float(out[8]) == 1.0 and float(out[9]) == 2.0
+
+
+def test_an_integer_that_addresses_no_buffer_is_not_a_pointer(krun: Runner) -> None:
+    src = """
+    __global__ void k(float* out) {
+      float* p = reinterpret_cast<float*>((size_t)1234567);
+      out[0] = *p;
+    }"""
+    with pytest.raises(InterpError, match="not an address"):
+        krun(src, "k", 1, 1, out=np.zeros(1, np.float32))
+
+
+def test_bf16_pair_operators_and_make_uchar4(krun: Runner) -> None:
+    src = """
+    #include <cuda_bf16.h>
+    __global__ void k(const __nv_bfloat162* a, const __nv_bfloat162* b, __nv_bfloat162* s,
+                      uchar4* c) {
+      int t = threadIdx.x;
+      s[t] = a[t] + b[t] * a[t] - b[t];
+      c[t] = make_uchar4(t, t + 1, 255, 256 + t);
+    }"""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(8).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal(8).astype(ml_dtypes.bfloat16)
+    s = np.zeros(8, ml_dtypes.bfloat16)
+    c = np.zeros(16, np.uint8)
+    krun(src, "k", 1, 4, a=a, b=b, s=s, c=c)
+    bf = ml_dtypes.bfloat16
+    want = ((a + (b * a).astype(bf)).astype(bf) - b).astype(bf)  # each operator rounds
+    np.testing.assert_array_equal(s.view(np.uint16), want.view(np.uint16))
+    t = np.arange(4)
+    np.testing.assert_array_equal(c.reshape(4, 4), np.stack([t, t + 1, t * 0 + 255, t], 1))

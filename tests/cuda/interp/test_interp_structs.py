@@ -1,7 +1,8 @@
 """Simple structs as locals: fields, brace initialisation, by-value passing and returns.
 
-Structs in memory (pointer parameters, shared or local arrays of structs) are not modelled
-and raise; every test here would give a different number if fields were mixed up.
+Shared and local arrays of structs hold their fields in memory (checked like any access);
+struct pointer parameters are not modelled and raise. Every test here would give a different
+number if fields were mixed up.
 """
 
 from __future__ import annotations
@@ -90,20 +91,78 @@ def test_field_store_into_uninitialised_struct_is_not_a_read(krun: Runner) -> No
     assert (out == 6).all() and res.findings == []
 
 
-def test_structs_in_memory_are_unsupported(krun: Runner) -> None:
-    shared = """
-    struct P { float a; };
-    __global__ void k(float* out) {
-      __shared__ P s[4];
-      out[0] = 1.0f;
+def test_shared_and_local_arrays_of_structs(krun: Runner) -> None:
+    """A warp's partial (max, sum) pairs through `__shared__ MD s[...]`; a mixed-type struct
+    (stored as bytes) beside it; `p->m` through a pointer into the array; a local array."""
+    src = """
+    struct MD { float m; float d; };
+    struct Mixed { float v; int i; short s; };
+    __global__ void k(const float* x, float* out) {
+      __shared__ MD sm[4];
+      __shared__ Mixed mx[4];
+      MD loc[2];
+      int t = threadIdx.x;
+      if (t < 4) {
+        MD v; v.m = x[t]; v.d = 1.0f;
+        sm[t] = v;
+        mx[t].v = x[t] * 2.0f; mx[t].i = t; mx[t].s = (short)(t + 1);
+      }
+      __syncthreads();
+      loc[0] = sm[(t + 1) % 4];
+      loc[1].m = sm[t % 4].m + mx[t % 4].v;
+      loc[1].d = (float)(mx[t % 4].i + mx[t % 4].s);
+      const MD* p = &sm[t % 4];
+      out[2 * t] = loc[0].m + loc[0].d + p->m;
+      out[2 * t + 1] = loc[1].m + loc[1].d + (float)sizeof(Mixed);
     }"""
-    with pytest.raises(UnsupportedError, match="struct"):
-        krun(shared, "k", 1, 4, out=np.zeros(1, np.float32))
+    x = np.arange(8, dtype=np.float32) * 1.5
+    out = np.zeros(16, np.float32)
+    res = krun(src, "k", 1, 8, x=x, out=out)
+    t = np.arange(8)
+    np.testing.assert_array_equal(out[0::2], x[(t + 1) % 4] + 1 + x[t % 4])
+    np.testing.assert_array_equal(out[1::2], 3 * x[t % 4] + 2 * (t % 4) + 1 + 12)
+    assert res.findings == []
+
+
+def test_a_struct_field_in_shared_memory_read_before_any_write_is_reported(
+    krun: Runner,
+) -> None:
+    src = """
+    struct MD { float m; float d; };
+    __global__ void k(float* out) {
+      __shared__ MD sm[2];
+      if (threadIdx.x == 0) sm[0].m = 1.0f;
+      __syncthreads();
+      out[threadIdx.x] = sm[0].d;
+    }"""
+    res = krun(src, "k", 1, 2, out=np.zeros(2, np.float32))
+    assert any(f.kind == "uninitialized_read" for f in res.findings)
+
+
+def test_struct_pointer_parameters_are_unsupported(krun: Runner) -> None:
     param = """
     struct P { float a; };
     __global__ void k(P* ps, float* out) { out[0] = 1.0f; }"""
     with pytest.raises(LaunchError, match="struct parameter 'ps'"):
         krun(param, "k", 1, 1, ps=np.zeros(1, np.float32), out=np.zeros(1, np.float32))
+
+
+def test_brace_list_argument_builds_the_parameter_type(krun: Runner) -> None:
+    src = """
+    struct SM { float maxval; float sum; };
+    __device__ SM comb(SM a, SM b) {
+      SM r; r.maxval = fmaxf(a.maxval, b.maxval); r.sum = a.sum + b.sum; return r;
+    }
+    __global__ void k(const float* x, float* out, int n) {
+      SM acc; acc.maxval = -1e30f; acc.sum = 0.0f;
+      for (int i = threadIdx.x; i < n; i += blockDim.x) acc = comb(acc, { x[i], 1.0f });
+      out[threadIdx.x] = acc.maxval * 100.0f + acc.sum;
+    }"""
+    x = np.random.default_rng(5).standard_normal(16).astype(np.float32)
+    out = np.zeros(4, np.float32)
+    krun(src, "k", 1, 4, x=x, out=out, n=16)
+    want = x.reshape(4, 4).max(axis=0) * np.float32(100) + np.float32(4)
+    np.testing.assert_array_equal(out, want)
 
 
 def test_functors_with_call_operators(krun: Runner) -> None:
