@@ -316,7 +316,12 @@ _FUNCS: dict[str, Callable[..., Any]] = {
     "min": min,
     "max": max,
     "sqrt": math.isqrt,
+    "select": lambda c, a, b: a if c else b,  # C's `c ? a : b` (host launch code)
 }
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+}  # fmt: skip
 
 
 def eval_expr(expr: str | int | float, sizes: Mapping[str, int]) -> int | float:
@@ -339,6 +344,11 @@ def eval_expr(expr: str | int | float, sizes: Mapping[str, int]) -> int | float:
             return sizes[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if (
+            isinstance(node, ast.Compare) and len(node.ops) == 1
+            and type(node.ops[0]) in _COMPARE
+        ):  # fmt: skip
+            return int(_COMPARE[type(node.ops[0])](ev(node.left), ev(node.comparators[0])))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):

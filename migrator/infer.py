@@ -62,6 +62,7 @@ def infer_spec(
             f"migrate {Path(tu.file).name} --kernel {k.name} --grid '(n + 255) / 256' "
             "--block 256"
         )
+    site = site.model_copy(update={"template_args": deduced_template_args(k, site)})
     values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
     # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
     literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
@@ -71,6 +72,8 @@ def infer_spec(
     # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
     chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
     parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
+    for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
+        values.setdefault(name, value)
     host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
                  tu.host_helpers, _constants_of(parsed, k.name))  # fmt: skip
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
@@ -79,7 +82,7 @@ def infer_spec(
     bindings = _template_bindings(k, site)
     resolved = _resolved_dtypes(parsed, k, site)
     tensors, scalars = [], []
-    args = dict(zip([p.name for p in k.params], site.args, strict=False))
+    args = site_arguments(k, site)
     bounds = _bounds(k, host, args, site)
     size_names: set[str] = set()
     ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
@@ -87,13 +90,24 @@ def infer_spec(
     for p in k.params:
         if not p.pointer_depth:
             continue
+        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
+        if dtype is None:
+            raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
+        if p.role == "unused":  # passed and never touched: one element, and an access the
+            tensors.append(
+                {
+                    "name": _pyname(p.name),
+                    "param": p.name,
+                    "role": "in",
+                    "dtype": dtype,
+                    "shape": ["1"],
+                }
+            )  # front end missed is an OOB
+            continue  # fmt: skip
         shape = _shape(k, p.name, bounds, ties)
         if shape is None:  # measured below, by running the kernel at a few sizes
             unshaped.append(p.name)
             shape = []
-        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
-        if dtype is None or p.role == "unused":
-            raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
         size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
         tensors.append({"name": _pyname(p.name), "param": p.name, "role": p.role,
                         "dtype": dtype, "shape": shape})  # fmt: skip
@@ -104,7 +118,7 @@ def infer_spec(
         dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None:
             raise InferenceError(f"parameter {p.name} has type {p.base_type}")
-        names = set(re.findall(r"[A-Za-z_]\w*", arg))
+        names = set(re.findall(r"[A-Za-z_]\w*", arg)) - _FORMULA_FUNCTIONS
         if dtype.startswith("float"):
             value = 1e-5 if p.name.lower().startswith("eps") else _literal(arg, 0.5)
             scalars.append({"name": p.name, "dtype": dtype, "value": value})
@@ -129,7 +143,7 @@ def infer_spec(
     grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
     smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
     for expr in [*grid, *block, smem]:
-        size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - {"ceil_div", "min", "max"}
+        size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - _FORMULA_FUNCTIONS
     unknown = size_names - host_params
     if unknown:
         where = (
@@ -168,12 +182,15 @@ def infer_spec(
     in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
     launch_only = (in_block & set(sizes)) - shaped
     for n in in_block & set(sizes):
+        # `dim3 block(s, s)`: a size in two block dimensions is at most 16 (CUDA's 1024 threads)
+        dims = sum(1 for b in block if n in re.findall(r"[A-Za-z_]\w*", str(b)))
+        cap = {1: 256, 2: 16}.get(dims, 8)
         if n in shaped:  # a problem size that is also the block: within CUDA's 1024
-            sizes[n] = min(sizes[n], 256)
-            for sset, v in zip(sets, (128, 64), strict=False):
+            sizes[n] = min(sizes[n], cap)
+            for sset, v in zip(sets, (cap // 2, cap // 4), strict=False):
                 sset[n] = v
         else:  # only sizes the block (`block_size`): a launch choice, the same in every set
-            sizes[n] = literal.get(n, 256)
+            sizes[n] = literal.get(n, cap)
             for sset in sets:
                 sset[n] = sizes[n]
     order = {"in": 0, "inout": 1, "out": 2}
@@ -186,24 +203,27 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
-    if sizes and not unshaped:
-        # shapes read from the indices, checked by one run at the task's default sizes
-        # (pointers advanced per tile fool the index algebra); kernels that assume whole
-        # tiles reach past a ragged size by design, so tiny sizes would accuse them wrongly
-        _cap_elements(tensors, sizes, launch_only | in_block)
-        for p in too_small_shapes(parsed, data):
-            unshaped.append(p)
-            next(t for t in tensors if t["param"] == p)["shape"] = []
     if unshaped:
         if not sizes:
             raise InferenceError(f"the extent of {unshaped[0]} cannot be read from its indices")
-        measured = measure_extents(parsed, data, unshaped, launch_only)
-        for t in tensors:
-            if t["param"] in measured:
-                t["shape"] = [measured[t["param"]]]
+        _measure_into(tensors, measure_extents(parsed, data, unshaped, launch_only))
+    if sizes:
+        # shapes read from the indices, checked by one run at the task's default sizes
+        # (pointers advanced per tile, `scratch + C * gridDim.x` then [i], fool the index
+        # algebra); kernels that assume whole tiles reach past a ragged size by design, so
+        # tiny sizes would accuse them wrongly
+        _cap_elements(tensors, sizes, launch_only | in_block)
+        short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
+        if short:
+            for p in short:
+                next(t for t in tensors if t["param"] == p)["shape"] = []
+            _measure_into(tensors, measure_extents(parsed, data, short, launch_only))
+            unshaped += short
+    if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
+        _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
@@ -222,6 +242,33 @@ MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
 PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
+
+
+def _measure_into(tensors: list[dict[str, Any]], measured: dict[str, str]) -> None:
+    for t in tensors:
+        if t["param"] in measured:
+            t["shape"] = [measured[t["param"]]]
+
+
+def _grow_until_launchable(data: dict[str, Any], sset: dict[str, int], free: set[str]) -> None:
+    """Double the free sizes while the grid has no block (`grid((N + 255) / 256 / 8)` is 0
+    below N = 2048): a launch with an empty grid is an error on the device, not a task."""
+    from migrator.contract import SpecError, eval_expr
+
+    for _ in range(12):
+        try:
+            dims = [eval_expr(str(g), sset) for g in data["launch"]["grid"]]
+        except (SpecError, ArithmeticError, TypeError):
+            return
+        if min(dims, default=1) >= 1 or not free:
+            return
+        grown = {n: sset[n] * 2 for n in free}
+        if any(
+            math.prod(int(eval_expr(d, {**sset, **grown})) for d in t["shape"]) > MAX_ELEMENTS
+            for t in data["tensors"]
+        ):
+            return
+        sset.update(grown)
 
 
 def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str]) -> None:
@@ -542,6 +589,36 @@ _SIZEOF = {"sizeof(float)": "4", "sizeof(double)": "8", "sizeof(int)": "4",
            "sizeof(unsigned int)": "4", "sizeof(__half)": "2"}  # fmt: skip
 
 
+# Launches sized from the device (`deviceProp.multiProcessorCount`) are inferred for one small
+# reference device: 8 SMs with the per-SM limits of compute capability 8.0 (CUDA programming
+# guide, table of technical specifications). A correct kernel gives the same results on any
+# device, a small one keeps the CPU oracle quick, and the spec's formulas show the numbers used.
+REFERENCE_DEVICE = {
+    "multiProcessorCount": 8, "maxThreadsPerMultiProcessor": 2048, "warpSize": 32,
+    "maxThreadsPerBlock": 1024, "sharedMemPerBlock": 49152, "sharedMemPerBlockOptin": 166912,
+    "sharedMemPerMultiprocessor": 167936, "regsPerBlock": 65536, "regsPerMultiprocessor": 65536,
+    "maxBlocksPerMultiProcessor": 32,
+}  # fmt: skip
+_DEVICE_FIELD = re.compile(rf"\b\w+\s*(?:\.|->)\s*({'|'.join(REFERENCE_DEVICE)})\b")
+_DEVICE_GLOBAL = re.compile(
+    rf"\b([A-Za-z_]\w*)\s*=\s*\w+\s*(?:\.|->)\s*({'|'.join(REFERENCE_DEVICE)})\s*;"
+)
+
+
+def _device_globals(parsed: Any) -> dict[str, str]:
+    """Variables the host sets from a device property (`cuda_num_SMs =
+    deviceProp.multiProcessorCount;` in main, read by a launch elsewhere): the reference
+    device's value."""
+    if parsed is None:
+        return {}
+    text = parsed.source_bytes.decode("utf-8", "replace")
+    found: dict[str, str] = {}
+    for m in _DEVICE_GLOBAL.finditer(text):
+        found.setdefault(m.group(1), str(REFERENCE_DEVICE[m.group(2)]))
+    return found
+
+
+_FORMULA_FUNCTIONS = {"ceil_div", "round_up", "min", "max", "sqrt", "select"}  # contract's
 _FILE_CONSTANT = re.compile(r"\bsizeof\s*\(\s*[\w:<>, ]+\)|\b(?!std::)\w+(?:<[\w, ]+>)?::\w+\b")
 _RUNTIME_SIZE = re.compile(r"\.\s*(?:size|numel|stride|sizes|dim)\s*\(")
 _C_CAST = re.compile(
@@ -586,13 +663,16 @@ class _Host:
         for k, v in _SIZEOF.items():
             out = out.replace(k, v)
         out = self._file_constants(out)
+        out = _DEVICE_FIELD.sub(lambda m: str(REFERENCE_DEVICE[m.group(1)]), out)
         if depth <= 8:
             for name, value in self.host.items():
                 if not value.startswith("dim3") and re.search(rf"\b{re.escape(name)}\b", out):
                     sub = f"({self.resolve(value, depth + 1)})"
                     out = re.sub(rf"\b{re.escape(name)}\b", sub, out)
+        out = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", out)  # `block_size / 32U`: a suffix, not a name
         out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
         out = _C_CAST.sub("", out)  # `(long)N`, `(size_t)n`: casts, never sizes
+        out = _c_conditionals(out)
         return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
 
     def _dim3_component(self, m: re.Match[str]) -> str:
@@ -630,6 +710,44 @@ class _Host:
         inner = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", source, re.S)
         parts = _split_args(inner.group(1)) if inner else [source]
         return [_int_or_text(self.resolve(part)) for part in parts]
+
+
+def _c_conditionals(text: str) -> str:
+    """C's `c ? a : b` as `select(c, a, b)`, the spec formulas' spelling (innermost first)."""
+    if "?" not in text:
+        return text
+
+    def split_top(s: str) -> tuple[str, str, str] | None:
+        depth, q, nested = 0, -1, 0
+        for i, ch in enumerate(s):
+            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+            if depth == 0 and ch == "?":
+                nested += q >= 0
+                q = i if q < 0 else q
+            elif depth == 0 and ch == ":" and q >= 0:
+                if not nested:
+                    return s[:q], s[q + 1 : i], s[i + 1 :]
+                nested -= 1
+        return None
+
+    def conv(s: str) -> str:
+        out, i = "", 0
+        while i < len(s):
+            if s[i] != "(":
+                out, i = out + s[i], i + 1
+                continue
+            depth, j = 1, i + 1
+            while j < len(s) and depth:
+                depth += {"(": 1, ")": -1}.get(s[j], 0)
+                j += 1
+            out, i = out + "(" + conv(s[i + 1 : j - 1]) + ")", j
+        parts = split_top(out)
+        if parts is None:
+            return out
+        c, a, b = (conv(x).strip() for x in parts)
+        return f"select({c}, {a}, {b})"
+
+    return conv(text)
 
 
 def _min_max(text: str) -> str:
@@ -755,6 +873,54 @@ def _constants_of(parsed: Any, kernel: str) -> Callable[[list[str]], dict[str, i
     return evaluate
 
 
+def deduced_template_args(k: Kernel, site: LaunchSite) -> list[str]:
+    """The launch's template arguments, with type parameters the launch leaves to deduction
+    taken from the host's declared argument types (`layernorm_backward<<<..>>>(dinp, ...)`
+    with `Tdinp* dinp` in the kernel and `floatX* dinp` in the host: Tdinp is floatX). Stops
+    at the first parameter nothing decides (a default or the interpreter may still)."""
+    out = list(site.template_args)
+    args = site_arguments(k, site)
+    tag_values = _tag_values(k, site)
+    for t in k.template_params[len(out) :]:
+        found = tag_values.get(t.name)
+        if t.kind == "type":
+            for p in k.params:
+                host = site.arg_types.get(args.get(p.name, "").strip(), "")
+                stars = len(host) - len(host.rstrip("*"))
+                if p.base_type == t.name and p.pointer_depth and stars == p.pointer_depth:
+                    found = re.sub(r"\b(const|volatile|__restrict__)\b", "", host.rstrip("*"))
+                    found = " ".join(found.split())
+                    break
+        if found is None or found in {x.name for x in k.template_params}:
+            break
+        out.append(found)
+    return out
+
+
+def site_arguments(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """Each named kernel parameter's argument text at the launch (unnamed tag parameters hold
+    their places in the argument list)."""
+    tags = {i for i, _ in k.unnamed_params}
+    named_at = [i for i in range(len(k.params) + len(tags)) if i not in tags]
+    pairs = zip(k.params, named_at, strict=True)
+    return {p.name: site.args[i] for p, i in pairs if i < len(site.args)}
+
+
+_TAG = re.compile(r"std::(?:bool_constant|integral_constant\s*<\s*[\w ]+,)\s*<?\s*(\w+)\s*>")
+
+
+def _tag_values(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """`std::bool_constant<false>{}` passed for a `std::bool_constant<Atomic>` parameter:
+    Atomic is false (tag dispatch, as llm.c selects kernel variants)."""
+    out: dict[str, str] = {}
+    for i, ptype in k.unnamed_params:
+        declared = _TAG.search(ptype)
+        given = _TAG.search(site.args[i]) if i < len(site.args) else None
+        if declared and given:
+            out[declared.group(1)] = given.group(1)
+    return out
+
+
 def _template_bindings(k: Kernel, site: LaunchSite) -> dict[str, str]:
     return {t.name: a for t, a in zip(k.template_params, site.template_args, strict=False)}
 
@@ -768,6 +934,11 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
 
     def host_expr(e: IndexExpr) -> str | None:
         if not e.affine:
+            return None
+        if any(  # `if (tid < s)` in a reduction loop: s is the kernel's, not a host size
+            sym not in args and not sym.startswith(("blockDim.", "gridDim."))
+            for sym in poly.symbols(e.as_poly())
+        ):
             return None
         text = poly.render(e.as_poly())
         for param, arg in args.items():
@@ -823,7 +994,7 @@ def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[
                 best = [str(max(int(best[0]), const + 1))]
             continue
         found = _decompose(a.indices[0].as_poly(), bounds)
-        if found is None:
+        if found is None:  # (the run at the default sizes checks what this leaves out)
             continue
         dims, pieces = found
         if len(pieces) == 2:

@@ -73,13 +73,16 @@ def test_load_and_derive(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("expr", "value"),
     [("ceil_div(N, 256)", 4), ("(N + 15) / 16", 63), ("N * 2 - 1", 1999), ("max(N, 2048)", 2048),
-     ("round_up(N, 128)", 1024), (7, 7)],
+     ("round_up(N, 128)", 1024), (7, 7), ("select(N <= 32, 2 * N, N) * 4", 4000),
+     ("select(N > 32, 1, 0)", 1)],
 )  # fmt: skip
 def test_size_expressions(expr: str | int, value: int) -> None:
     assert eval_expr(expr, {"N": 1000}) == value
 
 
-@pytest.mark.parametrize("expr", ["__import__('os')", "N.real", "M + 1", "N / 0", "lambda: 1"])
+@pytest.mark.parametrize(
+    "expr", ["__import__('os')", "N.real", "M + 1", "N / 0", "lambda: 1", "1 < N < 2"]
+)
 def test_size_expressions_reject_unsafe_or_unknown(expr: str) -> None:
     with pytest.raises(SpecError):
         eval_expr(expr, {"N": 1000})

@@ -200,6 +200,111 @@ def test_sizeof_and_struct_statics_in_host_launch_expressions(tmp_path: Path) ->
     assert "4" in spec.launch.grid[0] and "x128" not in spec.launch.grid[0]
 
 
+def test_square_blocks_and_grids_that_need_a_minimum_size(tmp_path: Path) -> None:
+    """`dim3 block(s, s)` with s a host parameter defaults to 16 (256 would be 65536 threads);
+    a grid of `(N + 255) / 256 / 8` blocks is empty below N = 2048, so N grows until it is not."""
+    src = tmp_path / "two.cu"
+    src.write_text(
+        "__global__ void mm(float* out, const float* a, int M, int N) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int c = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (r < M && c < N) out[r * N + c] = 2.0f * a[r * N + c];\n}\n"
+        "__global__ void packed(float* out, const float* a, int N) {\n"
+        "  int i = (blockIdx.x * blockDim.x + threadIdx.x) * 8;\n"
+        "  for (int k = 0; k < 8; ++k) if (i + k < N) out[i + k] = a[i + k] + 1.0f;\n}\n"
+        "void run(float* out, const float* a, int M, int N, int s) {\n"
+        "  dim3 block(s, s);\n  dim3 grid((M + s - 1) / s, (N + s - 1) / s);\n"
+        "  mm<<<grid, block>>>(out, a, M, N);\n"
+        "  packed<<<(N + 255) / 256 / 8, 256>>>(out, a, N);\n}\n"
+    )
+    tu = analyze_file(src)
+    mm = infer_spec(tu, tu.global_kernels[0])
+    assert mm.sizes["s"] == 16
+    packed = infer_spec(tu, tu.global_kernels[1])
+    for sset in packed.all_size_sets():
+        assert packed.launch_config(sset)[0][0] >= 1
+
+
+def test_template_types_from_the_host_and_a_reference_device(tmp_path: Path) -> None:
+    """A kernel template launched without template arguments from a host template that main
+    calls with `floatX*` pointers: T is floatX, as the compiler deduces it; `cuda_num_SMs`
+    set from `deviceProp.multiProcessorCount` sizes the grid for the reference device; a
+    pointer the kernel never touches is a one-element input."""
+    src = tmp_path / "tmpl.cu"
+    src.write_text(
+        "typedef float floatX;\n"
+        "int cuda_num_SMs = 0;\n"
+        "template <class T, class U>\n"
+        "__global__ void axpy(T* y, const U* x, T* unused, int n) {\n"
+        "  int s = blockDim.x * gridDim.x;\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += s)\n"
+        "    y[i] = (T)(2.0f * (float)x[i]) + y[i];\n}\n"
+        "template <class T>\n"
+        "void launch(T* y, const T* x, int n) {\n"
+        "  axpy<<<cuda_num_SMs, 128>>>(y, x, y, n);\n}\n"
+        "int main() {\n  cudaDeviceProp deviceProp;\n  cudaGetDeviceProperties(&deviceProp, 0);\n"
+        "  cuda_num_SMs = deviceProp.multiProcessorCount;\n"
+        "  int n = 5000;\n  floatX *y, *x;\n  launch(y, x, n);\n}\n"
+    )
+    tu = analyze_file(src)
+    site = tu.launch_sites[0]
+    assert site.arg_types == {"y": "floatX*", "x": "floatX*"}
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.kernel.template_args == ["floatX", "floatX"]
+    assert spec.launch.grid == [8]  # the reference device's SMs
+    by = {t.name: t for t in spec.tensors}
+    assert by["y"].dtype == "float32" and by["y"].shape == ["n"] and by["y"].role == "inout"
+    assert by["unused"].shape == ["1"] and by["unused"].role == "in"
+
+
+def test_host_templates_switch_cases_and_tag_dispatch(tmp_path: Path) -> None:
+    """cuda-samples' reduction host code: a host template instantiated explicitly decides T
+    (so `sizeof(T)` is 4); the shared-memory size set in another `case` is not on this
+    launch's path; a ternary becomes `select`; a `constexpr` in a template argument expression
+    is folded; a `std::bool_constant<B>{}` argument decides B; a kernel loop's `tid < s` is
+    not a host bound."""
+    src = tmp_path / "red.cu"
+    src.write_text(
+        "#include <type_traits>\n"
+        "template <class T, unsigned int B, bool Atomic>\n"
+        "__global__ void red(T* in, T* out, unsigned int n, std::bool_constant<Atomic>) {\n"
+        "  __shared__ T s_[B];\n  unsigned tid = threadIdx.x;\n"
+        "  unsigned i = blockIdx.x * B + tid;\n  s_[tid] = i < n ? in[i] : (T)0;\n"
+        "  __syncthreads();\n"
+        "  for (unsigned s = B / 2; s > 0; s >>= 1) { if (tid < s) s_[tid] += s_[tid + s];"
+        " __syncthreads(); }\n"
+        "  if (tid == 0) { if (Atomic) atomicAdd(&out[0], s_[0]); else out[blockIdx.x] = s_[0]; }\n"
+        "}\n"
+        "template <class T>\n"
+        "void reduce(int size, int threads, int blocks, int which, T* d_in, T* d_out) {\n"
+        "  int smem = (threads <= 32) ? 2 * threads * sizeof(T) : threads * sizeof(T);\n"
+        "  switch (which) {\n"
+        "  case 0:\n"
+        "    red<T, 256, false><<<blocks, threads, smem>>>(d_in, d_out, size,"
+        " std::bool_constant<false>{});\n"
+        "    break;\n"
+        "  case 9:\n"
+        "    constexpr int groups = 2;\n    smem = groups * sizeof(T);\n"
+        "    red<T, 512 / groups><<<blocks, threads, smem>>>(d_in, d_out, size,"
+        " std::bool_constant<true>{});\n"
+        "    break;\n  }\n}\n"
+        "template void reduce<float>(int, int, int, int, float*, float*);\n"
+    )
+    tu = analyze_file(src)
+    first, second = tu.launch_sites
+    assert first.host_values["smem"].startswith("(threads <= 32)")
+    assert second.host_values["smem"] == "groups * sizeof(float)"
+    assert second.template_args == ["float", "512 / (2)"]
+    k = tu.global_kernels[0]
+    assert k.unnamed_params == [(3, "std::bool_constant<Atomic>")]
+    spec = infer_spec(tu, k)
+    assert spec.kernel.template_args == ["float", 256, "false"]
+    assert spec.launch.shared_bytes == "select(threads <= 32, 2 * threads * 4, threads * 4)"
+    assert {t.param: t.shape for t in spec.tensors} == {"in": ["size"], "out": ["blocks"]}
+    m = migrate(src, kernel="red", out_dir=tmp_path / "out")
+    assert m.kernels[0].check is None or m.kernels[0].check.ok
+
+
 def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     """`int N = 1; for (...) N *= x.size(i);` (a torch binding): N is a size of its own."""
     src = tmp_path / "relu.cu"

@@ -70,10 +70,21 @@ def analyze(parsed: ParsedSource) -> TranslationUnit:
     for name, targs in instantiations:
         if name in by_name:
             by_name[name].instantiations.append(targs)
-    for site in launches:
+    for i, site in enumerate(launches):
         f = by_name.get(site.kernel)
         if f is not None and site.template_args and site.template_args not in f.instantiations:
             f.instantiations.append(site.template_args)
+        host = by_name.get(site.host_function or "")
+        if host is not None and host.template is not None:
+            # `reduce0<T><<<..>>>(d_idata, ..)` in `template <class T> void reduce(T* ..)`:
+            # T as the file instantiates the host function
+            bound = _host_type_bindings(parsed, host, functions)
+            types = {a: _substitute(t, bound) for a, t in site.arg_types.items()}
+            targs = [bound.get(a.strip(), a) for a in site.template_args]
+            values = {n: _substitute(v, bound) for n, v in site.host_values.items()}
+            launches[i] = site.model_copy(
+                update={"arg_types": types, "template_args": targs, "host_values": values}
+            )
 
     tu_diags = list(parsed.diagnostics)
     const_values = _constant_values(parsed, functions)
@@ -344,12 +355,15 @@ def _analyze_function(
             env.define(t.name, Var("param"))
     diags: list[diag.Diagnostic] = []
     raw_params: list[tuple[Node, str, object]] = []
+    tags: list[tuple[int, str]] = []  # unnamed parameters (`std::bool_constant<B>` tags)
     plist = fdecl.child_by_field_name("parameters")
-    for p in plist.named_children if plist is not None else []:
+    for i, p in enumerate(plist.named_children if plist is not None else []):
         if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
             continue
         d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
         if d is None:
+            tnode = p.child_by_field_name("type")
+            tags.append((i, " ".join(parsed.text(tnode).split()) if tnode is not None else ""))
             continue
         elem = base_type_text(parsed, p)
         if d.pointer_depth:
@@ -416,6 +430,7 @@ def _analyze_function(
         template_params=tparams,
         instantiations=f.instantiations,
         params=params,
+        unnamed_params=tags,
         shared=facts.shared,
         local_arrays=facts.local_arrays,
         index_vars=facts.index_vars,
@@ -510,7 +525,7 @@ def _launch_sites(
     sites: list[LaunchSite] = []
     errors: list[diag.Diagnostic] = []
     for f in functions:
-        host_values = _host_definitions(parsed, f.node)
+        host_types = _host_pointer_types(parsed, f.node)
         for n in _walk(f.node):
             if n.type != "call_expression":
                 continue
@@ -526,7 +541,8 @@ def _launch_sites(
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
             # `switch (K) { case 64: k<64><<<grid, dim3(K)>>>(...); }`: here K is 64
-            site_values = {**host_values, **_case_bindings(parsed, n)}
+            values_here = _host_definitions(parsed, f.node, at=n)
+            site_values = {**values_here, **_case_bindings(parsed, n)}
             used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
                 used |= _dependencies(parsed, args_node, site_values)
@@ -535,13 +551,14 @@ def _launch_sites(
                 LaunchSite(
                     kernel=name,
                     template_args=[
-                        _host_constant(a, host_values) for a in _template_args(parsed, targs)
+                        _host_constant(a, values_here) for a in _template_args(parsed, targs)
                     ],  # fmt: skip
                     grid=parts[0] if parts else "",
                     block=parts[1] if len(parts) > 1 else "",
                     shared_bytes=parts[2] if len(parts) > 2 else None,
                     stream=parts[3] if len(parts) > 3 else None,
                     args=args,
+                    arg_types={a: host_types[a] for a in args if a in host_types},
                     host_function=f.name,
                     host_values=used,
                     span=parsed.span(n),
@@ -571,11 +588,20 @@ def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
 def _host_constant(arg: str, host_values: dict[str, str]) -> str:
     """A template argument named by a host constant (`constexpr int BX = 32; k<BX>`) as its
     integer value; anything else as written."""
-    value, seen = arg, set()
-    while value in host_values and value not in seen:
-        seen.add(value)
-        value = host_values[value].strip()
-    return value if seen and re.fullmatch(r"-?\d+[uUlL]*", value) else arg
+
+    def literal(name: str) -> str | None:
+        value, seen = name, set()
+        while value in host_values and value not in seen:
+            seen.add(value)
+            value = host_values[value].strip()
+        return value if seen and re.fullmatch(r"-?\d+[uUlL]*", value) else None
+
+    whole = literal(arg.strip())
+    if whole is not None:
+        return whole
+    # `1024 / numOfMultiWarpGroups` with `constexpr int numOfMultiWarpGroups = 2;`: literals
+    out = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"({literal(m.group(0)) or m.group(0)})", arg)
+    return out if re.fullmatch(r"[\d\s()+\-*/%uUlL]+", out) else arg
 
 
 def _host_helpers(
@@ -600,12 +626,75 @@ def _host_helpers(
     return out
 
 
-def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
+def _substitute(text: str, bound: dict[str, str]) -> str:
+    return re.sub(r"\b\w+\b", lambda m: bound.get(m.group(0), m.group(0)), text)
+
+
+def _host_type_bindings(
+    parsed: ParsedSource, host: _Function, functions: list[_Function]
+) -> dict[str, str]:
+    """The type parameters of a host function template, as the file instantiates it: an
+    explicit instantiation (`template void reduce<float>(...)`), else the first call whose
+    arguments' declared types decide them (`layernorm_backward2(dinp, ...)` from a function
+    with `floatX* dinp` binds Tdinp to floatX)."""
+    tparams = _template_params(parsed, host.template)
+    if host.instantiations:
+        return {t.name: a for t, a in zip(tparams, host.instantiations[0], strict=False)}
+    types = {t.name for t in tparams if t.kind == "type"}
+    fdecl = function_declarator(host.node)
+    plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    params: list[tuple[str, int]] = []  # declared base type and pointer depth, in order
+    for p in plist.named_children if plist is not None else []:
+        d = unwrap_declarator(parsed, p.child_by_field_name("declarator"))
+        params.append((base_type_text(parsed, p), d.pointer_depth if d is not None else 0))
+    out: dict[str, str] = {}
+    for g in functions:
+        if g is host:
+            continue
+        for n in _walk(g.node):
+            if n.type != "call_expression" or callee_name(parsed, n)[0] != host.name:
+                continue
+            args_node = n.child_by_field_name("arguments")
+            args = [parsed.text(a) for a in args_node.named_children] if args_node else []
+            caller = _host_pointer_types(parsed, g.node)
+            for (base, depth), a in zip(params, args, strict=False):
+                t = caller.get(a.strip(), "")
+                if base in types and depth and len(t) - len(t.rstrip("*")) == depth:
+                    out.setdefault(base, t.rstrip("*"))
+            if out:
+                return out
+    return out
+
+
+def _host_pointer_types(parsed: ParsedSource, fn: Node) -> dict[str, str]:
+    """Declared types of a host function's pointer parameters and locals (`floatX*`): a
+    kernel template's type parameter is deduced from them at the launch (`kernel<<<..>>>(x)`
+    with `T* x` in the kernel and `floatX* x` in the host makes T floatX)."""
+    out: dict[str, str] = {}
+    decls = [n for n in _walk(fn) if n.type in ("parameter_declaration", "declaration")]
+    for n in decls:
+        tname = base_type_text(parsed, n)
+        children = (
+            [n.child_by_field_name("declarator")]
+            if n.type == "parameter_declaration"
+            else n.children_by_field_name("declarator")
+        )
+        for child in children:
+            d = unwrap_declarator(parsed, child) if child is not None else None
+            if d is not None and d.pointer_depth and tname:
+                out.setdefault(d.name, tname + "*" * d.pointer_depth)
+    return out
+
+
+def _host_definitions(parsed: ParsedSource, fn: Node, at: Node | None = None) -> dict[str, str]:
     """Local definitions and parameters of a host function: name -> expression text.
 
     Straight-line reassignments replace a definition (with the old value substituted for the
     name, so `blocks = blocks > 128 ? 128 : blocks` keeps its meaning); assignments inside
     branches or loops cannot be resolved statically and are marked `<conditional: ...>`.
+    Seen from a launch `at`: an assignment in a branch the launch's path cannot take (another
+    `case` of a switch that holds the launch, the other arm of an `if`) is not on its path,
+    and one earlier in the same block as the launch always runs before it.
     """
     defs: dict[str, str] = {}
     fdecl = function_declarator(fn)
@@ -636,6 +725,10 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
                     continue
                 if d.ctor_args is not None:
                     defs[d.name] = f"{tname}{' '.join(parsed.text(d.ctor_args).split())}"
+                elif d.init is not None and tname == "dim3" and d.init.type == "initializer_list":
+                    inner = ", ".join(" ".join(parsed.text(a).split())
+                                      for a in d.init.named_children)  # fmt: skip
+                    defs[d.name] = f"dim3({inner})"  # `dim3 block = {4, 8, n / 32};`
                 elif d.init is not None:
                     defs[d.name] = " ".join(parsed.text(d.init).split())
         elif n.type == "assignment_expression":
@@ -645,6 +738,11 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
             name, value = parsed.text(left), " ".join(parsed.text(right).split())
             stmt = n.parent
             straight = stmt is not None and stmt in top
+            if at is not None and not straight:
+                path = _on_path(n, at)
+                if path == "never":
+                    continue
+                straight = path == "always"
             if straight and parsed.text(n.child_by_field_name("operator")) == "=":  # type: ignore[arg-type]
                 old = defs.get(name)
                 if old is not None and not old.startswith("<"):
@@ -653,6 +751,48 @@ def _host_definitions(parsed: ParsedSource, fn: Node) -> dict[str, str]:
             elif name in defs and not defs[name].startswith("<parameter"):
                 defs[name] = f"<conditional: {defs[name]} or {value}>"
     return defs
+
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def _contains(outer: Node, inner: Node) -> bool:
+    return outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte
+
+
+def _on_path(assign: Node, at: Node) -> str:
+    """Whether the statement `assign` runs on the way to `at`: "always" (an earlier statement of
+    a block that holds `at`), "never" (a switch case or if arm `at` is not in, beside the one it
+    is in), else "maybe"."""
+    if assign.start_byte >= at.end_byte:  # after the launch: only a loop could bring it back
+        loop, node = False, at.parent
+        while node is not None and not loop:
+            loop = node.type in _LOOPS and _contains(node, assign)
+            node = node.parent
+        if not loop:
+            return "never"
+    stmt = assign.parent
+    block = stmt.parent if stmt is not None else None
+    if (
+        stmt is not None and stmt.type == "expression_statement" and block is not None
+        and block.type in ("compound_statement", "case_statement")
+        and _contains(block, at) and stmt.end_byte <= at.start_byte
+    ):  # fmt: skip
+        return "always"
+    node = assign.parent
+    while node is not None and not _contains(node, at):
+        parent = node.parent
+        if parent is None:
+            break
+        if node.type == "case_statement" and _contains(parent, at):
+            return "never"  # another case of the switch the launch is in
+        if parent.type == "if_statement" and _contains(parent, at):
+            arm = "alternative" if node == parent.child_by_field_name("consequence") else None
+            other = parent.child_by_field_name(arm or "consequence")
+            if other is not None and _contains(other, at):
+                return "never"
+        node = parent
+    return "maybe"
 
 
 def _walk_in_order(node: Node):  # type: ignore[no-untyped-def]

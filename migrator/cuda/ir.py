@@ -222,6 +222,8 @@ class Kernel(_Node):
     return_type: str
     template_params: list[TemplateParam] = Field(default_factory=list)
     instantiations: list[list[str]] = Field(default_factory=list)
+    # (position, type) of parameters without a name: tags such as `std::bool_constant<B>`
+    unnamed_params: list[tuple[int, str]] = Field(default_factory=list)
     params: list[Param]
     shared: list[ArrayDecl] = Field(default_factory=list)
     local_arrays: list[ArrayDecl] = Field(default_factory=list)
@@ -259,6 +261,7 @@ class LaunchSite(_Node):
     shared_bytes: str | None = None
     stream: str | None = None
     args: list[str] = Field(default_factory=list)
+    arg_types: dict[str, str] = Field(default_factory=dict)  # host-declared pointer types
     host_function: str | None = None
     host_values: dict[str, str] = Field(default_factory=dict)  # host locals the config uses
     span: Span

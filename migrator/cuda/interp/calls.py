@@ -226,15 +226,22 @@ class CallMixin:
         mask: np.ndarray,
         this: Val | None = None,
         names: dict[str, Binding] | None = None,
+        values: list[Val] | None = None,
     ) -> Val:
         """Call a `__device__` function; `this`: the object whose member function it is (its
         fields are read-only names in the body, as in a `const` member); `names`: more names
         the body sees (a struct's template parameters, statics, a constructor's fields)."""
         params = fn.params
-        if len(params) != len(arg_nodes):
+        if values is not None:  # already evaluated (an operator cg::reduce applies)
+            if len(values) != len(params):
+                raise self.error(node, f"{fn.name} takes {len(params)} arguments")
+            return self._run_device(fn, node, targs, list(values), mask, this, names)
+        defaults = [p.child_by_field_name("default_value") for p in params[len(arg_nodes) :]]
+        if len(params) < len(arg_nodes) or None in defaults:
             raise self.error(
                 node, f"{fn.name} takes {len(params)} arguments, {len(arg_nodes)} given"
             )
+        arg_nodes = [*arg_nodes, *defaults]  # type: ignore[list-item]  # omitted: defaults
         # arguments are evaluated in the caller's frame; references bind the caller's lvalue
         actual: list[Val | LValue] = []
         for p, a in zip(params, arg_nodes, strict=True):
@@ -245,6 +252,19 @@ class CallMixin:
                 actual.append(self.lvalue(a, mask))
             else:
                 actual.append(self.ev(a, mask))
+        return self._run_device(fn, node, targs, actual, mask, this, names)
+
+    def _run_device(
+        self: Machine,
+        fn: Function,
+        node: Node,
+        targs: Node | None,
+        actual: list[Val | LValue],
+        mask: np.ndarray,
+        this: Val | None,
+        names: dict[str, Binding] | None,
+    ) -> Val:
+        params = fn.params
         explicit = self._template_values(targs, fn) if targs is not None else []
         scope: dict[str, Binding] = dict(names or {})
         if this is not None and this.comps is not None:
@@ -389,7 +409,7 @@ class CallMixin:
             else:
                 raise self.error(tparams, f"no value for template parameter {name!r}")
             if is_type:
-                t = v if isinstance(v, ct.CType) else self.types.get(str(v))
+                t = v if isinstance(v, ct.CType) else self._type_named(str(v))
                 if t is None and params is not None and actual is not None:
                     # `reduce0<T><<<...>>>(d_in, ...)` inside a host template: T is the host's
                     # parameter, and the kernel's own arguments say what it is
@@ -405,6 +425,23 @@ class CallMixin:
                 t = self.base_type(tnode)
                 val = convert(v, t) if isinstance(v, Val) else self._template_literal(t, v, d)
                 scope[name] = Var(t, val, const=True)
+
+    def _type_named(self: Machine, name: str) -> ct.CType | None:
+        """A type given by name from outside (a spec's template arguments): a built-in or
+        header type, a typedef of the file (`floatX`), or a struct."""
+        name = " ".join(name.split())
+        if name in self.types:
+            return self.types[name]
+        b = self.lookup(name)
+        if isinstance(b, TypeName):
+            return b.ctype
+        if name in self.program.structs:
+            return self.struct_type(name, self.program.structs[name])
+        words = name.split()
+        if words and all(w in ("unsigned", "signed", "long", "short", "char", "int")
+                         for w in words):  # fmt: skip
+            return ct.sized(words)
+        return None
 
     def _template_literal(self: Machine, t: ct.CType, v: Any, node: Node) -> Val:
         """A non-type template value given from outside (spec, CLI): a Python number or bool,

@@ -27,6 +27,7 @@ from migrator.cuda.interp.warp import WARP, WARP_SIZE
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
+    from migrator.cuda.interp.program import Function
 
 THREAD_BLOCK = CType("thread_block", "object")
 DIM3 = ct.NAMED["dim3"]
@@ -115,16 +116,19 @@ def _reduce(m: Machine, node: Node, targs: Node | None, args: list[Node], mask: 
         raise m.error(node, "cg::reduce takes (group, value, op)")
     g = _group(m, m.ev(args[0], mask), node)
     v = m.ev(args[1], mask)
-    op = m.ev(args[2], mask)
+    fn = _device_function(m, args[2])
+    op = m.ev(args[2], mask) if fn is None else None
     if g == THREAD_BLOCK:
         raise m.unsupported(node, "cg::reduce over a thread_block (CUDA reduces tiles)")
-    if op.ctype.kind != "object" or op.ctype.elem is None:
-        raise m.unsupported(node, "cg::reduce with an operator other than cg::plus/less/...")
+    if op is not None and (op.ctype.kind != "object" or op.ctype.elem is None):
+        raise m.unsupported(node, "cg::reduce with an operator other than cg::plus/less/... "
+                            "or a __device__ function")  # fmt: skip
     n = g.count
     if m.geo.threads % n:
         raise m.unsupported(node, f"cg::reduce over a partial tile ({m.geo.threads} threads)")
-    t, name = op.ctype.elem, op.ctype.name.split("<")[0]
-    v = m.convert_to(v, t, node)
+    if op is not None:
+        t, name = op.ctype.elem, op.ctype.name.split("<")[0]
+        v = m.convert_to(v, t, node)
     lane = m.geo.lane  # tiles are aligned runs of n lanes: block sizes are multiples of n
     tile = lane // n
     part = np.bincount(tile[mask], minlength=int(tile[-1]) + 1 if lane.size else 0)
@@ -134,9 +138,28 @@ def _reduce(m: Machine, node: Node, targs: Node | None, args: list[Node], mask: 
             node, "warp_mask", "cg::reduce over a tile whose threads are not all active", partial
         )
     for k in (n >> s for s in range(1, n.bit_length())):
-        other = Val(v.ctype, lanes(v, m.geo.n)[lane ^ k])
-        v = _combine(m, name, v, other, t, node)
+        other = _from_lanes(v, lane ^ k, m.geo.n)
+        if fn is not None:  # `cg::reduce(warp, partial, reduce_sum_max_op)`: the user's op
+            v = m.call_device(fn, node, None, [], mask, values=[v, other])
+        else:
+            v = _combine(m, name, v, other, t, node)
     return v
+
+
+def _from_lanes(v: Val, src: np.ndarray, n: int) -> Val:
+    """Each lane's copy of lane `src`'s value (struct and vector values field by field)."""
+    if v.comps is not None:
+        return Val(v.ctype, comps=tuple(_from_lanes(c, src, n) for c in v.comps))
+    return Val(v.ctype, lanes(v, n)[src])
+
+
+def _device_function(m: Machine, node: Node) -> Function | None:
+    """The `__device__` function a bare name passes as an operator, else None."""
+    if node.type != "identifier" or m.lookup(m.parsed.text(node)) is not None:
+        return None
+    fns = [f for f in m.program.functions.get(m.parsed.text(node), [])
+           if "__device__" in f.qualifiers and len(f.params) == 2]  # fmt: skip
+    return fns[0] if fns else None
 
 
 def _combine(m: Machine, name: str, a: Val, b: Val, t: CType, node: Node) -> Val:

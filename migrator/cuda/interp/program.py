@@ -46,7 +46,11 @@ class Function:
         assert decl is not None
         plist = decl.child_by_field_name("parameters")
         assert plist is not None
-        return [c for c in plist.named_children if c.type == "parameter_declaration"]
+        return [
+            c
+            for c in plist.named_children
+            if c.type in ("parameter_declaration", "optional_parameter_declaration")
+        ]
 
     @property
     def body(self) -> Node:

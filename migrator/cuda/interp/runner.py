@@ -92,7 +92,7 @@ def kernel_signature(
         _globals(m, {}, {})
     if fn.template is not None:
         m.bind_template(fn.template, list(template_args or []), scope)
-    return [_param_type(m, p) for p in fn.params]
+    return [_param_type(m, p) for p in fn.params if _named(p)]
 
 
 def file_constants(
@@ -131,6 +131,12 @@ def file_constants(
             if v.ctype.kind in ("int", "bool") and v.is_uniform:
                 out[text] = int(v.data)
     return out
+
+
+def _named(p: Any) -> bool:
+    """An unnamed parameter (a tag such as `std::bool_constant<B>`) takes no argument: the
+    body cannot read it; its template value comes from the launch's template arguments."""
+    return p.child_by_field_name("declarator") is not None
 
 
 def _param_type(m: Machine, p: Any) -> tuple[str, ct.CType]:
@@ -243,8 +249,14 @@ def _bind_args(
     out: dict[str, tuple[ct.CType, Val]] = {}
     names = []
     for p in params:
+        if not _named(p):
+            continue
         name, t = _param_type(m, p)
         names.append(name)
+        default = p.child_by_field_name("default_value")
+        if name not in args and default is not None:  # `int* partial = NULL`: as written
+            out[name] = (t, m.convert_to(m.ev(default, m.geo.full), t, default))
+            continue
         if name not in args:
             raise LaunchError(f"missing argument {name!r} ({t})", m.span(p), m.kernel)
         a = args[name]

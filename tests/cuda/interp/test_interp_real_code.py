@@ -649,3 +649,75 @@ def test_bf16_pair_operators_and_make_uchar4(krun: Runner) -> None:
     np.testing.assert_array_equal(s.view(np.uint16), want.view(np.uint16))
     t = np.arange(4)
     np.testing.assert_array_equal(c.reshape(4, 4), np.stack([t, t + 1, t * 0 + 255, t], 1))
+
+
+def test_default_arguments_of_kernels_and_device_functions(krun: Runner) -> None:
+    """`int* partial_sums = NULL` (cuda-samples' shfl_scan) is a parameter like any other:
+    left out of a launch it takes its default; so do omitted device-function arguments."""
+    src = """
+    __device__ float scale(float x, float by = 2.0f) { return x * by; }
+    __global__ void k(const float* x, float* out, float* extra = NULL, int n = 4) {
+      int i = threadIdx.x;
+      if (i < n) out[i] = scale(x[i]) + scale(x[i], 3.0f);
+      if (extra != NULL) extra[i] = 1.0f;
+    }"""
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    krun(src, "k", 1, 8, x=x, out=out)
+    np.testing.assert_array_equal(out, np.r_[5 * x[:4], np.zeros(4, np.float32)])
+    extra = np.zeros(8, np.float32)
+    krun(src, "k", 1, 8, x=x, out=out, extra=extra, n=8)
+    assert (extra == 1).all() and out[7] == 35
+    assert [n for n, _ in kernel_signature(parse_text(src, "k.cu"), "k")] == [
+        "x", "out", "extra", "n"]  # fmt: skip
+
+
+def test_cg_reduce_with_a_device_function_over_struct_values(krun: Runner) -> None:
+    """llm.c's online softmax: `cg::reduce(warp, partial, reduce_sum_max_op)` with a
+    `__device__` function combining (max, sum) structs, in the tile's butterfly order."""
+    src = """
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+    struct SumMax { float maxval; float sum; };
+    __device__ SumMax op(SumMax a, SumMax b) {
+      SumMax r; r.maxval = fmaxf(a.maxval, b.maxval); r.sum = a.sum + b.sum; return r;
+    }
+    __global__ void k(const float* x, float* out) {
+      cg::thread_block block = cg::this_thread_block();
+      cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+      SumMax p; p.maxval = x[threadIdx.x]; p.sum = x[threadIdx.x] * 0.5f;
+      SumMax t = cg::reduce(warp, p, op);
+      out[2 * threadIdx.x] = t.maxval;
+      out[2 * threadIdx.x + 1] = t.sum;
+    }"""
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    out = np.zeros(128, np.float32)
+    krun(src, "k", 1, 64, x=x, out=out)
+    w = x.reshape(2, 32)
+    np.testing.assert_array_equal(out[0::2], np.repeat(w.max(axis=1), 32))
+    halves = (w * np.float32(0.5)).astype(np.float32)
+    for k in (16, 8, 4, 2, 1):  # the butterfly: lane i adds lane i ^ k
+        halves = halves + halves[:, np.arange(32) ^ k]
+    np.testing.assert_array_equal(out[1::2], halves.reshape(-1))
+
+
+def test_unnamed_tag_parameters_take_no_argument(krun: Runner) -> None:
+    """llm.c's `std::bool_constant<Atomic>` tag parameter has no name: the launch passes no
+    value for it and the template argument decides the variant."""
+    src = """
+    #include <type_traits>
+    template <bool Atomic>
+    __global__ void k(float* out, const float* x, std::bool_constant<Atomic>) {
+      int i = threadIdx.x;
+      if constexpr (Atomic) atomicAdd(&out[0], x[i]);
+      else out[i] = x[i];
+    }"""
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    krun(src, "k", 1, 32, template_args=[True], out=out, x=x)
+    assert out[0] == x.sum() and (out[1:] == 0).all()
+    out[:] = 0
+    krun(src, "k", 1, 32, template_args=["false"], out=out, x=x)
+    np.testing.assert_array_equal(out, x)
+    assert [n for n, _ in kernel_signature(parse_text(src, "k.cu"), "k", [True])] == ["out", "x"]
