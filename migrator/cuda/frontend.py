@@ -707,6 +707,11 @@ def _host_definitions(parsed: ParsedSource, fn: Node, at: Node | None = None) ->
     body = fn.child_by_field_name("body")
     top = set(body.named_children) if body is not None else set()
     for n in _walk_in_order(fn):
+        if (
+            n.type == "declaration" and at is not None and n.parent is not None
+            and (not _contains(n.parent, at) or n.start_byte >= at.end_byte)
+        ):  # fmt: skip
+            continue  # out of scope at the launch (C's block scope), or declared after it
         if n.type == "declaration":
             tname = base_type_text(parsed, n)
             for child in n.children_by_field_name("declarator"):

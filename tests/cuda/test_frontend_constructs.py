@@ -446,3 +446,32 @@ def test_macro_wrapped_128_bit_accesses_are_reads_and_writes() -> None:
     assert {p.name: p.role for p in k.params} == {"a": "in", "c": "out", "N": "scalar"}
     c = next(a for a in k.accesses if a.array == "c")
     assert c.kind == "write" and c.vector_width == 8
+
+
+def test_host_values_follow_each_launch_path() -> None:
+    """A launch sees the definitions on its own path: not another switch case's or if arm's
+    (nor a declaration out of scope there), and an earlier assignment in its own block."""
+    tu = tu_of(
+        "__global__ void k(float* x, int n) { x[threadIdx.x] = 1.0f; }\n"
+        "void run(float* x, int n, int which, int threads, int ndim) {\n"
+        "  int smem = threads * 4;\n"
+        "  switch (which) {\n"
+        "  case 0: k<<<1, threads, smem>>>(x, n); break;\n"
+        "  case 9: smem = 8; k<<<2, threads, smem>>>(x, n); break;\n"
+        "  }\n"
+        "  if (ndim != 2) {\n"
+        "    int N = 1;\n"
+        "    for (int i = 0; i < ndim; ++i) { N *= n; }\n"
+        "    k<<<N, 32>>>(x, N);\n"
+        "  } else {\n"
+        "    int N = 7;\n"
+        "    k<<<N, 32>>>(x, N);\n"
+        "  }\n"
+        "  for (int r = 0; r < 3; ++r) { k<<<smem, 32>>>(x, n); smem = 1; }\n"
+        "}\n"
+    )
+    case0, case9, loop_n, lit_n, looped = tu.launch_sites
+    assert case0.host_values["smem"] == "threads * 4" and case9.host_values["smem"] == "8"
+    assert loop_n.host_values["N"].startswith("<conditional")  # N *= n in a loop
+    assert lit_n.host_values["N"] == "7"
+    assert looped.host_values["smem"].startswith("<conditional")  # the loop brings smem = 1 back

@@ -166,24 +166,68 @@ class CallMixin:
         return None
 
     def _memcpy(self: Machine, arg_nodes: list[Node], mask: np.ndarray, node: Node) -> Val:
-        """`memcpy(&dst, &src, n)` between local values of n bytes each: dst takes src's bits
-        (how real code bit-casts a packed vector). Copies through memory pointers raise."""
+        """`memcpy(dst, src, n)`: dst takes src's n bytes. Each side is a local value (`&v`) or
+        memory through a pointer (a local or shared array, a global buffer), read or written as
+        whole elements of the pointer's type (how real code bit-casts packed values)."""
+        from migrator.cuda.interp import memory
         from migrator.cuda.interp.values import from_bytes, to_bytes
 
         if len(arg_nodes) != 3:
             raise self.error(node, "memcpy takes (dst, src, bytes)")
-        sides = [self.address_operand(a) for a in arg_nodes[:2]]
-        if sides[0] is None or sides[1] is None:
-            raise self.unsupported(node, "memcpy other than between &local values")
-        dst = self.lvalue(sides[0], mask)
-        if isinstance(dst, MemLV):
-            raise self.unsupported(node, "memcpy into memory")
-        src = self.ev(sides[1], mask)  # a value: the source may be a const member's field
         n = int(np.asarray(self.ev(arg_nodes[2], mask).data))
-        if not n == dst.ctype.size == src.ctype.size:
-            raise self.unsupported(node, f"memcpy of {n} bytes between {src.ctype} and {dst.ctype}")
-        bits = to_bytes(src, self.geo.n)
-        dst.store(self, from_bytes(bits, dst.ctype), mask, node)
+        lanes_n = self.geo.n
+
+        def side(a: Node, write: bool) -> tuple[LValue | Val | None, Val | None]:
+            """(a local lvalue or value, None) or (None, a pointer into memory)."""
+            inner = self.address_operand(a)
+            if inner is not None and not write and inner.type in ("identifier", "field_expression"):
+                return self.ev(inner, mask), None  # a value: it may be a const member's field
+            if inner is not None:
+                lv = self.lvalue(inner, mask)
+                if not isinstance(lv, MemLV):
+                    return lv, None
+                return None, Val(ct.ptr(lv.ctype), lv.ptr.data, buf=lv.ptr.buf)
+            p = self.decay(self.ev(a, mask))
+            if not p.ctype.is_pointer_like or p.buf is None:
+                raise self.unsupported(node, f"memcpy through {self.parsed.text(a)!r}")
+            return None, p
+
+        def elements(p: Val) -> tuple[ct.CType, int, int]:
+            """Element type, count, and offset step (in buffer elements) of one side."""
+            assert p.buf is not None
+            e = p.ctype.elem
+            e = e if e is not None and e.kind != "void" else p.buf.elem
+            e = e.storage if e.kind == "struct" else e
+            if e.size == 0 or n % e.size or e.size % p.buf.elem.size:
+                raise self.unsupported(node, f"memcpy of {n} bytes as {e} elements of "
+                                       f"a {p.buf.elem} buffer")  # fmt: skip
+            return e, n // e.size, e.size // p.buf.elem.size
+
+        dst_lv, dst_p = side(arg_nodes[0], write=True)
+        src_lv, src_p = side(arg_nodes[1], write=False)
+        if src_lv is not None:
+            src = src_lv if isinstance(src_lv, Val) else src_lv.load(self, mask, node)
+            if src.ctype.size != n:
+                raise self.unsupported(node, f"memcpy of {n} bytes from a {src.ctype}")
+            bits = to_bytes(src, lanes_n)
+        else:
+            assert src_p is not None
+            e, count, step = elements(src_p)
+            parts = [memory.load(self, Val(ct.ptr(e), src_p.data + k * step, buf=src_p.buf),
+                                 e, mask, node) for k in range(count)]  # fmt: skip
+            bits = np.concatenate([to_bytes(v, lanes_n) for v in parts], axis=1)
+        if dst_lv is not None:
+            assert not isinstance(dst_lv, Val)
+            if dst_lv.ctype.size != n:
+                raise self.unsupported(node, f"memcpy of {n} bytes into a {dst_lv.ctype}")
+            dst_lv.store(self, from_bytes(bits, dst_lv.ctype), mask, node)
+        else:
+            assert dst_p is not None
+            e, count, step = elements(dst_p)
+            for k in range(count):
+                v = from_bytes(bits[:, k * e.size : (k + 1) * e.size], e)
+                memory.store(self, Val(ct.ptr(e), dst_p.data + k * step, buf=dst_p.buf), v,
+                             mask, node)  # fmt: skip
         return Val(ct.VOID, np.int8(0))
 
     def _member_call(

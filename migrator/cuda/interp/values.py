@@ -166,9 +166,12 @@ def lanes(v: Val, n: int) -> np.ndarray:
 
 def to_bytes(v: Val, n: int) -> np.ndarray:
     """The value's bytes per lane, `[n, sizeof]` uint8 (vectors: components in order)."""
+    if v.comps is not None and v.ctype.kind == "struct":  # fields at their offsets; padding 0
+        out = np.zeros((n, v.ctype.size), dtype=np.uint8)
+        for c, off in zip(v.comps, v.ctype.field_offsets, strict=True):
+            out[:, off : off + c.ctype.size] = to_bytes(c, n)
+        return out
     if v.comps is not None:
-        if v.ctype.kind == "struct":
-            raise TypeError(f"bytes of struct {v.ctype} (padding is not modelled)")
         return np.concatenate([to_bytes(c, n) for c in v.comps], axis=1)
     assert v.ctype.dtype is not None
     a = np.ascontiguousarray(np.broadcast_to(np.asarray(v.data, dtype=v.ctype.dtype), (n,)))
@@ -182,6 +185,10 @@ def from_bytes(b: np.ndarray, t: CType) -> Val:
         w = t.elem.size
         return Val(t, comps=tuple(from_bytes(b[:, k * w : (k + 1) * w], t.elem)
                                   for k in range(t.count)))  # fmt: skip
+    if t.kind == "struct":
+        fields = zip(t.fields, t.field_offsets, strict=True)
+        comps = tuple(from_bytes(b[:, off : off + f.size], f) for (_, f), off in fields)
+        return Val(t, comps=comps)
     if t.kind not in ("int", "float", "bool") or t.dtype is None:
         raise TypeError(f"bytes as {t}")
     return Val(t, np.ascontiguousarray(b).view(t.dtype).reshape(len(b)))

@@ -721,3 +721,31 @@ def test_unnamed_tag_parameters_take_no_argument(krun: Runner) -> None:
     krun(src, "k", 1, 32, template_args=["false"], out=out, x=x)
     np.testing.assert_array_equal(out, x)
     assert [n for n, _ in kernel_signature(parse_text(src, "k.cu"), "k", [True])] == ["out", "x"]
+
+
+def test_memcpy_between_local_arrays_structs_and_global_memory(krun: Runner) -> None:
+    """cuda-samples' integral image packs a local `unsigned int[16]` into a struct of uint4
+    with memcpy; copies also go to global memory and between structs with padding."""
+    src = """
+    struct packed { uint4 x, y; };
+    struct Mixed { float f; short s; };
+    __global__ void k(const unsigned int* in, unsigned int* out, float* fo) {
+      unsigned int result[8];
+      for (int i = 0; i < 8; ++i) result[i] = in[threadIdx.x * 8 + i] + 1u;
+      packed p;
+      memcpy(&p, result, sizeof(p));
+      unsigned int back[8];
+      memcpy(back, &p, sizeof(back));
+      memcpy(out + threadIdx.x * 8, back, 8 * sizeof(unsigned int));
+      out[64 + threadIdx.x] = p.y.w;
+      Mixed m; m.f = 1.5f; m.s = (short)threadIdx.x;
+      Mixed n2; memcpy(&n2, &m, sizeof(Mixed));
+      fo[threadIdx.x] = n2.f + n2.s;
+    }"""
+    inp = np.arange(64, dtype=np.uint32)
+    out = np.zeros(72, np.uint32)
+    fo = np.zeros(8, np.float32)
+    krun(src, "k", 1, 8, out=out, fo=fo, **{"in": inp})
+    np.testing.assert_array_equal(out[:64], inp + 1)
+    np.testing.assert_array_equal(out[64:], inp.reshape(8, 8)[:, 7] + 1)
+    np.testing.assert_array_equal(fo, np.arange(8) + 1.5)
