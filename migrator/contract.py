@@ -309,6 +309,10 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,  # `1 << 5` in host constants
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
 }
 _FUNCS: dict[str, Callable[..., Any]] = {
     "ceil_div": lambda a, b: -(-a // b),

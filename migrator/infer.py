@@ -64,6 +64,9 @@ def infer_spec(
         )
     site = site.model_copy(update={"template_args": deduced_template_args(k, site)})
     values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
+    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
+    # `const int OPT_N = 4000000;` at file scope, read by main's launch: a size like a local's
+    values.update(_file_scope_sizes(parsed, k.name, site, values))
     # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
     literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
     # `int N = 1; for (...) N *= x.size(i);` or N set in two branches: the host decides N at
@@ -71,7 +74,6 @@ def infer_spec(
     chosen = {n for n, v in values.items() if v.startswith("<conditional")}
     # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
     chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
-    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
     for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
         values.setdefault(name, value)
     host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
@@ -93,6 +95,8 @@ def infer_spec(
         dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None:
             raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
+        vector = dtype.startswith(VECTOR)  # its indices count vectors: measure its elements
+        dtype = dtype.removeprefix(VECTOR)
         if p.role == "unused":  # passed and never touched: one element, and an access the
             tensors.append(
                 {
@@ -104,7 +108,7 @@ def infer_spec(
                 }
             )  # front end missed is an OOB
             continue  # fmt: skip
-        shape = _shape(k, p.name, bounds, ties)
+        shape = None if vector else _shape(k, p.name, bounds, ties)
         if shape is None:  # measured below, by running the kernel at a few sizes
             unshaped.append(p.name)
             shape = []
@@ -203,9 +207,9 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
-    if unshaped:
-        if not sizes:
-            raise InferenceError(f"the extent of {unshaped[0]} cannot be read from its indices")
+    if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
+        _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
+    elif unshaped:
         _measure_into(tensors, measure_extents(parsed, data, unshaped, launch_only))
     if sizes:
         # shapes read from the indices, checked by one run at the task's default sizes
@@ -242,6 +246,29 @@ MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing
 ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
 PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
+
+
+def _fixed_extents(parsed: Any, data: dict[str, Any], params: list[str]) -> dict[str, str]:
+    """Extents of a launch without sizes: one run shows how far it reaches (each a number)."""
+    import numpy as np
+
+    from migrator.cuda.interp.findings import InterpError
+
+    if parsed is None:
+        raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
+    try:
+        reached = _probe_run(parsed, data, set(params), {}, 8, np.random.default_rng(0))
+    except InterpError as e:
+        raise InferenceError(
+            f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+            f"failed: {e}"
+        ) from e
+    missing = [p for p in params if not reached.get(p)]
+    if missing:
+        raise InferenceError(f"the kernel never reached {missing[0]} when measured")
+    if any(reached[p] > MAX_ELEMENTS for p in params):
+        raise InferenceError(f"{params[0]} is larger than {MAX_ELEMENTS} elements")
+    return {p: str(reached[p]) for p in params}
 
 
 def _measure_into(tensors: list[dict[str, Any]], measured: dict[str, str]) -> None:
@@ -858,7 +885,31 @@ def _resolved_dtypes(parsed: Any, k: Kernel, site: LaunchSite) -> dict[str, str]
         e = t.elem if t.kind in ("ptr", "array") and t.elem is not None else t
         if e.kind in ("int", "float", "bool") and e.dtype is not None:
             out[name] = str(e.dtype)
+        elif e.kind == "vec" and t.kind == "ptr" and e.elem is not None and e.elem.dtype:
+            out[name] = VECTOR + str(e.elem.dtype)  # `uint4* img`: uint32 elements, 4 each
     return out
+
+
+VECTOR = "vector of "  # _resolved_dtypes: a pointer to a CUDA vector type
+
+
+def _file_scope_sizes(
+    parsed: Any, kernel: str, site: LaunchSite, values: dict[str, str]
+) -> dict[str, str]:
+    """Names the launch reads that the host function does not define, which the file defines
+    as integer constants (`const int OPT_N = 4000000;`, `constexpr int N = 1 << 20;`)."""
+    if parsed is None:
+        return {}
+    text = " ".join([site.grid, site.block, site.shared_bytes or "", *site.args,
+                     *(v for v in values.values() if not v.startswith("<"))])  # fmt: skip
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) - set(values) - set(site.host_values)
+    names -= _FORMULA_FUNCTIONS | {"sizeof", "dim3"}
+    if not names:
+        return {}
+    from migrator.cuda.interp.runner import file_constants
+
+    found = file_constants(parsed, kernel, sorted(names))
+    return {n: str(v) for n, v in found.items() if v > 0 and n.isidentifier()}
 
 
 def _constants_of(parsed: Any, kernel: str) -> Callable[[list[str]], dict[str, int]] | None:
@@ -1034,7 +1085,9 @@ def _decompose(
     if not pieces or poly.constant_value(rest) is None:
         return None
     # outermost first: a stride that is a product of more sizes (M*K) encloses a smaller one (K)
-    pieces.sort(key=lambda sl: -max((len(m) for m in sl[0]), default=0))
+    # (and of two constant strides, the larger: `blockIdx.x * 256 + pos` is [blocks, 256])
+    pieces.sort(key=lambda sl: (-max((len(m) for m in sl[0]), default=0),
+                                -sum(abs(c) for c in sl[0].values())))  # fmt: skip
     return [limit for _, limit in pieces], pieces
 
 

@@ -74,7 +74,7 @@ def test_load_and_derive(tmp_path: Path) -> None:
     ("expr", "value"),
     [("ceil_div(N, 256)", 4), ("(N + 15) / 16", 63), ("N * 2 - 1", 1999), ("max(N, 2048)", 2048),
      ("round_up(N, 128)", 1024), (7, 7), ("select(N <= 32, 2 * N, N) * 4", 4000),
-     ("select(N > 32, 1, 0)", 1)],
+     ("select(N > 32, 1, 0)", 1), ("6 * (1 << 5) + (N >> 3) + (N & 7)", 192 + 125 + 0)],
 )  # fmt: skip
 def test_size_expressions(expr: str | int, value: int) -> None:
     assert eval_expr(expr, {"N": 1000}) == value

@@ -305,6 +305,33 @@ def test_host_templates_switch_cases_and_tag_dispatch(tmp_path: Path) -> None:
     assert m.kernels[0].check is None or m.kernels[0].check.ok
 
 
+def test_file_scope_sizes_vector_tensors_and_fixed_problems(tmp_path: Path) -> None:
+    """`const int OPT_N = 4000;` at file scope is a size like a local of main; a `float2*`
+    tensor holds float elements, two per index, so its extent is measured; a launch with no
+    size at all is measured once; `blockIdx.x * 256 + pos` is [blocks, 256], not [256, blocks]."""
+    src = tmp_path / "fixed.cu"
+    src.write_text(
+        "const int OPT_N = 4000;\n"
+        "__global__ void pairs(float2* out, const float* in, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n / 2) out[i] = make_float2(in[2 * i], in[2 * i + 1] * 2.0f);\n}\n"
+        "__global__ void hist(unsigned int* part, unsigned int* all) {\n"
+        "  if (threadIdx.x < 256) part[blockIdx.x * 256 + threadIdx.x] = threadIdx.x;\n"
+        "  all[(blockIdx.x * blockDim.x + threadIdx.x) / 2] = 1u;\n}\n"
+        "int main() {\n  float2* o; float* i; unsigned int* p;\n"
+        "  pairs<<<(OPT_N / 2 + 127) / 128, 128>>>(o, i, OPT_N);\n"
+        "  hist<<<240, 256>>>(p, p);\n}\n"
+    )
+    tu = analyze_file(src)
+    pairs = infer_spec(tu, tu.global_kernels[0])
+    assert set(pairs.sizes) == {"OPT_N"}  # (its default kept small for the oracle)
+    assert {t.name: (t.shape, t.dtype) for t in pairs.tensors} == {
+        "in_": (["OPT_N"], "float32"), "out": (["OPT_N"], "float32")}  # fmt: skip
+    hist = infer_spec(tu, tu.global_kernels[1])
+    shapes = {t.name: t.shape for t in hist.tensors}
+    assert hist.sizes == {} and shapes == {"part": ["240", "256"], "all": ["30720"]}
+
+
 def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     """`int N = 1; for (...) N *= x.size(i);` (a torch binding): N is a size of its own."""
     src = tmp_path / "relu.cu"

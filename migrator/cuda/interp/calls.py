@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tree_sitter import Node
 
-from migrator.cuda.interp import coop
+from migrator.cuda.interp import coop, lambdas
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.atomics import ATOMICS
 from migrator.cuda.interp.builtins import MATH
@@ -94,6 +94,8 @@ class CallMixin:
             alias = self.lookup(name)
             if isinstance(alias, FuncAlias):  # a function passed as a template argument
                 name = alias.target
+            elif isinstance(alias, Var) and alias.ctype is lambdas.LAMBDA:
+                return lambdas.call(self, alias.val, node, arg_nodes, mask)
         if qualified and name in coop.FREE:
             return coop.FREE[name](self, node, targs, arg_nodes, mask)
         if name in CASTS:

@@ -14,7 +14,7 @@ import numpy as np
 from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
-from migrator.cuda.interp import memory
+from migrator.cuda.interp import lambdas, memory
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
@@ -63,6 +63,7 @@ class ExprMixin:
 
     def init_exprs(self: Machine) -> None:
         self.index_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.closures: list[lambdas.Closure] = []  # lambda values index this
         self._expr: dict[str, Callable[[Node, np.ndarray], Val]] = {
             "number_literal": self._e_number,
             "char_literal": self._e_char,
@@ -85,6 +86,7 @@ class ExprMixin:
             "comma_expression": self._e_comma,
             "null": lambda n, m: _NULL,
             "compound_literal_expression": self._e_compound_literal,
+            "lambda_expression": lambda n, m: lambdas.make(self, n, m),
             "qualified_identifier": self._e_qualified,
             # only printf takes strings; it ignores them
             "string_literal": lambda n, m: Val(ct.ptr(ct.CHAR), np.int64(0)),

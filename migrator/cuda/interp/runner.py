@@ -102,6 +102,7 @@ def file_constants(
     (`sizeof(floatX)`, `x128::size`, `Packed128<float>::size`): host launch expressions use
     them. A text it cannot evaluate to one integer is left out, never guessed."""
     from migrator.cuda.parse import parse_text
+    from migrator.cuda.source import SourceError
 
     prog = program_for(source)
     try:
@@ -115,7 +116,10 @@ def file_constants(
     with np.errstate(all="ignore"):
         _globals(m, {}, {})
         for text in texts:
-            snippet = parse_text(f"auto __c2n_value = ({text});\n", "<host expression>")
+            try:
+                snippet = parse_text(f"auto __c2n_value = ({text});\n", "<host expression>")
+            except SourceError:  # not an expression (a type name, a keyword)
+                continue
             decl = snippet.tree.root_node.named_children[0]
             init = decl.child_by_field_name("declarator")
             node = init.child_by_field_name("value") if init is not None else None

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tree_sitter import Node
 
-from migrator.cuda.interp import compact, coop
+from migrator.cuda.interp import compact, coop, lambdas
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.memory import Buffer, poison
 from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
@@ -443,7 +443,14 @@ class StmtMixin:
     def _s_return(self: Machine, node: Node, mask: np.ndarray) -> None:
         f = self.frame
         if node.named_children:
-            v = self.convert_to(self.ev(node.named_children[0], mask), f.ret_type, node)
+            expr = node.named_children[0]
+            if expr.type == "initializer_list" and f.ret_type.kind in ("struct", "vec"):
+                v = self._local(expr, f.ret_type, expr, mask, False).val  # `return {};`
+            else:
+                v = self.ev(expr, mask)
+            if f.ret_type is lambdas.AUTO:  # a lambda without `-> T`: its first return decides
+                f.ret_type = v.ctype
+            v = self.convert_to(v, f.ret_type, node)
             f.retval = v if f.retval is None or mask.all() else select(mask, v, f.retval)
         f.ret |= mask
         f.returned = True

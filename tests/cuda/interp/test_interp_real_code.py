@@ -749,3 +749,50 @@ def test_memcpy_between_local_arrays_structs_and_global_memory(krun: Runner) -> 
     np.testing.assert_array_equal(out[:64], inp + 1)
     np.testing.assert_array_equal(out[64:], inp.reshape(8, 8)[:, 7] + 1)
     np.testing.assert_array_equal(fo, np.arange(8) + 1.5)
+
+
+def test_lambdas_capture_by_reference_and_by_value(krun: Runner) -> None:
+    """llm.c's `auto loop_step = [&](int t2) {...}` updates the maker's locals; `[=]` copies
+    them when made; `[&pk](unsigned idx) -> const uint4 { switch ... return {}; }` picks a
+    field (cuda-samples' integral image)."""
+    src = """
+    struct packed { uint4 x, y; };
+    __global__ void k(const float* x, float* out, unsigned int* u) {
+      int t = threadIdx.x;
+      float acc[2] = {0.0f, 0.0f};
+      float scale = 2.0f;
+      auto step = [&](int i) {
+        float p = x[i] * scale;
+        for (int k = 0; k < 2; ++k) acc[k] += p * (k + 1);
+      };
+      for (int i = t; i < 64; i += blockDim.x) step(i);
+      auto twice = [=](float v) { return v * scale; };
+      scale = 100.0f;
+      packed pk; pk.x = make_uint4(1, 2, 3, 4); pk.y = make_uint4(5, 6, 7, 8);
+      auto pick = [&pk](unsigned int idx) -> const uint4 {
+        switch (idx) { case 0: return pk.x; case 1: return pk.y; }
+        return {};
+      };
+      out[2 * t] = twice(acc[0]);
+      out[2 * t + 1] = acc[1];
+      u[t] = pick(t % 3).w;
+    }"""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    u = np.zeros(8, np.uint32)
+    krun(src, "k", 1, 8, x=x, out=out, u=u)
+    sums = x.reshape(8, 8).sum(axis=0) * 2  # acc[0] of thread t
+    np.testing.assert_array_equal(out[0::2], sums * 2)  # twice used scale = 2, not 100
+    np.testing.assert_array_equal(out[1::2], sums * 2)
+    np.testing.assert_array_equal(u, [[4, 8, 0][t % 3] for t in range(8)])
+
+
+def test_unmodelled_lambda_captures_raise(krun: Runner) -> None:
+    src = """
+    __global__ void k(float* out) {
+      float s = 1.0f;
+      auto f = [v = s](float a) { return a * v; };
+      out[0] = f(2.0f);
+    }"""
+    with pytest.raises(UnsupportedError, match="lambda capture"):
+        krun(src, "k", 1, 1, out=np.zeros(1, np.float32))
