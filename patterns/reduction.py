@@ -74,6 +74,8 @@ class ReductionMatcher(FamilyMatcher):
                 f"one result per block: {out.array}[blockIdx.x], each block reading its row "
                 "(the input's blockIdx.x stride is a size)"
             )
+        elif idx.affine and idx.canonical == "blockIdx.x" and (why := _strided_across_blocks(k)):
+            return self.reject(k, why)
         elif idx.affine and idx.canonical == "blockIdx.x":
             variant = "block_partial"
             reasons.append(
@@ -242,6 +244,31 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
         raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"a {match.variant} reduction"))
     p.fields = fields
     return p
+
+
+def _strided_across_blocks(k: Kernel) -> str | None:
+    """Block partials read one contiguous chunk per block; `in[blockIdx.x + i * 256]` reads a
+    column per block instead (blockIdx.x steps by less than another index does)."""
+    for a in k.accesses:
+        if a.space != "global" or a.kind != "read" or not a.indices[0].affine:
+            continue
+        p = a.indices[0].as_poly()
+        b = poly.coefficient_of(p, "blockIdx.x")
+        if not b or poly.constant_value(b) is None:
+            continue
+        for sym in sorted(poly.symbols(p) - {"blockIdx.x"}):
+            c = poly.coefficient_of(p, sym)
+            cv = poly.constant_value(c) if c else None
+            if sym in a.indices[0].variant and (
+                (cv is not None and abs(cv) > abs(poly.constant_value(b)))  # type: ignore[arg-type]
+                or (cv is None and c)
+            ):
+                return (
+                    f"each block reads {a.array} with stride {poly.render(c)} along {sym} but "
+                    f"only {poly.render(b)} between blocks: a strided (column) reduction, not "
+                    "one contiguous chunk per block"
+                )
+    return None
 
 
 def _elements_per_block(k: Kernel) -> int | None:

@@ -165,6 +165,25 @@ def test_histogram_is_reported_not_matched() -> None:
     assert c.winner is None and "C2N2003" in _ids(c)
 
 
+def test_a_column_reduction_per_block_is_not_block_partials() -> None:
+    """cuda-samples' histogram merge: block b sums `partial[b + i * 256]`, a strided column,
+    which the block-partial plan (one contiguous chunk per block) would compute wrongly."""
+    tu, k = one(
+        "__global__ void merge(unsigned* out, const unsigned* partial, unsigned count) {\n"
+        "  unsigned sum = 0;\n"
+        "  for (unsigned i = threadIdx.x; i < count; i += 256)\n"
+        "    sum += partial[blockIdx.x + i * 256];\n"
+        "  __shared__ unsigned data[256];\n  data[threadIdx.x] = sum;\n"
+        "  for (unsigned s = 128; s > 0; s >>= 1) {\n    __syncthreads();\n"
+        "    if (threadIdx.x < s) data[threadIdx.x] += data[threadIdx.x + s];\n  }\n"
+        "  if (threadIdx.x == 0) out[blockIdx.x] = data[0];\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.winner is None or c.winner.family != "reduction"
+    why = next(r for r in c.verdicts if r.family == "reduction")
+    assert "strided (column) reduction" in " ".join(why.reasons)
+
+
 def test_scan_is_reported_not_matched() -> None:
     tu, k = one(
         "__global__ void scan(const float* in, float* out, int n) {\n"
