@@ -76,9 +76,11 @@ def infer_spec(
     chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
     for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
         values.setdefault(name, value)
-    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
-                 tu.host_helpers, _constants_of(parsed, k.name))  # fmt: skip
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
+    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
+                 tu.host_helpers, _constants_of(parsed, k.name), host_params)  # fmt: skip
+    # `const dim3 &dimsA` passed in: `dimsA.x` is a size of its own, named dimsA_x
+    host_params |= {f"{n}_{a}" for n in host_params for a in "xyz"}
     host_params |= set(literal) | chosen
     resolve = host.resolve
     bindings = _template_bindings(k, site)
@@ -142,7 +144,7 @@ def infer_spec(
     launch_host = _Host(
         {**host.host, **{n: str(v) for n, v in unused.items()},
          **{n: values[n] for n in chosen - size_names}},  # a launch set under a branch
-        host.helpers, host.constants,
+        host.helpers, host.constants, host.params,
     )  # fmt: skip
     grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
     smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
@@ -662,9 +664,11 @@ class _Host:
         host: dict[str, str],
         helpers: dict[str, tuple[list[str], str]] | None = None,
         constants: Callable[[list[str]], dict[str, int]] | None = None,
+        params: set[str] | None = None,
     ) -> None:
         self.host = host
         self.helpers = helpers or {}
+        self.params = params or set()  # the host function's parameters
         self.constants = constants  # evaluates `sizeof(floatX)`, `x128::size` in the file
         self._known: dict[str, int | None] = {}
 
@@ -699,10 +703,14 @@ class _Host:
         out = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", out)  # `block_size / 32U`: a suffix, not a name
         out = re.sub(r"\bstatic_cast<[^>]*>", "", out)
         out = _C_CAST.sub("", out)  # `(long)N`, `(size_t)n`: casts, never sizes
+        # `ceil((float) N / Bc)`: the cast is gone, the rounding up stays
+        out = _ceil_of_quotient(out)
         out = _c_conditionals(out)
         return re.sub(r"\(\((\w+)\)\)", r"(\1)", out).strip()
 
     def _dim3_component(self, m: re.Match[str]) -> str:
+        if m.group(1) in self.params:  # a dim3 parameter: each component a size
+            return f"{m.group(1)}_{m.group(2)}"
         value = self.host.get(m.group(1), "")
         inner = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", value, re.S)
         if inner is None:
@@ -737,6 +745,23 @@ class _Host:
         inner = re.fullmatch(r"\s*dim3\s*\((.*)\)\s*", source, re.S)
         parts = _split_args(inner.group(1)) if inner else [source]
         return [_int_or_text(self.resolve(part)) for part in parts]
+
+
+def _ceil_of_quotient(text: str) -> str:
+    """`ceil(a / b)` (a float division, its cast already dropped) as `ceil_div(a, b)`."""
+    m = re.search(r"\bceil[f]?\s*\(", text)
+    if m is None:
+        return text
+    depth, i, slash = 1, m.end(), []
+    while i < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if text[i] == "/" and depth == 1:
+            slash.append(i)
+        i += 1
+    if depth or len(slash) != 1:
+        return text
+    a, b = text[m.end() : slash[0]].strip(), text[slash[0] + 1 : i - 1].strip()
+    return text[: m.start()] + f"ceil_div({a}, {b})" + _ceil_of_quotient(text[i:])
 
 
 def _c_conditionals(text: str) -> str:

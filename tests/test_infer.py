@@ -332,6 +332,25 @@ def test_file_scope_sizes_vector_tensors_and_fixed_problems(tmp_path: Path) -> N
     assert hist.sizes == {} and shapes == {"part": ["240", "256"], "all": ["30720"]}
 
 
+def test_dim3_parameters_and_ceil_of_a_float_quotient(tmp_path: Path) -> None:
+    """cuda-samples pass `const dim3 &dimsA` to the launching function: `dimsA.x` is a size
+    (dimsA_x); llm.c's `int Tc = ceil((float) N / Bc)` is `ceil_div(N, Bc)`."""
+    src = tmp_path / "dims.cu"
+    src.write_text(
+        "__global__ void rows(float* out, const float* a, int w, int tiles) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r < w) out[r] = a[r] * (float)tiles;\n}\n"
+        "void run(float* out, const float* a, const dim3 &dimsA) {\n"
+        "  const int Bc = 32;\n  const int Tc = ceil((float) dimsA.x / Bc);\n"
+        "  rows<<<(dimsA.x + 127) / 128, 128>>>(out, a, dimsA.x, Tc);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert set(spec.sizes) == {"dimsA_x", "Bc"}  # (a local literal is a size, 32 by default)
+    tiles = next(s for s in spec.scalars if s.name == "tiles")
+    assert tiles.size == "ceil_div(dimsA_x, Bc)" and spec.sizes["Bc"] == 32
+
+
 def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     """`int N = 1; for (...) N *= x.size(i);` (a torch binding): N is a size of its own."""
     src = tmp_path / "relu.cu"
