@@ -1,0 +1,331 @@
+"""Extents the indices do not show, measured by running the kernel (the CUDA interpreter)
+at a few size sets, and the checks and caps on the sizes an inferred spec publishes."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from migrator.infer.error import InferenceError
+
+# powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
+# whenever C >= NH (runs where it does not are void); fewer and smaller with four sizes
+PROBE_SIZES = (8, 16, 32)
+
+
+PROBE_SIZES_4 = (4, 8, 16, 32)
+
+
+OTHER_SIZES = (8, 16, 24, 32)
+
+
+PROBE_RUNS = 8
+
+
+MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
+
+
+ELEMENT_BUDGET = 1 << 20  # default sizes keep the largest tensor about this many elements
+
+
+PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measurement
+
+
+MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
+
+
+def _fixed_extents(parsed: Any, data: dict[str, Any], params: list[str]) -> dict[str, str]:
+    """Extents of a launch without sizes: one run shows how far it reaches (each a number)."""
+    import numpy as np
+
+    from migrator.cuda.interp.findings import InterpError
+
+    if parsed is None:
+        raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
+    try:
+        reached = _probe_run(parsed, data, set(params), {}, 8, np.random.default_rng(0))
+    except InterpError as e:
+        raise InferenceError(
+            f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+            f"failed: {e}"
+        ) from e
+    missing = [p for p in params if not reached.get(p)]
+    if missing:
+        raise InferenceError(f"the kernel never reached {missing[0]} when measured")
+    if any(reached[p] > MAX_ELEMENTS for p in params):
+        raise InferenceError(f"{params[0]} is larger than {MAX_ELEMENTS} elements")
+    return {p: str(reached[p]) for p in params}
+
+
+def _measure_into(tensors: list[dict[str, Any]], measured: dict[str, str]) -> None:
+    for t in tensors:
+        if t["param"] in measured:
+            t["shape"] = [measured[t["param"]]]
+
+
+def _grow_until_launchable(data: dict[str, Any], sset: dict[str, int], free: set[str]) -> None:
+    """Double the free sizes while the grid has no block (`grid((N + 255) / 256 / 8)` is 0
+    below N = 2048): a launch with an empty grid is an error on the device, not a task."""
+    from migrator.contract import SpecError, eval_expr
+
+    for _ in range(12):
+        try:
+            dims = [eval_expr(str(g), sset) for g in data["launch"]["grid"]]
+        except (SpecError, ArithmeticError, TypeError):
+            return
+        if min(dims, default=1) >= 1 or not free:
+            return
+        grown = {n: sset[n] * 2 for n in free}
+        if any(
+            math.prod(int(eval_expr(d, {**sset, **grown})) for d in t["shape"]) > MAX_ELEMENTS
+            for t in data["tensors"]
+        ):
+            return
+        sset.update(grown)
+
+
+def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str]) -> None:
+    """Halve the largest free size (keeping it odd: still ragged) until every tensor of the
+    size set has at most MAX_ELEMENTS elements (`S * H` with S = 65536 is 16M)."""
+    from migrator.contract import SpecError, eval_expr
+
+    def largest() -> int:
+        try:
+            return max(
+                (math.prod(int(eval_expr(d, sset)) for d in t["shape"]) for t in tensors),
+                default=0,
+            )  # fmt: skip
+        except SpecError:
+            return 0
+
+    for _ in range(64):
+        free = [n for n in sset if n not in keep and sset[n] > 8]
+        if largest() <= MAX_ELEMENTS or not free:
+            return
+        n = max(free, key=lambda x: sset[x])
+        sset[n] = sset[n] // 2 + 1
+
+
+def _fit_budget(
+    tensors: list[dict[str, Any]],
+    sizes: dict[str, int],
+    sets: list[dict[str, int]],
+    launch_only: set[str],
+) -> None:
+    """Default sizes and size sets small enough that the largest tensor (a product of up to
+    four sizes, measured) stays near ELEMENT_BUDGET elements; sets stay ragged."""
+    # a tensor's degree: how many sizes its element count multiplies (`B * NH * T*T`: 4)
+    degree = max(
+        (sum(len(re.findall(r"[A-Za-z_]\w*", d)) for d in t["shape"]) for t in tensors),
+        default=1,
+    )
+    if degree < 3:
+        return
+    base = max(8, int(ELEMENT_BUDGET ** (1 / degree)) // 8 * 8)
+    ragged = (base // 2 + 3, base - 5, base // 3 + 1)
+    for i, n in enumerate(sorted(sizes)):
+        if n in launch_only:
+            continue
+        sizes[n] = base
+        for j, sset in enumerate(sets):
+            sset[n] = ragged[(i + j) % len(ragged)]
+
+
+def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
+                 row: Any) -> dict[str, int]:  # fmt: skip
+    """One measurement size set, grown until the grid has a block (`grid = N / 256`)."""
+    from migrator.contract import SpecError, eval_expr
+
+    sz = dict(fixed)
+    sz.update({n: int(row[i]) for i, n in enumerate(free)})
+    for _ in range(3):
+        try:
+            dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
+        except (SpecError, ArithmeticError):
+            break
+        if min(dims, default=1) >= 1 or math.prod(sz[n] for n in free) * 8 ** len(free) > (
+            PROBE_ELEMS
+        ):
+            break
+        sz.update({n: sz[n] * 8 for n in free})
+    return sz
+
+
+_PROBE_VALUES: dict[tuple[Any, int], Any] = {}
+
+
+def _probe_values(dt: Any, high: int, n: int, rng: Any) -> Any:
+    """`n` input values (integers in [0, high), floats normal) — a copy of a block drawn once
+    per dtype, since four-million-element draws would dominate a measurement."""
+    import numpy as np
+
+    block = _PROBE_VALUES.get((dt, high))
+    if block is None or len(block) < n:
+        m = max(n, PROBE_ELEMS)
+        if np.issubdtype(dt, np.integer):
+            block = rng.integers(0, high, m).astype(dt)
+        else:
+            block = rng.standard_normal(m, dtype=np.float32).astype(dt)
+        _PROBE_VALUES[(dt, high)] = block
+    return block[:n].copy()
+
+
+def _probe_run(
+    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int, rng: Any
+) -> dict[str, int]:
+    """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
+    their shapes) and return how far it reached into each array argument."""
+    from migrator.contract import eval_expr, np_dtype
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+
+    args: dict[str, Any] = {}
+    for t in data["tensors"]:
+        dt = np_dtype(t["dtype"])
+        n_el = PROBE_ELEMS if t["param"] in big else math.prod(
+            int(eval_expr(d, sz)) for d in t["shape"]
+        )  # fmt: skip
+        args[t["param"]] = _probe_values(dt, high, n_el, rng)
+    for sc in data["scalars"]:
+        args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
+    grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
+    block = [int(eval_expr(b, sz)) for b in data["launch"]["block"]]
+    smem = int(eval_expr(data["launch"]["shared_bytes"], sz))
+    res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
+                     data["kernel"]["template_args"],
+                     InterpOptions(oob="report", extents=True))  # fmt: skip
+    return res.extents
+
+
+def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
+    """Tensors whose shape read from the indices is smaller than what the kernel reaches at
+    the task's default sizes: those are measured instead. Buffers are allocated at the read
+    shapes (the reach past them is recorded, out-of-bounds accesses only reported); a kernel
+    that does not run at those sizes keeps its shapes (the check will say why)."""
+    import numpy as np
+
+    from migrator.contract import SpecError, eval_expr
+    from migrator.cuda.interp.findings import InterpError
+
+    if parsed is None:
+        return []
+    sz = dict(data["sizes"])
+    try:
+        reached = _probe_run(parsed, data, set(), sz, 8, np.random.default_rng(0))
+        shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
+                  for t in data["tensors"]}  # fmt: skip
+    except (InterpError, SpecError, ValueError, ArithmeticError):
+        return []
+    return [p for p, n in shaped.items() if reached.get(p, 0) > n]
+
+
+def measure_extents(
+    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
+) -> dict[str, str]:
+    """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
+    at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
+    with at most three sizes, at four times the sizes (kernels that assume whole tiles)."""
+    free = [n for n in data["sizes"] if n not in launch_only]
+    small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
+    attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
+    for i, (values, scale) in enumerate(attempts):
+        try:
+            return _measure(parsed, data, params, launch_only, values, scale)
+        except InferenceError:
+            if i == len(attempts) - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _measure(
+    parsed: Any,
+    data: dict[str, Any],
+    params: list[str],
+    launch_only: set[str],
+    values: tuple[int, ...],
+    scale: int,
+) -> dict[str, str]:
+    """Extents the indices do not show, measured: the kernel runs at PROBE_RUNS size sets with
+    the unknown tensors as large buffers, and each extent (one past the highest element reached) is
+    fitted as `c * product of sizes + d`, exactly at every run. Raises when no such formula
+    fits (a gather's table, whose extent follows the data, say)."""
+    import itertools
+
+    import numpy as np
+
+    from migrator.cuda.interp.findings import InterpError
+
+    if parsed is None:
+        raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
+    names = sorted(data["sizes"])
+    fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
+    free = [n for n in names if n not in fixed]
+    runs: list[tuple[dict[str, int], dict[str, int]]] = []
+    rng = np.random.default_rng(0)
+    # each size varies on its own from run to run, so every product of sizes is told apart
+    table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
+    failed = ""
+    first_ok = None  # the first run that ran: repeated last with other integer inputs
+    for j in range(PROBE_RUNS + 1):
+        row = table[j] if j < PROBE_RUNS else table[first_ok if first_ok is not None else 0]
+        sz = _probe_sizes(data, free, fixed, row)
+        high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
+        try:
+            extents = _probe_run(parsed, data, set(params), sz, high, rng)
+        except (InterpError, ValueError, ArithmeticError) as e:
+            # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
+            failed = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+            extents = None
+        if extents is not None and first_ok is None and j < PROBE_RUNS:
+            first_ok = j
+        runs.append((sz, extents))
+    ok = [r for r in runs[:PROBE_RUNS] if r[1] is not None]
+    if len(ok) < 3 or runs[-1][1] is None:
+        raise InferenceError(
+            f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+            f"failed {failed}"
+        )
+    base = runs[first_ok][1]  # type: ignore[index]
+    runs = ok + [runs[-1]]
+    out: dict[str, str] = {}
+    for p in params:
+        if runs[-1][1].get(p, 0) != base.get(p, 0):  # type: ignore[union-attr]
+            raise InferenceError(
+                f"the extent of {p} follows the values of an integer input (a gather: its "
+                "table's size is not in the indices); give its shape in a spec"
+            )
+        # a run that never touched the tensor (`C / NH` was 0 at those sizes) says nothing
+        used = [r for r in runs[:-1] if r[1].get(p, 0) > 0]
+        seen = [r[1][p] for r in used]
+        if len(used) < 3:
+            raise InferenceError(
+                f"the extent of {p} cannot be read from its indices, and too few measurement "
+                f"runs reached it ({len(used)} of {PROBE_RUNS})"
+            )
+        if max(seen) >= PROBE_ELEMS:
+            raise InferenceError(f"the extent of {p} is not bounded by the sizes (measured)")
+        fits: list[str] = []
+        for exps in itertools.product((0, 1, 2), repeat=len(free)):
+            terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
+            mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
+                    for sz, _ in used]  # fmt: skip
+            if mono[0] == mono[1]:
+                continue
+            c, rem = divmod(seen[0] - seen[1], mono[0] - mono[1])
+            d = seen[0] - c * mono[0]
+            if rem or c <= 0 or abs(d) > MAX_HALO:
+                continue
+            if any(c * m + d != v for m, v in zip(mono, seen, strict=True)):
+                continue
+            expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
+            fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
+        if len(fits) != 1:
+            raise InferenceError(
+                f"the extent of {p} cannot be read from its indices, and the extents measured "
+                f"at {len(used)} size sets ({seen}) fit "
+                + (f"several formulas ({', '.join(fits[:3])})" if fits else
+                   f"no product of {', '.join(free)}")
+            )  # fmt: skip
+        out[p] = fits[0]
+    return out

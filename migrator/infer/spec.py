@@ -1,0 +1,557 @@
+"""The task spec of one kernel, from its IR and its file's host code (see the package)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from migrator.contract import TaskSpec
+from migrator.cuda import poly
+from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
+from migrator.infer.error import InferenceError
+from migrator.infer.host import (
+    _FORMULA_FUNCTIONS,
+    _RUNTIME_SIZE,
+    _clean,
+    _constants_of,
+    _device_globals,
+    _file_scope_sizes,
+    _Host,
+    _int_or_text,
+    _literal,
+    _number,
+    _positive_int,
+)
+from migrator.infer.measure import (
+    _cap_elements,
+    _fit_budget,
+    _fixed_extents,
+    _grow_until_launchable,
+    _measure_into,
+    measure_extents,
+    too_small_shapes,
+)
+
+DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
+          "unsigned": "uint32", "__half": "float16", "half": "float16",
+          "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int32_t": "int32",
+          "uint32_t": "uint32",
+          "long long": "int64", "long long int": "int64", "int64_t": "int64",
+          "long": "int64"}  # fmt: skip
+
+
+DEFAULT_1D, DEFAULT_2D = 65536, 256
+
+
+SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
+
+
+def infer_spec(
+    tu: TranslationUnit,
+    k: Kernel,
+    launch: tuple[str, str] | None = None,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> TaskSpec:
+    """The task of kernel `k` as its source shows it. `launch`: (grid, block) expressions in
+    the kernel's own integer parameters, used instead of the file's launch site (`migrate
+    k.cu --grid '(n + 255) / 256' --block 256`). `include_dirs`/`defines`: how the file was
+    preprocessed (`-I`, `-D`); the spec records them so the oracle parses the same program."""
+    pre = ([str(Path(d).resolve()) for d in include_dirs or []], dict(defines or {}))
+    site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
+    if launch is not None:
+        site = LaunchSite(
+            kernel=k.name, grid=f"dim3({launch[0]})", block=f"dim3({launch[1]})",
+            args=[p.name for p in k.params],
+            host_values={p.name: "<parameter>" for p in k.params if not p.pointer_depth},
+            span=k.span,
+        )  # fmt: skip
+    if site is None:
+        ints = [p.name for p in k.params if not p.pointer_depth]
+        raise InferenceError(
+            f"no launch of {k.name} in {tu.file}, so grid and block are unknown: pass them, in "
+            f"the kernel's integer parameters ({', '.join(ints) or 'none'}), e.g. "
+            f"migrate {Path(tu.file).name} --kernel {k.name} --grid '(n + 255) / 256' "
+            "--block 256"
+        )
+    site = site.model_copy(update={"template_args": deduced_template_args(k, site)})
+    values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
+    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
+    # `const int OPT_N = 4000000;` at file scope, read by main's launch: a size like a local's
+    values.update(_file_scope_sizes(parsed, k.name, site, values))
+    # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
+    literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
+    # `int N = 1; for (...) N *= x.size(i);` or N set in two branches: the host decides N at
+    # run time, so it is a size of its own (where the kernel's arguments use it)
+    chosen = {n for n, v in values.items() if v.startswith("<conditional")}
+    # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
+    chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
+    for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
+        values.setdefault(name, value)
+    host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
+    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
+                 tu.host_helpers, _constants_of(parsed, k.name), host_params)  # fmt: skip
+    # `const dim3 &dimsA` passed in: `dimsA.x` is a size of its own, named dimsA_x
+    host_params |= {f"{n}_{a}" for n in host_params for a in "xyz"}
+    host_params |= set(literal) | chosen
+    resolve = host.resolve
+    bindings = _template_bindings(k, site)
+    resolved = _resolved_dtypes(parsed, k, site)
+    tensors, scalars = [], []
+    args = site_arguments(k, site)
+    bounds = _bounds(k, host, args, site)
+    size_names: set[str] = set()
+    ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
+    unshaped: list[str] = []  # tensors whose indices do not show their extent
+    for p in k.params:
+        if not p.pointer_depth:
+            continue
+        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
+        if dtype is None:
+            raise InferenceError(f"tensor {p.name}: type {p.base_type}, role {p.role}")
+        vector = dtype.startswith(VECTOR)  # its indices count vectors: measure its elements
+        dtype = dtype.removeprefix(VECTOR)
+        if p.role == "unused":
+            # passed and never touched: one element (an access the front end missed would be
+            # an out-of-bounds error in the oracle, never a silent guess)
+            tensors.append({"name": _pyname(p.name), "param": p.name, "role": "in",
+                            "dtype": dtype, "shape": ["1"]})  # fmt: skip
+            continue
+        shape = None if vector else _shape(k, p.name, bounds, ties)
+        if shape is None:  # measured below, by running the kernel at a few sizes
+            unshaped.append(p.name)
+            shape = []
+        size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
+        tensors.append({"name": _pyname(p.name), "param": p.name, "role": p.role,
+                        "dtype": dtype, "shape": shape})  # fmt: skip
+    for p in k.params:
+        if p.pointer_depth:
+            continue
+        arg = _clean(resolve(args.get(p.name, p.name)))
+        dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
+        if dtype is None:
+            raise InferenceError(f"parameter {p.name} has type {p.base_type}")
+        names = set(re.findall(r"[A-Za-z_]\w*", arg)) - _FORMULA_FUNCTIONS
+        if dtype.startswith("float"):
+            value = 1e-5 if p.name.lower().startswith("eps") else _literal(arg, 0.5)
+            scalars.append({"name": p.name, "dtype": dtype, "value": value})
+        elif p.name in ties:
+            scalars.append({"name": p.name, "dtype": dtype, "size": ties[p.name]})
+        elif names and names <= host_params:
+            size_names |= names
+            scalars.append({"name": p.name, "dtype": dtype, "size": arg})
+        elif not names and (constant := _positive_int(arg)) is not None:  # `k<<<g, b>>>(x, 64)`
+            scalars.append({"name": p.name, "dtype": dtype, "value": constant})
+        else:
+            raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
+    size_names -= set(ties) - {v for v in ties.values()}
+    # a literal the kernel's arguments never name (`threads = 256`) is the launch as written
+    unused = {n: v for n, v in literal.items() if n not in size_names}
+    host_params -= set(unused) | (chosen - size_names)
+    launch_host = _Host(
+        {**host.host, **{n: str(v) for n, v in unused.items()},
+         **{n: values[n] for n in chosen - size_names}},  # a launch set under a branch
+        host.helpers, host.constants, host.params,
+    )  # fmt: skip
+    grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
+    smem = _clean(launch_host.resolve(site.shared_bytes or "0"))
+    for expr in [*grid, *block, smem]:
+        size_names |= set(re.findall(r"[A-Za-z_]\w*", str(expr))) - _FORMULA_FUNCTIONS
+    unknown = size_names - host_params
+    if unknown:
+        where = (
+            ", ".join(
+                f"{n} = {values[n]}"
+                for n in sorted(values)
+                if n in str([site.grid, site.block, site.shared_bytes])
+            )
+            if values
+            else ""
+        )
+        raise InferenceError(
+            f"the launch or the arguments use {', '.join(sorted(unknown))}, which the host "
+            "code does not fix as a size"
+            + (f" ({where[:200]})" if where else "")
+            + "; pass --grid and --block in the kernel's integer parameters, or a spec"
+        )
+    one_d = all(len(t["shape"]) == 1 for t in tensors)
+    default = DEFAULT_1D if one_d else DEFAULT_2D
+    # a literal from the host is the default, within what both executors run quickly
+    sizes = {
+        n: min(literal.get(n, default), default * (1 if one_d else 4)) for n in sorted(size_names)
+    }
+    # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
+    pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
+    sets = [{n: pool[(i + j) % len(pool)] for i, n in enumerate(sizes)} for j in range(2)]
+    # a batch dimension (outermost of 3-D tensors, nowhere else) stays small: each entry is a
+    # whole 2-D problem for both executors
+    inner = {d for t in tensors for d in (t["shape"][1:] if len(t["shape"]) == 3 else t["shape"])}
+    for n in sizes:
+        if n not in inner and any(len(t["shape"]) == 3 and t["shape"][0] == n for t in tensors):
+            sizes[n] = 4
+            for j, sset in enumerate(sets):
+                sset[n] = 3 - j
+    shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
+    in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
+    launch_only = (in_block & set(sizes)) - shaped
+    for n in in_block & set(sizes):
+        # `dim3 block(s, s)`: a size in two block dimensions is at most 16 (CUDA's 1024 threads)
+        dims = sum(1 for b in block if n in re.findall(r"[A-Za-z_]\w*", str(b)))
+        cap = {1: 256, 2: 16}.get(dims, 8)
+        if n in shaped:  # a problem size that is also the block: within CUDA's 1024
+            sizes[n] = min(sizes[n], cap)
+            for sset, v in zip(sets, (cap // 2, cap // 4), strict=False):
+                sset[n] = v
+        else:  # only sizes the block (`block_size`): a launch choice, the same in every set
+            sizes[n] = literal.get(n, cap)
+            for sset in sets:
+                sset[n] = sizes[n]
+    order = {"in": 0, "inout": 1, "out": 2}
+    tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
+    data: dict[str, Any] = {
+        "kernel": {"name": k.name, "family": "inferred", "source": Path(tu.file).name,
+                   "template_args": [_number(a) for a in site.template_args],
+                   "include_dirs": pre[0], "defines": pre[1]},
+        "sizes": sizes, "size_sets": sets, "tensors": tensors, "scalars": scalars,
+        "launch": {"grid": grid, "block": block, "shared_bytes": smem},
+        "path": tu.file.removesuffix(".cu") + ".inferred.toml",
+    }  # fmt: skip
+    if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
+        _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
+    elif unshaped:
+        _measure_into(tensors, measure_extents(parsed, data, unshaped, launch_only))
+    if sizes:
+        # shapes read from the indices, checked by one run at the task's default sizes
+        # (pointers advanced per tile, `scratch + C * gridDim.x` then [i], fool the index
+        # algebra); kernels that assume whole tiles reach past a ragged size by design, so
+        # tiny sizes would accuse them wrongly
+        _cap_elements(tensors, sizes, launch_only | in_block)
+        short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
+        if short:
+            for p in short:
+                next(t for t in tensors if t["param"] == p)["shape"] = []
+            _measure_into(tensors, measure_extents(parsed, data, short, launch_only))
+            unshaped += short
+    if unshaped:
+        _fit_budget(tensors, sizes, sets, launch_only)
+    for sset in (sizes, *sets):
+        _cap_elements(tensors, sset, launch_only | in_block)
+        _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
+    spec = TaskSpec.model_validate(data)
+    for sset in spec.all_size_sets():  # every formula must evaluate
+        spec.launch_config(sset)
+        for t in spec.tensors:
+            spec.shape_of(t, sset)
+    return spec
+
+
+def infer_for_file(source: str | Path, kernel: str | None = None) -> TaskSpec:
+    """The inferred spec of `kernel` (or of the file's only kernel), as `migrate` infers it."""
+    from migrator.cuda.frontend import analyze_file
+
+    tu = analyze_file(source)
+    if kernel is None:
+        if len(tu.global_kernels) != 1:
+            names = ", ".join(k.name for k in tu.global_kernels) or "none"
+            raise InferenceError(f"pass --kernel: the file's kernels are {names}")
+        return infer_spec(tu, tu.global_kernels[0])
+    try:
+        k = tu.kernel(kernel)
+    except KeyError as e:
+        raise InferenceError(str(e.args[0])) from e
+    return infer_spec(tu, k)
+
+
+def site_launch(tu: TranslationUnit, kernel: str) -> tuple[list[Any], list[Any], Any, list[Any]]:
+    """The launch of `kernel` at its host launch site, as expressions of the host function's
+    parameters: (grid, block, shared_bytes, template_args)."""
+    site = next((s for s in tu.launch_sites if s.kernel == kernel), None)
+    if site is None:
+        raise InferenceError(f"no launch of {kernel} in {tu.file} (grid and block are unknown)")
+    host = _Host(
+        {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")},
+        tu.host_helpers,
+    )
+    smem = _int_or_text(host.resolve(site.shared_bytes or "0"))
+    targs = [_number(a) for a in site.template_args]
+    return host.dim3(site.grid), host.dim3(site.block), smem, targs
+
+
+def to_toml(spec: TaskSpec) -> str:
+    """The inferred spec as a sidecar the user can review and keep."""
+    lines = [
+        "# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",
+        "[kernel]",
+        f'name = "{spec.kernel.name}"',
+        f'family = "{spec.kernel.family}"',
+        f'source = "{spec.kernel.source}"',
+        f"template_args = {list(spec.kernel.template_args)!r}".replace("'", '"'),
+    ]
+    if spec.kernel.include_dirs:
+        lines.append("include_dirs = [" + ", ".join(f'"{d}"' for d in spec.kernel.include_dirs)
+                     + "]")  # fmt: skip
+    if spec.kernel.defines:
+        lines.append("defines = { " + ", ".join(f'{n} = "{v}"' for n, v in
+                                               spec.kernel.defines.items()) + " }")  # fmt: skip
+    lines += ["",
+             "[sizes]"] + [f"{n} = {v}" for n, v in spec.sizes.items()]  # fmt: skip
+    for s in spec.size_sets:
+        lines += ["", "[[size_sets]]"] + [f"{n} = {v}" for n, v in s.items()]
+    for t in spec.tensors:
+        shape = ", ".join(f'"{d}"' for d in t.shape)
+        lines += ["", "[[tensors]]", f'name = "{t.name}"', f'role = "{t.role}"']
+        lines += [f'dtype = "{t.dtype}"', f"shape = [{shape}]", f'param = "{t.cuda_param}"']
+    for s in spec.scalars:
+        lines += ["", "[[scalars]]", f'name = "{s.name}"', f'dtype = "{s.dtype}"']
+        lines.append(f'size = "{s.size}"' if s.size is not None else f"value = {s.value!r}")
+    g = ", ".join(f'"{x}"' for x in spec.launch.grid)
+    b = ", ".join(f'"{x}"' for x in spec.launch.block)
+    lines += ["", "[launch]", f"grid = [{g}]", f"block = [{b}]",
+              f'shared_bytes = "{spec.launch.shared_bytes}"']  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _base(t: str, bindings: dict[str, str]) -> str:
+    t = t.replace("const", "").strip()
+    return bindings.get(t, t)
+
+
+def _pyname(name: str) -> str:
+    import keyword
+
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _parse(file: str, pre: tuple[list[str], dict[str, str]]) -> Any:
+    """The kernel's file as the interpreter parses it (with the -I/-D the spec records), or
+    None when it cannot be read again (then nothing is resolved or measured)."""
+    from migrator.cuda.parse import parse_file
+    from migrator.cuda.source import SourceError
+
+    try:
+        return parse_file(file, *pre)
+    except (SourceError, OSError):
+        return None
+
+
+def _resolved_dtypes(parsed: Any, k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """Parameter element types as the interpreter resolves them: typedefs chosen by a macro
+    (`floatX`), header types (`size_t`), template types bound at the launch site."""
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import kernel_signature
+
+    if parsed is None:
+        return {}
+    try:
+        sig = kernel_signature(parsed, k.name, [_number(a) for a in site.template_args])
+    except InterpError:
+        return {}
+    out = {}
+    for name, t in sig:
+        e = t.elem if t.kind in ("ptr", "array") and t.elem is not None else t
+        if e.kind in ("int", "float", "bool") and e.dtype is not None:
+            out[name] = str(e.dtype)
+        elif e.kind == "vec" and t.kind == "ptr" and e.elem is not None and e.elem.dtype:
+            out[name] = VECTOR + str(e.elem.dtype)  # `uint4* img`: uint32 elements, 4 each
+    return out
+
+
+VECTOR = "vector of "  # _resolved_dtypes: a pointer to a CUDA vector type
+
+
+def deduced_template_args(k: Kernel, site: LaunchSite) -> list[str]:
+    """The launch's template arguments, with type parameters the launch leaves to deduction
+    taken from the host's declared argument types (`layernorm_backward<<<..>>>(dinp, ...)`
+    with `Tdinp* dinp` in the kernel and `floatX* dinp` in the host: Tdinp is floatX). Stops
+    at the first parameter nothing decides (a default or the interpreter may still)."""
+    out = list(site.template_args)
+    args = site_arguments(k, site)
+    tag_values = _tag_values(k, site)
+    for t in k.template_params[len(out) :]:
+        found = tag_values.get(t.name)
+        if t.kind == "type":
+            for p in k.params:
+                host = site.arg_types.get(args.get(p.name, "").strip(), "")
+                stars = len(host) - len(host.rstrip("*"))
+                if p.base_type == t.name and p.pointer_depth and stars == p.pointer_depth:
+                    found = re.sub(r"\b(const|volatile|__restrict__)\b", "", host.rstrip("*"))
+                    found = " ".join(found.split())
+                    break
+        if found is None or found in {x.name for x in k.template_params}:
+            break
+        out.append(found)
+    return out
+
+
+def site_arguments(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """Each named kernel parameter's argument text at the launch (unnamed tag parameters hold
+    their places in the argument list)."""
+    tags = {i for i, _ in k.unnamed_params}
+    named_at = [i for i in range(len(k.params) + len(tags)) if i not in tags]
+    pairs = zip(k.params, named_at, strict=True)
+    return {p.name: site.args[i] for p, i in pairs if i < len(site.args)}
+
+
+_TAG = re.compile(r"std::(?:bool_constant|integral_constant\s*<\s*[\w ]+,)\s*<?\s*(\w+)\s*>")
+
+
+def _tag_values(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    """`std::bool_constant<false>{}` passed for a `std::bool_constant<Atomic>` parameter:
+    Atomic is false (tag dispatch, as llm.c selects kernel variants)."""
+    out: dict[str, str] = {}
+    for i, ptype in k.unnamed_params:
+        declared = _TAG.search(ptype)
+        given = _TAG.search(site.args[i]) if i < len(site.args) else None
+        if declared and given:
+            out[declared.group(1)] = given.group(1)
+    return out
+
+
+def _template_bindings(k: Kernel, site: LaunchSite) -> dict[str, str]:
+    return {t.name: a for t, a in zip(k.template_params, site.template_args, strict=False)}
+
+
+Bounds = list[tuple[poly.Poly, str]]  # bounded index polynomial, exclusive upper bound
+
+
+def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> Bounds:
+    """Index polynomials with an upper bound from a guard, a loop condition or the grid."""
+    out: Bounds = []
+
+    def host_expr(e: IndexExpr) -> str | None:
+        if not e.affine:
+            return None
+        if any(  # `if (tid < s)` in a reduction loop: s is the kernel's, not a host size
+            sym not in args and not sym.startswith(("blockDim.", "gridDim."))
+            for sym in poly.symbols(e.as_poly())
+        ):
+            return None
+        text = poly.render(e.as_poly())
+        for param, arg in args.items():
+            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
+        return _clean(text)
+
+    def add(p: poly.Poly, limit: str | None) -> None:
+        if limit and p and all(q != p for q, _ in out):
+            out.append((p, limit))
+
+    def host_poly(p: poly.Poly) -> str:
+        text = poly.render(p)
+        for param, arg in args.items():
+            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
+        return _clean(text)
+
+    # `cond ? x[i] : 0` guards a load as surely as an if: take `i < n` bounds from it too
+    for st in k.stores:
+        for node in st.value.walk():
+            if node.kind == "select":
+                for lhs, op, rhs in _comparisons(node.args[0]):
+                    a, b = _expr_poly(lhs), _expr_poly(rhs)
+                    if op == "<" and a and b is not None and not _thread_dependent(b):
+                        add(a, host_poly(b))
+
+    for g in k.guards:
+        for c in g.checks:
+            upper = (c.op == "<" and not g.early_exit) or (c.op == ">=" and g.early_exit)
+            inclusive = (c.op == "<=" and not g.early_exit) or (c.op == ">" and g.early_exit)
+            if (upper or inclusive) and c.index.affine:
+                limit = host_expr(c.limit)  # `if (i > n) return;` lets i reach n itself
+                add(c.index.as_poly(), f"{limit} + 1" if inclusive and limit else limit)
+    for lp in k.loops:
+        if lp.var and lp.cmp == "<" and lp.bound is not None:
+            add(poly.sym(lp.var), host_expr(lp.bound))
+    for axis, g in zip("xyz", host.dim3(site.grid), strict=False):
+        add(poly.sym(f"blockIdx.{axis}"), str(g))
+    return out
+
+
+def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[str] | None:
+    """Extents of a tensor; a leading-dimension parameter used as a row stride is recorded in
+    `ties` as equal to the row's extent (the contract's tensors are dense)."""
+    best: list[str] | None = None
+    for a in k.accesses:
+        if a.array != param or a.space != "global" or not a.indices[0].affine:
+            continue
+        const = poly.constant_value(a.indices[0].as_poly())
+        if const is not None:  # x[0], x[3]: a small fixed-size buffer (an accumulator)
+            if best is None:
+                best = [str(const + 1)]
+            elif len(best) == 1 and best[0].isdigit():
+                best = [str(max(int(best[0]), const + 1))]
+            continue
+        found = _decompose(a.indices[0].as_poly(), bounds)
+        if found is None:  # (the run at the default sizes checks what this leaves out)
+            continue
+        dims, pieces = found
+        if len(pieces) == 2:
+            (outer, _), (inner, inner_limit) = pieces
+            syms = poly.symbols(outer)
+            if poly.constant_value(inner) == 1 and len(outer) == 1 and len(syms) == 1:
+                (ld,) = syms
+                if ld != inner_limit:
+                    ties[ld] = inner_limit
+        if best is None or len(dims) > len(best):
+            best = dims
+    return best
+
+
+def _decompose(
+    p: poly.Poly, bounds: Bounds
+) -> tuple[list[str], list[tuple[poly.Poly, str]]] | None:
+    """``sum(stride_i * bounded_i) + const`` → extents ordered outermost first."""
+    for q, limit in bounds:
+        if poly.constant_value(poly.sub(p, q)) is not None:
+            return [limit], [({(): 1}, limit)]  # bounded itself (up to a constant halo offset)
+    pieces: list[tuple[poly.Poly, str]] = []  # (stride, extent)
+    rest = dict(p)
+    for q, limit in sorted(bounds, key=lambda b: -len(b[0])):
+        anchor = next((m[0] for m, c in q.items() if len(m) == 1 and c == 1
+                       and not m[0].startswith(("blockDim", "gridDim"))), None)  # fmt: skip
+        if anchor is None:
+            continue
+        stride = poly.coefficient_of(rest, anchor)
+        if not stride:
+            continue
+        part = poly.mul(stride, q)
+        if any(rest.get(m) != c for m, c in part.items()):
+            continue
+        rest = poly.sub(rest, part)
+        pieces.append((stride, limit))
+    if not pieces or poly.constant_value(rest) is None:
+        return None
+    # outermost first: a stride that is a product of more sizes (M*K) encloses a smaller one (K)
+    # (and of two constant strides, the larger: `blockIdx.x * 256 + pos` is [blocks, 256])
+    pieces.sort(key=lambda sl: (-max((len(m) for m in sl[0]), default=0),
+                                -sum(abs(c) for c in sl[0].values())))  # fmt: skip
+    return [limit for _, limit in pieces], pieces
+
+
+def _comparisons(e: Any) -> list[tuple[Any, str, Any]]:
+    """The `a < b` (and `b > a`) conjuncts of a condition expression."""
+    if e.kind == "binary" and e.op == "&&":
+        return _comparisons(e.args[0]) + _comparisons(e.args[1])
+    if e.kind == "binary" and e.op in ("<", ">"):
+        lhs, rhs = e.args
+        return [(lhs, "<", rhs)] if e.op == "<" else [(rhs, "<", lhs)]
+    return []
+
+
+def _expr_poly(e: Any) -> poly.Poly | None:
+    """An integer dataflow expression as a polynomial (indices, parameters, + - *)."""
+    if e.kind == "const" and e.dtype == "int":
+        return poly.const(int(e.value))
+    if e.kind in ("index", "param") and e.name:
+        return poly.sym(e.name)
+    if e.kind == "binary" and e.op in ("+", "-", "*"):
+        a, b = (_expr_poly(x) for x in e.args)
+        if a is None or b is None:
+            return None
+        return {"+": poly.add, "-": poly.sub, "*": poly.mul}[e.op](a, b)
+    if e.kind == "cast" and e.args:
+        return _expr_poly(e.args[0])
+    return None
+
+
+def _thread_dependent(p: poly.Poly) -> bool:
+    return any("Idx." in s for s in poly.symbols(p))
