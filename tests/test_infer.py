@@ -201,7 +201,7 @@ def test_sizeof_and_struct_statics_in_host_launch_expressions(tmp_path: Path) ->
 
 
 def test_square_blocks_and_grids_that_need_a_minimum_size(tmp_path: Path) -> None:
-    """`dim3 block(s, s)` with s a host parameter defaults to 16 (256 would be 65536 threads);
+    """`dim3 block(s, s)` with s a host parameter defaults to 32 (256 would be 65536 threads);
     a grid of `(N + 255) / 256 / 8` blocks is empty below N = 2048, so N grows until it is not."""
     src = tmp_path / "two.cu"
     src.write_text(
@@ -219,7 +219,7 @@ def test_square_blocks_and_grids_that_need_a_minimum_size(tmp_path: Path) -> Non
     )
     tu = analyze_file(src)
     mm = infer_spec(tu, tu.global_kernels[0])
-    assert mm.sizes["s"] == 16
+    assert mm.sizes["s"] == 32  # 32 x 32 = 1024 threads, the most a block may have
     packed = infer_spec(tu, tu.global_kernels[1])
     for sset in packed.all_size_sets():
         assert packed.launch_config(sset)[0][0] >= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -196,9 +197,8 @@ def infer_spec(
     in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
     launch_only = (in_block & set(sizes)) - shaped
     for n in in_block & set(sizes):
-        # `dim3 block(s, s)`: a size in two block dimensions is at most 16 (CUDA's 1024 threads)
-        dims = sum(1 for b in block if n in re.findall(r"[A-Za-z_]\w*", str(b)))
-        cap = {1: 256, 2: 16}.get(dims, 8)
+        # `dim3 block(s, s)` or `block = s * s`: s at most 16 (CUDA's 1024 threads a block)
+        cap = _block_size_cap(block, n, sizes)
         if n in shaped:  # a problem size that is also the block: within CUDA's 1024
             sizes[n] = min(sizes[n], cap)
             for sset, v in zip(sets, (cap // 2, cap // 4), strict=False):
@@ -310,6 +310,22 @@ def to_toml(spec: TaskSpec) -> str:
     lines += ["", "[launch]", f"grid = [{g}]", f"block = [{b}]",
               f'shared_bytes = "{spec.launch.shared_bytes}"']  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _block_size_cap(block: list[Any], name: str, sizes: dict[str, int]) -> int:
+    """The largest power of two up to 256 for size `name` that keeps the block within 1024
+    threads (the other sizes at their defaults); by dimension count if a formula fails."""
+    from migrator.contract import SpecError, eval_expr
+
+    for v in (256, 128, 64, 32, 16, 8, 4, 2, 1):
+        try:
+            threads = math.prod(int(eval_expr(b, {**sizes, name: v})) for b in block)
+        except (SpecError, ArithmeticError, TypeError):
+            break
+        if threads <= 1024:
+            return v
+    dims = sum(1 for b in block if name in re.findall(r"[A-Za-z_]\w*", str(b)))
+    return {1: 256, 2: 16}.get(dims, 8)
 
 
 def _base(t: str, bindings: dict[str, str]) -> str:
