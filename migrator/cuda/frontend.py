@@ -70,6 +70,7 @@ def analyze(parsed: ParsedSource) -> TranslationUnit:
     for name, targs in instantiations:
         if name in by_name:
             by_name[name].instantiations.append(targs)
+    host_bindings: dict[str, dict[str, str]] = {}  # per host template, found once
     for i, site in enumerate(launches):
         f = by_name.get(site.kernel)
         if f is not None and site.template_args and site.template_args not in f.instantiations:
@@ -78,7 +79,9 @@ def analyze(parsed: ParsedSource) -> TranslationUnit:
         if host is not None and host.template is not None:
             # `reduce0<T><<<..>>>(d_idata, ..)` in `template <class T> void reduce(T* ..)`:
             # T as the file instantiates the host function
-            bound = _host_type_bindings(parsed, host, functions)
+            if host.name not in host_bindings:
+                host_bindings[host.name] = _host_type_bindings(parsed, host, functions)
+            bound = host_bindings[host.name]
             types = {a: _substitute(t, bound) for a, t in site.arg_types.items()}
             targs = [bound.get(a.strip(), a) for a in site.template_args]
             values = {n: _substitute(v, bound) for n, v in site.host_values.items()}
@@ -651,12 +654,13 @@ def _host_type_bindings(
     for g in functions:
         if g is host:
             continue
+        caller: dict[str, str] | None = None  # g's declared pointer types, read once
         for n in _walk(g.node):
             if n.type != "call_expression" or callee_name(parsed, n)[0] != host.name:
                 continue
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
-            caller = _host_pointer_types(parsed, g.node)
+            caller = caller if caller is not None else _host_pointer_types(parsed, g.node)
             for (base, depth), a in zip(params, args, strict=False):
                 t = caller.get(a.strip(), "")
                 if base in types and depth and len(t) - len(t.rstrip("*")) == depth:
