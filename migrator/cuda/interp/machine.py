@@ -62,7 +62,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
             for n in (1, 2, 3, 4):
                 self.types[f"float{n}"] = ct.vec(SHADOW_FLOAT, n)
         self.frames: list[Frame] = []
-        self.shared: dict[tuple[int, str], Buffer] = {}  # static __shared__, by site and type
+        self.shared: dict[tuple[int, str, str], Buffer] = {}  # static __shared__: site, name, type
         self.dynamic_shared: Buffer | None = None
         self.globals: dict[str, Binding] = {}
         # struct types of this launch, shared by its batches (statics are uniform values)

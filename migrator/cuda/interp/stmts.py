@@ -258,7 +258,9 @@ class StmtMixin:
                     node, f"extern __shared__ {name!r} as {elem}, already declared as {buf.elem}"
                 )
             return Var(t, Val(ct.array(elem, buf.size), np.int64(0), buf=buf), const=True)
-        key = (node.start_byte, t.name)  # per site and per template instantiation
+        # per site, per declarator (`__shared__ float As[T][T], Bs[T][T];` is two arrays) and
+        # per template instantiation
+        key = (node.start_byte, name, t.name)
         buf = self.shared.get(key)
         if buf is None:
             if t.kind != "array" and t.kind not in ("int", "float", "bool", "struct"):

@@ -796,3 +796,47 @@ def test_unmodelled_lambda_captures_raise(krun: Runner) -> None:
     }"""
     with pytest.raises(UnsupportedError, match="lambda capture"):
         krun(src, "k", 1, 1, out=np.zeros(1, np.float32))
+
+
+def test_several_declarators_in_one_declaration_are_separate_variables(krun: Runner) -> None:
+    """`__shared__ float As[T][T], Bs[T][T];` is two arrays (they once shared one buffer: a
+    tiled GEMM's B tile overwrote its A tile, a silent wrong product); the same for scalars,
+    locals, `__device__` and `__constant__` arrays."""
+    src = """
+    #define T 4
+    __constant__ float c1[2] = {1.0f, 2.0f}, c2[2] = {10.0f, 20.0f};
+    __device__ float g1[8], g2[8];
+    __global__ void gemm(const float* A, const float* B, float* C, int n) {
+        __shared__ float As[T][T], Bs[T][T];
+        int r = blockIdx.y * T + threadIdx.y, c = blockIdx.x * T + threadIdx.x;
+        float acc = 0.0f;
+        for (int k0 = 0; k0 < n; k0 += T) {
+            As[threadIdx.y][threadIdx.x] = A[r * n + k0 + threadIdx.x];
+            Bs[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + c];
+            __syncthreads();
+            for (int k = 0; k < T; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+            __syncthreads();
+        }
+        C[r * n + c] = acc;
+    }
+    __global__ void scalars(float* out) {
+        __shared__ int s1, s2;
+        float x[2], y[2];
+        int t = threadIdx.x;
+        if (t == 0) { s1 = 3; s2 = 5; }
+        x[0] = 1.0f; y[0] = 2.0f;
+        g1[t] = 7.0f; g2[t] = 9.0f;
+        __syncthreads();
+        out[t] = c1[t % 2] + c2[t % 2] + s1 * 100 + s2 * 1000 + x[0] + y[0] * 10
+                 + g1[t] * 1e4f + g2[t] * 1e5f;
+    }"""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 8)).astype(np.float32)
+    c = np.zeros(64, np.float32)
+    krun(src, "gemm", (2, 2), (4, 4), A=a.ravel(), B=b.ravel(), C=c, n=8)
+    np.testing.assert_allclose(c.reshape(8, 8), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    out = np.zeros(4, np.float32)
+    krun(src, "scalars", 1, 4, out=out)
+    even, odd = 1 + 10 + 300 + 5000 + 21 + 7e4 + 9e5, 2 + 20 + 300 + 5000 + 21 + 7e4 + 9e5
+    assert out.tolist() == [even, odd, even, odd]
