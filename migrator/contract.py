@@ -14,6 +14,9 @@ contract"). A spec is a TOML file next to the `.cu` (``<stem>.toml``)::
     [[size_sets]]                  # extra published test sizes (hidden ones are added later)
     N = 1000
 
+    relations = ["N % 4 == 0"]     # what the kernel assumes of its sizes (every set obeys;
+                                   # hidden sets are drawn to obey them too)
+
     [[tensors]]                    # spec order = calling order
     name = "x"
     role = "in"                    # in | out | inout
@@ -164,6 +167,10 @@ class TaskSpec(_Frozen):
     kernel: KernelRef
     sizes: dict[str, int]
     size_sets: list[dict[str, int]] = Field(default_factory=list)
+    # relations the kernel assumes between its sizes (`N % 128 == 0`, `ld >= cols`,
+    # `K == 4 * K4`): every published size set obeys them, and sizes drawn for a task (hidden
+    # sets, variants) are adjusted to obey them (see `satisfy`)
+    relations: list[str] = Field(default_factory=list)
     tensors: list[TensorSpec]
     scalars: list[ScalarSpec] = Field(default_factory=list)
     launch: LaunchSpec
@@ -185,6 +192,15 @@ class TaskSpec(_Frozen):
             unknown = set(sset) - set(self.sizes)
             if unknown:
                 raise ValueError(f"size set {sset} names unknown sizes {sorted(unknown)}")
+        for rel in self.relations:
+            _relation_parts(rel)  # raises on anything but a comparison
+            eval_expr(rel, self.sizes)  # names only sizes
+        for sset in self.all_size_sets():
+            broken = self.broken_relations(sset)
+            if broken:
+                raise ValueError(
+                    f"size set {sset} breaks the relation {broken[0]!r} the spec states"
+                )
         return self
 
     # --- derived views -------------------------------------------------------------------
@@ -194,7 +210,36 @@ class TaskSpec(_Frozen):
             if k not in sizes:
                 raise SpecError(f"unknown size {k!r}; this task has {', '.join(sizes)}")
             sizes[k] = int(v)
+        broken = self.broken_relations(sizes)
+        if broken:
+            fixed = self.satisfy(sizes)
+            hint = (
+                " (e.g. " + ", ".join(f"{k}={v}" for k, v in fixed.items() if sizes[k] != v) + ")"
+                if fixed
+                else ""
+            )
+            raise SpecError(
+                f"sizes {', '.join(f'{k}={v}' for k, v in sizes.items())} break the relation "
+                f"{broken[0]!r} the kernel assumes (the spec's `relations`); choose sizes that "
+                f"obey it{hint}"
+            )
         return sizes
+
+    def broken_relations(self, sizes: Mapping[str, int]) -> list[str]:
+        """The spec's relations that `sizes` do not obey."""
+        return [r for r in self.relations if not eval_expr(r, sizes)]
+
+    def satisfy(self, sizes: Mapping[str, int]) -> dict[str, int] | None:
+        """`sizes` adjusted to obey the relations: `N % c == 0` rounds N up to a multiple,
+        `A >= expr` raises A to it, `A == expr` sets A; None when that does not suffice."""
+        out = dict(sizes)
+        for _ in range(4):  # a few rounds: one adjustment can break an earlier relation
+            broken = self.broken_relations(out)
+            if not broken:
+                return out
+            for rel in broken:
+                _adjust(rel, out)
+        return None if self.broken_relations(out) else out
 
     def all_size_sets(self) -> list[dict[str, int]]:
         """The default sizes followed by each published extra set (merged over the defaults)."""
@@ -365,6 +410,41 @@ def eval_expr(expr: str | int | float, sizes: Mapping[str, int]) -> int | float:
         return ev(tree)
     except ZeroDivisionError as e:
         raise SpecError(f"size expression {expr!r} divides by zero") from e
+
+
+def _relation_parts(rel: str) -> tuple[ast.expr, type, ast.expr]:
+    """(left, comparison operator, right) of a relation such as `N % 128 == 0`."""
+    try:
+        node = ast.parse(rel, mode="eval").body
+    except SyntaxError as e:
+        raise ValueError(f"relation {rel!r}: {e.msg}") from e
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+            and type(node.ops[0]) in _COMPARE):  # fmt: skip
+        raise ValueError(f"relation {rel!r} is not one comparison (`N % 4 == 0`, `ld >= cols`)")
+    return node.left, type(node.ops[0]), node.comparators[0]
+
+
+def _adjust(rel: str, sizes: dict[str, int]) -> None:
+    """Change one size so that `rel` holds, where its form says how (see `satisfy`)."""
+    left, op, right = _relation_parts(rel)
+    if op in (ast.Lt, ast.LtE):  # `cols <= ld`: the same as `ld >= cols`
+        left, right, op = right, left, ast.GtE if op is ast.LtE else ast.Gt
+    if (op is ast.Eq and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod)
+            and isinstance(left.left, ast.Name) and left.left.id in sizes):  # fmt: skip
+        c = int(eval_expr(ast.unparse(left.right), sizes))
+        rest = int(eval_expr(ast.unparse(right), sizes))
+        if c > 0:
+            n = sizes[left.left.id]
+            sizes[left.left.id] = n + (rest - n) % c
+        return
+    if isinstance(left, ast.Name) and left.id in sizes:
+        target = int(eval_expr(ast.unparse(right), sizes))
+        if op is ast.Eq:
+            sizes[left.id] = target
+        elif op is ast.GtE:
+            sizes[left.id] = max(sizes[left.id], target)
+        elif op is ast.Gt:
+            sizes[left.id] = max(sizes[left.id], target + 1)
 
 
 # --- inputs --------------------------------------------------------------------------------

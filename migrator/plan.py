@@ -274,4 +274,7 @@ def _rename_sizes(spec: TaskSpec, reserved: frozenset[str]) -> TaskSpec:
     tensors = [t.model_copy(update={"shape": [sub(d) for d in t.shape]}) for t in spec.tensors]
     scalars = [s.model_copy(update={"size": sub(s.size)}) for s in spec.scalars]
     sizes = {clash.get(n, n): v for n, v in spec.sizes.items()}
-    return spec.model_copy(update={"tensors": tensors, "scalars": scalars, "sizes": sizes})
+    relations = [sub(r) for r in spec.relations]
+    return spec.model_copy(
+        update={"tensors": tensors, "scalars": scalars, "sizes": sizes, "relations": relations}
+    )

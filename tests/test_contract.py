@@ -107,3 +107,22 @@ def test_bad_specs_name_the_field(tmp_path: Path, old: str, new: str, message: s
 def test_invalid_toml(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="invalid TOML"):
         load_spec(write(tmp_path, "[kernel\nname="))
+
+
+def test_relations_hold_in_every_published_set_and_steer_drawn_sizes(tmp_path: Path) -> None:
+    """`relations` state what the kernel assumes (whole tiles, a leading dimension at least
+    the row): published sets must obey them, `satisfy` adjusts drawn sizes, and an override
+    that breaks one is refused with sizes that would do."""
+    text = 'relations = ["N % 8 == 0", "ld >= N"]\n' + SPEC
+    text = text.replace("N = 1000\n", "N = 1000\nld = 1000\n", 1).replace("N = 17", "N = 24")
+    spec = load_spec(write(tmp_path, text))
+    assert spec.satisfy({"N": 17, "ld": 3}) == {"N": 24, "ld": 24}
+    assert spec.satisfy({"N": 16, "ld": 40}) == {"N": 16, "ld": 40}
+    with pytest.raises(SpecError, match=r"'N % 8 == 0'.*N=1008"):
+        spec.resolve_sizes({"N": 1001})
+    with pytest.raises(SpecError, match="breaks the relation 'N % 8 == 0'"):
+        load_spec(write(tmp_path, text.replace("N = 24", "N = 17")))
+    with pytest.raises(SpecError, match="not one comparison"):
+        load_spec(write(tmp_path, text.replace('"ld >= N"', '"ld + N"')))
+    with pytest.raises(SpecError, match="unknown name 'Q'"):
+        load_spec(write(tmp_path, text.replace('"ld >= N"', '"ld >= Q"')))

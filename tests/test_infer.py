@@ -9,7 +9,7 @@ import pytest
 
 from migrator.contract import load_spec
 from migrator.cuda.frontend import analyze_file
-from migrator.infer import InferenceError, infer_spec
+from migrator.infer import InferenceError, infer_spec, to_toml
 from migrator.migration import migrate
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -456,3 +456,72 @@ def test_a_launch_under_a_switch_case_takes_the_case_value(tmp_path: Path) -> No
     spec = infer_spec(tu, tu.global_kernels[0])
     assert spec.launch_config(spec.sizes)[1] == (64, 1, 1)
     assert [t.shape for t in spec.tensors] == [["64 * N"], ["64 * N"]]
+
+
+TILE_SUM = """#define TILE 512
+__global__ void tile_sum(const float* x, float* total, int N) {
+  __shared__ float part[256];
+  const float* xb = x + blockIdx.x * TILE;  // a whole tile per block, unguarded
+  part[threadIdx.x] = xb[2 * threadIdx.x] + xb[2 * threadIdx.x + 1];
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(total, part[0]);
+}
+void launch(const float* x, float* total, int N) {
+  tile_sum<<<(N + TILE - 1) / TILE, 256>>>(x, total, N);
+}
+"""
+
+TILE_GEMM = """#define T 16
+__global__ void tile_gemm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[T][T], Bs[T][T];
+  int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {  // no bounds checks: M, N and K are whole tiles
+    As[threadIdx.y][threadIdx.x] = A[row * K + k0 + threadIdx.x];
+    Bs[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * N + col];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[row * N + col] = acc;
+}
+void launch(const float* A, const float* B, float* C, int M, int N, int K) {
+  dim3 block(T, T), grid((N + T - 1) / T, (M + T - 1) / T);
+  tile_gemm<<<grid, block>>>(A, B, C, M, N, K);
+}
+"""
+
+
+def test_kernels_of_whole_tiles_get_relations(tmp_path: Path) -> None:
+    """A kernel that reads whole tiles unguarded reaches past any ragged size, so its
+    extents fit no formula there; measured at multiples of the tiles its grid divides the
+    sizes by, they do, and the spec states the relation every size set then obeys."""
+    src = tmp_path / "tile_sum.cu"
+    src.write_text(TILE_SUM)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.relations == ["N % 512 == 0"]
+    assert {t.name: t.shape for t in spec.tensors} == {"x": ["N"], "total": ["1"]}
+    assert len(spec.all_size_sets()) == 3 and all(s["N"] % 512 == 0 for s in spec.all_size_sets())
+
+
+def test_a_tiled_gemm_without_bounds_checks_is_inferred_and_migrated(tmp_path: Path) -> None:
+    """Measured extents `K * M` become [M, K] where the kernel strides by K; the size the
+    grid does not divide (K) is a multiple of a tile too; the migration is checked."""
+    src = tmp_path / "tile_gemm.cu"
+    src.write_text(TILE_GEMM)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.relations == ["K % 16 == 0", "M % 16 == 0", "N % 16 == 0"]
+    assert {t.name: t.shape for t in spec.tensors} == {
+        "A": ["M", "K"], "B": ["K", "N"], "C": ["M", "N"]
+    }  # fmt: skip
+    assert "relations = [" in to_toml(spec)
+    m = migrate(src, out_dir=tmp_path / "out")
+    kr = m.kernels[0]
+    assert kr.family == "matmul" and kr.check is not None and kr.check.ok
+    assert len(kr.check.sizes) == 3  # every published set, all whole tiles

@@ -122,6 +122,8 @@ def run_one_file(
             try:
                 spec = infer_spec(tu, k, include_dirs=include_dirs)
                 row["spec"] = "inferred"
+                if spec.relations:  # sizes the kernel assumes (`N % 128 == 0`)
+                    row["relations"] = spec.relations
             except InferenceError as e:
                 row["spec"] = "no: " + " ".join(str(e).split())[:120]
             except Exception as e:  # an internal error of the tool: the worst kind of row

@@ -117,7 +117,9 @@ def hidden_sizes(spec: TaskSpec) -> list[dict[str, int]]:
             if v % 32 == 0:
                 v += 1
             sizes[name] = v
-        out.append(sizes)
+        fixed = spec.satisfy(sizes)  # relations the kernel assumes (`N % 4 == 0`) win
+        if fixed is not None and fixed not in out:
+            out.append(fixed)
     return out
 
 
@@ -145,7 +147,11 @@ def variant_spec(
         if unknown:
             raise ValueError(f"unknown sizes {', '.join(unknown)} (the task has "
                              f"{', '.join(spec.sizes)})")  # fmt: skip
-        out = out.model_copy(update={"sizes": {**spec.sizes, **sizes}, "size_sets": []})
+        merged = {**spec.sizes, **sizes}
+        broken = spec.broken_relations(merged)
+        if broken:
+            raise ValueError(f"sizes {sizes} break the relation {broken[0]!r} the task states")
+        out = out.model_copy(update={"sizes": merged, "size_sets": []})
     return out
 
 

@@ -58,10 +58,12 @@ def _fixed_extents(parsed: Any, data: dict[str, Any], params: list[str]) -> dict
     return {p: str(reached[p]) for p in params}
 
 
-def _measure_into(tensors: list[dict[str, Any]], measured: dict[str, str]) -> None:
+def _measure_into(tensors: list[dict[str, Any]], measured: dict[str, Any]) -> None:
+    """Measured extents into the tensors' shapes (an extent, or a list of them)."""
     for t in tensors:
         if t["param"] in measured:
-            t["shape"] = [measured[t["param"]]]
+            e = measured[t["param"]]
+            t["shape"] = list(e) if isinstance(e, list) else [e]
 
 
 def _grow_until_launchable(data: dict[str, Any], sset: dict[str, int], free: set[str]) -> None:
@@ -222,20 +224,83 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
 
 def measure_extents(
     parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
-) -> dict[str, str]:
+) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
-    with at most three sizes, at four times the sizes (kernels that assume whole tiles)."""
+    with at most three sizes, at four times the sizes; last, at multiples of the tiles the
+    grid divides the sizes by (kernels that assume whole tiles: `a[idx]` read unguarded, a
+    K loop over whole slices). Returns the extents and the relations the sizes then obey
+    (`N % 128 == 0`; none unless the tiled attempt was the one that fitted)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
-    for i, (values, scale) in enumerate(attempts):
+    tiles = grid_tiles(data, launch_only)
+    if tiles:  # after the first failure: the other attempts rarely fit a kernel of tiles
+        attempts.insert(1, (TILE_MULTIPLES, 0))
+    first: InferenceError | None = None
+    for values, scale in attempts:
         try:
-            return _measure(parsed, data, params, launch_only, values, scale)
-        except InferenceError:
-            if i == len(attempts) - 1:
-                raise
-    raise AssertionError("unreachable")
+            if scale == 0:
+                out = _measure(parsed, data, params, launch_only, values, 1, tiles)
+                return out, [f"{n} % {t} == 0" for n, t in sorted(tiles.items()) if t > 1]
+            return _measure(parsed, data, params, launch_only, values, scale), []
+        except InferenceError as e:
+            first = first or e
+    raise first  # type: ignore[misc]
+
+
+TILE_MULTIPLES = (1, 2, 3)  # sizes measured at these multiples of their tiles
+
+
+UNTILED = 32  # a size the grid does not divide (GEMM's K) is measured at multiples of this
+
+
+def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
+    """The tile of each free size: what the grid divides it by (`(N + 127) / 128`,
+    `ceil_div(N, BN)`, `N / block_size`: 128, BN, block_size's value). A free size the grid
+    does not divide (a GEMM's K) gets the tiles' least common multiple, at most UNTILED; {}
+    when the grid divides no size."""
+    import ast
+
+    from migrator.contract import SpecError, eval_expr
+
+    fixed = {n: data["sizes"][n] for n in launch_only}
+    free = [n for n in data["sizes"] if n not in launch_only]
+    found: dict[str, int] = {}
+
+    def names(node: ast.AST) -> set[str]:
+        return {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
+
+    def note(dividend: ast.AST, divisor: ast.AST) -> None:
+        if names(divisor) & set(free):
+            return
+        try:
+            t = int(eval_expr(ast.unparse(divisor), fixed))
+        except (SpecError, ArithmeticError, TypeError, ValueError):
+            return
+        for n in names(dividend) & set(free):
+            if t > 1:
+                found[n] = math.lcm(found.get(n, 1), t)
+
+    for g in data["launch"]["grid"]:
+        try:
+            tree = ast.parse(str(g), mode="eval")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                note(node.left, node.right)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("ceil_div", "round_up")
+                and len(node.args) == 2
+            ):
+                note(node.args[0], node.args[1])
+    if not found:
+        return {}
+    rest = min(math.lcm(*found.values()), UNTILED)
+    return {n: found.get(n, rest) for n in free}
 
 
 def _measure(
@@ -245,6 +310,7 @@ def _measure(
     launch_only: set[str],
     values: tuple[int, ...],
     scale: int,
+    tiles: dict[str, int] | None = None,
 ) -> dict[str, str]:
     """Extents the indices do not show, measured: the kernel runs at PROBE_RUNS size sets with
     the unknown tensors as large buffers, and each extent (one past the highest element reached) is
@@ -265,6 +331,8 @@ def _measure(
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
     table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
+    if tiles:  # whole tiles only: each size a multiple of its tile
+        table = table * np.array([tiles.get(n, 1) for n in free], dtype=np.int64)
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs
     for j in range(PROBE_RUNS + 1):
@@ -310,9 +378,11 @@ def _measure(
             terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
             mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
                     for sz, _ in used]  # fmt: skip
-            if mono[0] == mono[1]:
+            # two runs where the monomial differs fix c and d; every run then checks them
+            b = next((i for i in range(1, len(mono)) if mono[i] != mono[0]), None)
+            if b is None:
                 continue
-            c, rem = divmod(seen[0] - seen[1], mono[0] - mono[1])
+            c, rem = divmod(seen[0] - seen[b], mono[0] - mono[b])
             d = seen[0] - c * mono[0]
             if rem or c <= 0 or abs(d) > MAX_HALO:
                 continue

@@ -217,33 +217,82 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
+    relations: list[str] = []  # `N % 128 == 0`: what a kernel of whole tiles assumes
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        _measure_into(tensors, measure_extents(parsed, data, unshaped, launch_only))
-    if sizes:
-        # shapes read from the indices, checked by one run at the task's default sizes
-        # (pointers advanced per tile, `scratch + C * gridDim.x` then [i], fool the index
-        # algebra); kernels that assume whole tiles reach past a ragged size by design, so
-        # tiny sizes would accuse them wrongly
+        extents, relations = measure_extents(parsed, data, unshaped, launch_only)
+        _measure_into(tensors, _rows_of(k, extents, args, host))
+    if sizes and any(t["param"] not in unshaped for t in tensors):
+        # shapes read from the indices (measured ones fitted eight runs), checked by one run
+        # at the task's default sizes (pointers advanced per tile, `scratch + C * gridDim.x`
+        # then [i], fool the index algebra); kernels that assume whole tiles reach past a
+        # ragged size by design, so tiny sizes would accuse them wrongly
         _cap_elements(tensors, sizes, launch_only | in_block)
         short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
         if short:
             for p in short:
                 next(t for t in tensors if t["param"] == p)["shape"] = []
-            _measure_into(tensors, measure_extents(parsed, data, short, launch_only))
+            extents, more = measure_extents(parsed, data, short, launch_only)
+            _measure_into(tensors, extents)
+            relations += [r for r in more if r not in relations]
             unshaped += short
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
+    if relations:
+        _whole_tiles(data, relations)
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
         for t in spec.tensors:
             spec.shape_of(t, sset)
     return spec
+
+
+def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],
+             host: _Host) -> dict[str, list[str] | str]:  # fmt: skip
+    """Measured extents `K * M` as rows and columns where the kernel strides the tensor by
+    one of the two sizes (`A[row * K + k]`: [M, K]); the same elements either way, but the
+    generator sees a matrix."""
+    size_of = {p: host.resolve(a) for p, a in args.items()}  # kernel parameter -> host size
+    out: dict[str, list[str] | str] = dict(extents)
+    for param, ext in extents.items():
+        m = re.fullmatch(r"([A-Za-z_]\w*) \* ([A-Za-z_]\w*)", ext)  # two sizes
+        if not m:
+            continue
+        pair = {m.group(1), m.group(2)}
+        strides: set[str] = set()
+        for a in k.accesses:
+            if a.array != param or a.space != "global" or not a.indices[0].affine:
+                continue
+            for mono in a.indices[0].as_poly():
+                strides |= {size_of[s] for s in mono if len(mono) > 1 and size_of.get(s) in pair}
+        if len(strides) == 1:
+            (inner,) = strides
+            out[param] = [next(iter(pair - {inner})), inner]
+    return out
+
+
+def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
+    """Sizes and size sets rounded to the tiles of `relations` (`N % 128 == 0`), each at
+    least one tile; sets that then repeat another are dropped."""
+    tiles = {m.group(1): int(m.group(2)) for r in relations
+             if (m := re.fullmatch(r"(\w+) % (\d+) == 0", r))}  # fmt: skip
+    seen: list[dict[str, int]] = []
+    for j, sset in enumerate((data["sizes"], *data["size_sets"])):
+        for n, t in tiles.items():
+            if n in sset:
+                sset[n] = max(t, round(sset[n] / t) * t)
+        if sset in seen:  # rounding made it a repeat: j more tiles in each size, still small
+            for n, t in tiles.items():
+                if n in sset:
+                    sset[n] += j * t
+        seen.append(sset)
+    data["size_sets"] = [s for i, s in enumerate(seen[1:]) if s not in seen[: i + 1]]
+    data["relations"] = relations
 
 
 def infer_for_file(source: str | Path, kernel: str | None = None) -> TaskSpec:
@@ -282,6 +331,12 @@ def to_toml(spec: TaskSpec) -> str:
     """The inferred spec as a sidecar the user can review and keep."""
     lines = [
         "# Inferred by cuda2nki from the kernel's indices and its launch site; review it.",
+    ]
+    if spec.relations:  # top-level keys come before the first table
+        rels = ", ".join(f'"{r}"' for r in spec.relations)
+        lines += ["# the kernel reads whole tiles: every size set obeys these",
+                  f"relations = [{rels}]", ""]  # fmt: skip
+    lines += [
         "[kernel]",
         f'name = "{spec.kernel.name}"',
         f'family = "{spec.kernel.family}"',

@@ -58,7 +58,8 @@ def _bad(v: int, blocks: list[int]) -> bool:
 
 
 def hidden_size_sets(spec: TaskSpec, seed: int) -> list[dict[str, int]]:
-    """Two size sets the task does not publish: odd, not multiples of 128 or the block."""
+    """Two size sets the task does not publish: odd, not multiples of 128 or the block
+    (unless the spec's relations say the kernel assumes such multiples)."""
     rng = np.random.default_rng(10_000 + seed)
     blocks = _block_dims(spec)
     mid: dict[str, int] = {}
@@ -73,7 +74,14 @@ def hidden_size_sets(spec: TaskSpec, seed: int) -> list[dict[str, int]]:
         while _bad(t, blocks):
             t += 2
         tail[name] = t if v >= 64 else mid[name]
-    return [mid, tail] if tail != mid else [mid]
+    # sizes the kernel assumes (`N % 1024 == 0`) win over raggedness: a set that cannot be
+    # made to obey the spec's relations is not drawn
+    out: list[dict[str, int]] = []
+    for sset in (mid, tail):
+        fixed = spec.satisfy(sset)
+        if fixed is not None and fixed not in out:
+            out.append(fixed)
+    return out
 
 
 def is_ragged(spec: TaskSpec, sizes: Mapping[str, int]) -> bool:

@@ -101,3 +101,19 @@ def test_hidden_shapes_are_ragged_and_unpublished() -> None:
     plans = plan_trials(spec, seed=0, seeds=5)
     assert len(plans) == 30 and len({p.seed for p in plans}) == 30
     assert {tuple(p.sizes.items()) for p in plans if p.hidden} == {tuple(h.items()) for h in hidden}
+
+
+def test_hidden_shapes_obey_the_relations_the_kernel_assumes() -> None:
+    """A kernel of whole tiles (`N % 1024 == 0`) is never scored at a ragged N: hidden sets
+    in the scorer and in dataset records are drawn, then adjusted to obey the relations."""
+    from migrator.dataset.tasks import hidden_sizes
+
+    base = load_spec(CORPUS / "softmax_row.toml")
+    tiles = {n: 64 for n in base.sizes}
+    rels = [f"{n} % {t} == 0" for n, t in tiles.items()]
+    sizes = {n: 4 * t for n, t in tiles.items()}
+    spec = base.model_copy(update={"relations": rels, "sizes": sizes, "size_sets": []})
+    for drawn in (hidden_size_sets(spec, 0), hidden_sizes(spec)):
+        assert drawn and all(v % tiles[n] == 0 for h in drawn for n, v in h.items())
+        assert all(not spec.broken_relations(h) for h in drawn)
+    assert all(p.sizes[n] % 64 == 0 for p in plan_trials(spec, seeds=2) for n in tiles)
