@@ -144,15 +144,21 @@ class CallMixin(BodyState):
         )
 
     def _atomic(self, node: Node, name: str, args: list[Node]) -> None:
-        target = args[0]
+        target = _unparen(args[0])
+        while target.type == "cast_expression" and target.child_by_field_name("value"):
+            target = _unparen(target.child_by_field_name("value"))  # type: ignore[arg-type]
         if target.type == "pointer_expression" and target.child_by_field_name("argument"):
             inner = target.child_by_field_name("argument")
+            inner = _unparen(inner) if inner is not None else None  # `&(y[a[i]])`
             if inner is not None and inner.type == "subscript_expression":
                 self._subscript(inner, "atomic")
             else:
                 self.expr(target, "atomic")
         else:
             self._record(node, target, [], "atomic")
+            # `y + a[i]`: the offset's loads are reads of their own arrays
+            for sub in _descendants(target, "subscript_expression"):
+                self.expr(sub, "read")
         base = self.resolve_pointer(target)
         if base is not None and base.base is not None:
             self.facts.reductions.append(
@@ -273,3 +279,18 @@ def _contains_name(p: ParsedSource, node: Node, name: str) -> bool:
             return True
         stack.extend(n.named_children)
     return False
+
+
+def _unparen(n: Node) -> Node:
+    """`(e)` -> e, however deep."""
+    while n.type == "parenthesized_expression" and n.named_children:
+        n = n.named_children[-1]
+    return n
+
+
+def _descendants(n: Node, kind: str) -> list[Node]:
+    """The outermost descendants of `n` of node type `kind`."""
+    out: list[Node] = []
+    for c in n.named_children:
+        out += [c] if c.type == kind else _descendants(c, kind)
+    return out

@@ -475,3 +475,16 @@ def test_host_values_follow_each_launch_path() -> None:
     assert loop_n.host_values["N"].startswith("<conditional")  # N *= n in a loop
     assert lit_n.host_values["N"] == "7"
     assert looped.host_values["smem"].startswith("<conditional")  # the loop brings smem = 1 back
+
+
+def test_atomic_targets_however_spelled_are_updates_and_their_indices_reads() -> None:
+    """`atomicAdd(&(y[a[i]]), 1)` (a histogram as macros spell it) once left y an input, so
+    the histogram was never compared; `y + a[i]` and casts left a unused."""
+    targets = [
+        "&(y[a[threadIdx.x]])", "(&y[a[threadIdx.x]])", "y + a[threadIdx.x]",
+        "(int*)&y[a[threadIdx.x]]", "(int*)(y + a[threadIdx.x])",
+    ]  # fmt: skip
+    for t in targets:
+        k = one(f"__global__ void k(const int* a, int* y) {{ atomicAdd({t}, 1); }}\n")
+        assert (k.param("a").role, k.param("y").role) == ("in", "inout"), t
+        assert [r.target for r in k.reductions] == ["y"], t
