@@ -146,7 +146,15 @@ class LaunchSpec(_Frozen):
 class InputDist(_Frozen):
     dist: Literal["normal", "uniform", "positive", "int", "heavy_tailed"] = "normal"
     low: float | None = None
-    high: float | None = None
+    # a number, or for integer inputs a size expression: indices into a table of V rows are
+    # drawn with `high = "V"` (in [0, V))
+    high: float | str | None = None
+
+    @model_validator(mode="after")
+    def _expression_only_for_int(self) -> InputDist:
+        if isinstance(self.high, str) and self.dist != "int":
+            raise ValueError('a size expression bounds only integer inputs (dist = "int")')
+        return self
 
 
 class Tolerance(_Frozen):
@@ -326,6 +334,9 @@ def load_spec(path: str | Path) -> TaskSpec:
             _check_expr(s.size, spec, path)
     for d in [*spec.launch.grid, *spec.launch.block, spec.launch.shared_bytes]:
         _check_expr(d, spec, path)
+    for dist in spec.inputs.values():
+        if isinstance(dist.high, str):
+            _check_expr(dist.high, spec, path)
     return spec
 
 
@@ -472,7 +483,7 @@ def make_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> dict
         dt = np_dtype(t.dtype)
         if np.issubdtype(dt, np.integer) or dist.dist == "int":
             lo = int(dist.low if dist.low is not None else 0)
-            hi = int(dist.high if dist.high is not None else 100)
+            hi = int(eval_expr(dist.high, sizes)) if dist.high is not None else 100
             arr = rng.integers(lo, hi, size=shape)
         elif dist.dist == "uniform":
             arr = rng.uniform(_or(dist.low, -1.0), _or(dist.high, 1.0), size=shape)

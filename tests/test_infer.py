@@ -5,10 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from migrator.contract import load_spec
+from migrator.contract import load_spec, make_inputs
 from migrator.cuda.frontend import analyze_file
+from migrator.cuda.interp import run_spec
 from migrator.infer import InferenceError, infer_spec, to_toml
 from migrator.migration import migrate
 
@@ -116,7 +118,7 @@ def test_extents_the_indices_do_not_show_are_measured(tmp_path: Path) -> None:
     assert not any(d.id == "C2N2009" for d in m.kernels[0].diagnostics)
 
 
-def test_a_gather_table_extent_is_not_guessed(tmp_path: Path) -> None:
+def test_a_gather_table_is_a_size_its_indices_are_drawn_below(tmp_path: Path) -> None:
     src = tmp_path / "embed.cu"
     src.write_text(
         "__global__ void embed(float* out, const int* tok, const float* table, int N, int C) {\n"
@@ -129,8 +131,49 @@ def test_a_gather_table_extent_is_not_guessed(tmp_path: Path) -> None:
         "  embed<<<(N * C + 255) / 256, 256>>>(out, tok, table, N, C);\n}\n"
     )
     tu = analyze_file(src)
-    with pytest.raises(InferenceError, match="follows the values of an integer input"):
-        infer_spec(tu, tu.global_kernels[0])
+    spec = infer_spec(tu, tu.global_kernels[0])
+    # the table's rows are a size of their own, and the indices are drawn below it
+    assert spec.sizes["V"] > 1 and all("V" in s for s in spec.all_size_sets())
+    assert {t.name: t.shape for t in spec.tensors}["table"] == ["C * V"]
+    assert spec.inputs["tok"].dist == "int" and spec.inputs["tok"].high == "V"
+    assert '[inputs.tok]\ndist = "int"\nlow = 0.0\nhigh = "V"' in to_toml(spec)
+    for sizes in spec.all_size_sets():
+        inputs = make_inputs(spec, sizes, seed=1)
+        (out,) = run_spec(spec, sizes, inputs=inputs)
+        table = inputs["table"].reshape(sizes["V"], sizes["C"])
+        assert np.array_equal(out, table[inputs["tok"]].ravel())
+
+
+def test_gather_indices_into_a_size_the_task_has_and_a_histogram(tmp_path: Path) -> None:
+    """`probs[i * V + targets[i]]`: the labels index V, a size the task already has; a
+    histogram's bins are a size of their own (and its counts are its output)."""
+    src = tmp_path / "pick.cu"
+    src.write_text(
+        "__global__ void pick(float* out, const float* probs, const int* targets, int N,\n"
+        "                     int V) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < N) out[i] = probs[i * V + targets[i]];\n}\n"
+        "__global__ void hist(const int* a, int* bins, int N) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < N) atomicAdd(&(bins[a[i]]), 1);\n}\n"
+        "void launch(float* out, const float* probs, const int* targets, int* bins, int N,\n"
+        "            int V) {\n"
+        "  pick<<<(N + 127) / 128, 128>>>(out, probs, targets, N, V);\n"
+        "  hist<<<(N + 127) / 128, 128>>>(targets, bins, N);\n}\n"
+    )
+    tu = analyze_file(src)
+    pick = infer_spec(tu, tu.kernel("pick"))
+    assert set(pick.sizes) == {"N", "V"} and pick.inputs["targets"].high == "V"
+    assert {t.name: t.shape for t in pick.tensors}["probs"] == ["N * V"]
+    hist = infer_spec(tu, tu.kernel("hist"))
+    assert {t.name: (t.role, t.shape) for t in hist.tensors} == {
+        "a": ("in", ["N"]), "bins": ("inout", ["V"])
+    }  # fmt: skip
+    sizes = hist.all_size_sets()[1]
+    inputs = make_inputs(hist, sizes, seed=2)
+    (counts,) = run_spec(hist, sizes, inputs=inputs)
+    expect = inputs["bins"] + np.bincount(inputs["a"], minlength=sizes["V"])
+    assert np.array_equal(counts, expect)
 
 
 def test_sizes_that_are_literals_in_main(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from migrator.infer.error import InferenceError
+from migrator.infer.error import GatherError, InferenceError
 
 # powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
 # whenever C >= NH (runs where it does not are void); fewer and smaller with four sizes
@@ -157,19 +157,23 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
 _PROBE_VALUES: dict[tuple[Any, int], Any] = {}
 
 
-def _probe_values(dt: Any, high: int, n: int, rng: Any) -> Any:
+def _probe_values(dt: Any, high: int, n: int, rng: Any, cover: bool = False) -> Any:
     """`n` input values (integers in [0, high), floats normal) — a copy of a block drawn once
-    per dtype, since four-million-element draws would dominate a measurement."""
+    per dtype, since four-million-element draws would dominate a measurement. `cover`: every
+    integer is high - 1, so every gather reaches its table's last row (the extent then is
+    the table's, exactly)."""
     import numpy as np
 
-    block = _PROBE_VALUES.get((dt, high))
+    block = _PROBE_VALUES.get((dt, high, cover))
     if block is None or len(block) < n:
         m = max(n, PROBE_ELEMS)
         if np.issubdtype(dt, np.integer):
             block = rng.integers(0, high, m).astype(dt)
+            if cover:
+                block[:] = high - 1
         else:
             block = rng.standard_normal(m, dtype=np.float32).astype(dt)
-        _PROBE_VALUES[(dt, high)] = block
+        _PROBE_VALUES[(dt, high, cover)] = block
     return block[:n].copy()
 
 
@@ -188,7 +192,11 @@ def _probe_run(
         n_el = PROBE_ELEMS if t["param"] in big else math.prod(
             int(eval_expr(d, sz)) for d in t["shape"]
         )  # fmt: skip
-        args[t["param"]] = _probe_values(dt, high, n_el, rng)
+        rows = data.get("inputs", {}).get(t["name"], {}).get("high")
+        if isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
+            args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True)
+        else:
+            args[t["param"]] = _probe_values(dt, high, n_el, rng)
     for sc in data["scalars"]:
         args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
     grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
@@ -244,6 +252,8 @@ def measure_extents(
                 out = _measure(parsed, data, params, launch_only, values, 1, tiles)
                 return out, [f"{n} % {t} == 0" for n, t in sorted(tiles.items()) if t > 1]
             return _measure(parsed, data, params, launch_only, values, scale), []
+        except GatherError:
+            raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
             first = first or e
     raise first  # type: ignore[misc]
@@ -359,7 +369,7 @@ def _measure(
     out: dict[str, str] = {}
     for p in params:
         if runs[-1][1].get(p, 0) != base.get(p, 0):  # type: ignore[union-attr]
-            raise InferenceError(
+            raise GatherError(
                 f"the extent of {p} follows the values of an integer input (a gather: its "
                 "table's size is not in the indices); give its shape in a spec"
             )

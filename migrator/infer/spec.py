@@ -10,7 +10,7 @@ from typing import Any
 from migrator.contract import TaskSpec
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
-from migrator.infer.error import InferenceError
+from migrator.infer.error import GatherError, InferenceError
 from migrator.infer.host import (
     _FORMULA_FUNCTIONS,
     _RUNTIME_SIZE,
@@ -221,7 +221,7 @@ def infer_spec(
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        extents, relations = measure_extents(parsed, data, unshaped, launch_only)
+        extents, relations = _measured(parsed, data, unshaped, launch_only)
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
         # shapes read from the indices (measured ones fitted eight runs), checked by one run
@@ -233,7 +233,7 @@ def infer_spec(
         if short:
             for p in short:
                 next(t for t in tensors if t["param"] == p)["shape"] = []
-            extents, more = measure_extents(parsed, data, short, launch_only)
+            extents, more = _measured(parsed, data, short, launch_only)
             _measure_into(tensors, extents)
             relations += [r for r in more if r not in relations]
             unshaped += short
@@ -250,6 +250,46 @@ def infer_spec(
         for t in spec.tensors:
             spec.shape_of(t, sset)
     return spec
+
+
+TABLE_ROWS = (256, 37, 130)  # a gather table's rows: the default, then one per size set
+
+
+def _measured(
+    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
+) -> tuple[dict[str, str], list[str]]:
+    """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
+    `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
+    integer inputs index (drawn in [0, V)), and the extents are measured again."""
+    from migrator.contract import np_dtype
+
+    try:
+        return measure_extents(parsed, data, params, launch_only)
+    except GatherError:
+        ints = [t for t in data["tensors"] if t["role"] == "in"
+                and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
+        if not ints or data.get("inputs"):
+            raise
+    # the rows: a size of their own (an embedding's vocabulary), else one the task has
+    # (`probs[(b * T + t) * V + targets[b * T + t]]`: targets index V)
+    v = next(n for n in ("V", "V_rows", "V_table") if n not in data["sizes"])
+    first: InferenceError | None = None
+    for rows in [v, *(n for n in data["sizes"] if n not in launch_only)]:
+        if rows == v:
+            data["sizes"][v] = TABLE_ROWS[0]
+            for j, sset in enumerate(data["size_sets"]):
+                sset[v] = TABLE_ROWS[1 + j % 2]
+        data["inputs"] = {t["name"]: {"dist": "int", "low": 0, "high": rows} for t in ints}
+        try:
+            return measure_extents(parsed, data, params, launch_only)
+        except InferenceError as e:
+            first = first or e
+        if rows == v:
+            del data["sizes"][v]
+            for sset in data["size_sets"]:
+                del sset[v]
+    del data["inputs"]
+    raise first  # type: ignore[misc]
 
 
 def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],
@@ -364,6 +404,10 @@ def to_toml(spec: TaskSpec) -> str:
     b = ", ".join(f'"{x}"' for x in spec.launch.block)
     lines += ["", "[launch]", f"grid = [{g}]", f"block = [{b}]",
               f'shared_bytes = "{spec.launch.shared_bytes}"']  # fmt: skip
+    for name, dist in spec.inputs.items():  # a gather's indices: in [0, rows of the table)
+        lines += ["", f"[inputs.{name}]", f'dist = "{dist.dist}"']
+        lines += [f"{k} = {v!r}".replace("'", '"') for k, v in
+                  (("low", dist.low), ("high", dist.high)) if v is not None]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
