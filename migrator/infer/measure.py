@@ -35,6 +35,9 @@ PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measure
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
 
 
+MAX_PROBE_ALLOC = 1 << 26  # no measurement run allocates a larger tensor
+
+
 def _fixed_extents(parsed: Any, data: dict[str, Any], params: list[str]) -> dict[str, str]:
     """Extents of a launch without sizes: one run shows how far it reaches (each a number)."""
     import numpy as np
@@ -192,6 +195,10 @@ def _probe_run(
         n_el = PROBE_ELEMS if t["param"] in big else math.prod(
             int(eval_expr(d, sz)) for d in t["shape"]
         )  # fmt: skip
+        if n_el > MAX_PROBE_ALLOC:  # sizes that would not fit in memory: say so, not crash
+            raise InferenceError(
+                f"measuring at sizes {sz} would allocate {n_el} elements for {t['param']}"
+            )
         rows = data.get("inputs", {}).get(t["name"], {}).get("high")
         if isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
             args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True)
@@ -243,8 +250,9 @@ def measure_extents(
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
     tiles = grid_tiles(data, launch_only)
-    if tiles:  # after the first failure: the other attempts rarely fit a kernel of tiles
-        attempts.insert(1, (TILE_MULTIPLES, 0))
+    if tiles and _tiles_affordable(data, tiles, launch_only):
+        # before four times the sizes (cheaper); with four sizes, one or two tiles each
+        attempts.insert(2, (TILE_MULTIPLES if len(free) <= 3 else TILE_MULTIPLES[:2], 0))
     first: InferenceError | None = None
     for values, scale in attempts:
         try:
@@ -260,6 +268,22 @@ def measure_extents(
 
 
 TILE_MULTIPLES = (1, 2, 3)  # sizes measured at these multiples of their tiles
+
+
+def _tiles_affordable(data: dict[str, Any], tiles: dict[str, int], launch_only: set[str]) -> bool:
+    """Whether the largest tiled measurement (every size at three tiles) keeps each shaped
+    tensor within PROBE_ELEMS: four sizes of 256 each are not measured that way."""
+    from migrator.contract import SpecError, eval_expr
+
+    sz = {n: data["sizes"][n] for n in launch_only}
+    sz.update({n: max(TILE_MULTIPLES) * t for n, t in tiles.items()})
+    try:
+        return all(
+            math.prod(int(eval_expr(d, sz)) for d in t["shape"]) <= PROBE_ELEMS
+            for t in data["tensors"]
+        )
+    except (SpecError, ArithmeticError, TypeError, ValueError):
+        return False
 
 
 UNTILED = 32  # a size the grid does not divide (GEMM's K) is measured at multiples of this
@@ -282,7 +306,8 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
         return {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
 
     def note(dividend: ast.AST, divisor: ast.AST) -> None:
-        if names(divisor) & set(free):
+        # `(N + 255) / 256` tiles N; `B * T / 256` tiles no one size of the product
+        if names(divisor) & set(free) or len(names(dividend) & set(free)) != 1:
             return
         try:
             t = int(eval_expr(ast.unparse(divisor), fixed))
