@@ -138,6 +138,12 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     from migrator.migration import migrate
     from migrator.report import markdown, summary
 
+    if Path(args.file).is_dir():
+        raise UsageError(
+            f"{args.file} is a directory: migrate one file (migrate {Path(args.file) / 'k.cu'}),"
+            f" or every .cu in it with `migrate batch {args.file} --out results.jsonl`"
+        )
+
     m = migrate(
         args.file, kernel=args.kernel, spec=args.spec, out_dir=args.out, target=args.target,
         check=args.check, dtype=args.dtype, sizes=_sizes(args.sizes), nki_api=args.nki_api,
@@ -145,6 +151,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         launch=_launch(args.grid, args.block),
     )  # fmt: skip
     out_dir = Path(args.out) if args.out else Path(args.file).parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     stem = Path(args.file).stem
     (out_dir / f"{stem}_migration.md").write_text(markdown(m), encoding="utf-8")
     (out_dir / f"{stem}_migration.json").write_text(m.model_dump_json(indent=2), encoding="utf-8")
@@ -270,6 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("migrate: interrupted\n")
         return 130
+    except BrokenPipeError:  # `migrate diagnostics | head`: the reader has what it wanted
+        _quiet_stdout()
+        return 128 + 13  # as a Unix tool ended by SIGPIPE
     except Exception as e:  # a bug in cuda2nki, not in the user's input
         if getattr(args, "debug", False):
             traceback.print_exc()
@@ -281,6 +291,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "please report it with the input file)\n"
             )
         return EXIT_INTERNAL
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush to a closed pipe is silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

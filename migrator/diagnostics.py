@@ -100,6 +100,15 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "no __global__ or __device__ function found in {path}",
         "Check that the kernels are not hidden behind an #if that is false.",
     ),
+    DiagnosticKind(
+        "C2N0009",
+        "NO_GLOBAL_KERNEL",
+        "error",
+        "none",
+        "no __global__ kernel in {path}: nothing to migrate",
+        "Pass the file that defines the __global__ kernel (a file of __device__ helpers is "
+        "migrated with the kernel that includes it); check that no #if hides the kernel.",
+    ),
     # --- C2N1xxx: CUDA front end ------------------------------------------------------------
     DiagnosticKind(
         "C2N1001",

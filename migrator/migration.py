@@ -102,6 +102,10 @@ def migrate(
             "defines": {**task.kernel.defines, **(defines or {})},
         })  # fmt: skip
         task = task.model_copy(update={"kernel": kernel_ref})
+    if not tu.global_kernels:  # a header of helpers, host code only: the user's input
+        from migrator.cuda.source import SourceError
+
+        raise SourceError([diag.make("NO_GLOBAL_KERNEL", path=str(source))])
     out = Path(out_dir) if out_dir else Path(source).parent
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
     results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]

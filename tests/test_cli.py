@@ -215,3 +215,26 @@ def test_run_infers_the_spec_as_migrate_does(tmp_path: Path) -> None:
     bare.write_text("__global__ void k(float* x, int n) { x[threadIdx.x] = n; }\n")
     r = run("run", str(bare), "-o", str(tmp_path / "out2"))
     assert r.returncode == 2 and "--grid" in r.stderr and "none could be inferred" in r.stderr
+
+
+def test_newcomer_rough_edges_no_kernel_a_directory_and_a_closed_pipe(tmp_path: Path) -> None:
+    """A file without a __global__ kernel is the user's error (exit 2, C2N0009), even with an
+    output folder that does not exist yet; a directory points to `batch`; output piped into
+    `head` ends quietly, as a Unix tool ends on SIGPIPE."""
+    host = tmp_path / "host_only.cu"
+    host.write_text("__device__ float twice(float x) { return 2 * x; }\nint main() { return 0; }\n")
+    for extra in ([], ["-o", str(tmp_path / "new" / "dir")]):
+        r = run(str(host), *extra)
+        assert r.returncode == 2 and "C2N0009" in r.stderr and "Traceback" not in r.stderr
+    r = run(str(tmp_path))
+    assert r.returncode == 2 and "is a directory" in r.stderr and "migrate batch" in r.stderr
+    (tmp_path / "vector_add.cu").write_text((CORPUS / "vector_add.cu").read_text())
+    r = run(str(tmp_path / "vector_add.cu"), "-o", str(tmp_path / "made" / "here"), "--no-check")
+    assert r.returncode in (0, 1) and (tmp_path / "made" / "here" / "vector_add_nki.py").is_file()
+    pipe = subprocess.run(
+        f"'{sys.executable}' -m migrator.cli diagnostics | head -2",
+        shell=True, capture_output=True, text=True, cwd=NEUTRAL_CWD, timeout=120,
+        executable="/bin/bash",
+    )  # fmt: skip
+    assert pipe.returncode == 0 and len(pipe.stdout.splitlines()) == 2
+    assert "BrokenPipe" not in pipe.stderr and "internal error" not in pipe.stderr
