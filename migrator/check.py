@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype, spec_for_source
+from migrator.contract import (
+    TaskSpec,
+    bind_source,
+    load_spec,
+    make_inputs,
+    np_dtype,
+    spec_for_source,
+)
 
 # Default closeness per output dtype (|got - want| <= atol * max(1, max|want|) + rtol * |want|):
 # fp32 differences
@@ -261,7 +268,7 @@ def main(nki_file: str, cuda: str, kernel: str, argv: list[str] | None = None) -
     if spec_path is None:
         print(f"no spec sidecar next to {cuda_path}; cannot build inputs (see the README)")
         return 2
-    spec = load_spec(spec_path)
+    spec = bind_source(load_spec(spec_path), cuda_path)
     if spec.kernel.name != kernel:
         print(f"{spec_path} describes {spec.kernel.name}, not {kernel}")
         return 2

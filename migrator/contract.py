@@ -340,6 +340,20 @@ def load_spec(path: str | Path) -> TaskSpec:
     return spec
 
 
+def bind_source(spec: TaskSpec, cu_path: str | Path) -> TaskSpec:
+    """The spec with `kernel.source` naming `cu_path` (relative to the spec, as every path in a
+    spec is): the file given on the command line wins over a `source` line that names
+    another (an inferred spec moved next to its `.cu` still says `../k.cu`)."""
+    import os
+
+    base = Path(spec.path).parent if spec.path else Path(".")
+    target = Path(cu_path)
+    if spec.cuda_source_path().resolve() == target.resolve():
+        return spec
+    rel = os.path.relpath(target.resolve(), base.resolve())
+    return spec.model_copy(update={"kernel": spec.kernel.model_copy(update={"source": rel})})
+
+
 def spec_for_source(cu_path: str | Path) -> Path | None:
     """The sidecar spec that belongs to a `.cu` file, if there is one."""
     p = Path(cu_path).with_suffix(".toml")

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
 from migrator.check import CheckReport, check_kernel, with_dtype
-from migrator.contract import TaskSpec, load_spec, spec_for_source
+from migrator.contract import TaskSpec, bind_source, load_spec, spec_for_source
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.emit import has_template, render
@@ -92,7 +92,7 @@ def migrate(
     t0 = time.perf_counter()
     tu = analyze_file(source, include_dirs, defines)
     spec_path = Path(spec) if spec else spec_for_source(source)
-    task = load_spec(spec_path) if spec_path else None
+    task = bind_source(load_spec(spec_path), source) if spec_path else None
     options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch,
                "pre": (include_dirs, defines)}  # fmt: skip
     if task is not None and (include_dirs or defines):  # the oracle parses what was migrated

@@ -238,3 +238,22 @@ def test_newcomer_rough_edges_no_kernel_a_directory_and_a_closed_pipe(tmp_path: 
     )  # fmt: skip
     assert pipe.returncode == 0 and len(pipe.stdout.splitlines()) == 2
     assert "BrokenPipe" not in pipe.stderr and "internal error" not in pipe.stderr
+
+
+def test_an_inferred_spec_moved_next_to_its_cu_is_used_as_is(tmp_path: Path) -> None:
+    """The report suggests keeping the reviewed inferred spec next to the `.cu`; its stale
+    `source = "../k.cu"` (relative to where it was written) must not break migrate, run or
+    score: the file given on the command line wins."""
+    cu = tmp_path / "vector_add.cu"
+    cu.write_text((CORPUS / "vector_add.cu").read_text())
+    r = run(str(cu), "-o", str(tmp_path / "out"), "--no-check")
+    assert r.returncode == 0, r.stderr
+    inferred = tmp_path / "out" / "vector_add.inferred.toml"
+    assert 'source = "../vector_add.cu"' in inferred.read_text()
+    inferred.rename(tmp_path / "vector_add.toml")
+    r = run(str(cu), "-o", str(tmp_path / "again"))
+    assert r.returncode == 0 and "check pass" in r.stdout, r.stdout + r.stderr
+    r = run("run", str(cu), "-o", str(tmp_path / "ran"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run("score", str(cu), str(tmp_path / "again" / "vector_add_nki.py"), "--seeds", "1")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr

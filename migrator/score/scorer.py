@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import SpecError, TaskSpec, load_spec, np_dtype, spec_for_source
+from migrator.contract import (
+    SpecError,
+    TaskSpec,
+    bind_source,
+    load_spec,
+    np_dtype,
+    spec_for_source,
+)
 from migrator.score import defences, fidelity, performance
 from migrator.score.models import (
     FidelityReport,
@@ -60,7 +67,7 @@ def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | N
     if spec_path is None:
         raise ScoreInputError(f"no spec sidecar next to {cuda_path}; pass --spec")
     try:
-        task = load_spec(spec_path)
+        task = bind_source(load_spec(spec_path), cuda_path)
     except SpecError as e:
         raise ScoreInputError(str(e)) from e
     if kernel and task.kernel.name != kernel:

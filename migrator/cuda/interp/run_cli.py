@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import SpecError, load_spec, spec_for_source
+from migrator.contract import SpecError, bind_source, load_spec, spec_for_source
 from migrator.cuda.interp.findings import InterpError, LaunchError, UnsupportedError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import RunResult, kernel_signature, run_kernel
@@ -141,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     spec_path = Path(args.spec) if args.spec else spec_for_source(src)
     out_dir = Path(args.out)
     saved: dict[str, np.ndarray] = {}
-    spec = load_spec(spec_path) if spec_path is not None else None
+    spec = bind_source(load_spec(spec_path), src) if spec_path is not None else None
     infer = getattr(args, "infer", None)
     if spec is None and grid is None and block is None and infer is not None:
         try:  # no sidecar and no launch given: the spec `migrate KERNEL.cu` would infer
