@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from migrator.contract import (
+    SpecError,
     TaskSpec,
     bind_source,
     load_spec,
@@ -254,24 +255,40 @@ def render_text(r: CheckReport) -> str:
     return "\n".join(lines)
 
 
-def main(nki_file: str, cuda: str, kernel: str, argv: list[str] | None = None) -> int:
-    """Entry point of an emitted kernel's `__main__` block: check it against its CUDA source."""
+def main(
+    nki_file: str, cuda: str, kernel: str, argv: list[str] | None = None, spec: str | None = None
+) -> int:
+    """Entry point of an emitted kernel's `__main__` block: check it against its CUDA source.
+    `cuda`: the source relative to the file (or `--cuda PATH`); `spec`: the inferred spec's
+    text, which the file carries when the .cu has no sidecar (a sidecar wins)."""
     ap = argparse.ArgumentParser(description=f"Check {Path(nki_file).name} against {cuda}")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cuda", help=f"the CUDA original (default: {cuda}, next to this file)")
     args = ap.parse_args(argv)
     base = Path(nki_file).resolve().parent
-    cuda_path = (base / cuda).resolve()
+    cuda_path = Path(args.cuda).resolve() if args.cuda else (base / cuda).resolve()
+    if not cuda_path.is_file():
+        print(f"the CUDA original {cuda_path} is not there (this file was moved?): pass "
+              f"--cuda PATH/{Path(cuda).name}")  # fmt: skip
+        return 2
     spec_path = spec_for_source(cuda_path)
     inferred = Path(nki_file).with_name(f"{kernel.removesuffix('_kernel')}.inferred.toml")
+    text = None
     if spec_path is None and inferred.is_file():
         spec_path = inferred  # written by `migrate` when the .cu had no sidecar
+    elif spec_path is None and spec is not None:
+        spec_path, text = inferred, spec  # carried by the file itself
     if spec_path is None:
         print(f"no spec sidecar next to {cuda_path}; cannot build inputs (see the README)")
         return 2
-    spec = bind_source(load_spec(spec_path), cuda_path)
-    if spec.kernel.name != kernel:
-        print(f"{spec_path} describes {spec.kernel.name}, not {kernel}")
+    try:
+        task = bind_source(load_spec(spec_path, text), cuda_path)
+    except SpecError as e:
+        print(f"error: {e}")
         return 2
-    report = check_kernel(nki_file, spec, seed=args.seed)
+    if task.kernel.name != kernel:
+        print(f"{spec_path} describes {task.kernel.name}, not {kernel}")
+        return 2
+    report = check_kernel(nki_file, task, seed=args.seed)
     print(render_text(report))
     return 0 if report.ok else 1

@@ -26,6 +26,7 @@ from pathlib import Path
 from migrator import __version__
 from migrator import diagnostics as diag
 from migrator.api import inspect
+from migrator.contract import SpecError
 from migrator.cuda.parse import render_with_caret
 from migrator.cuda.source import SourceError
 from migrator.cuda.summary import render
@@ -271,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = sum(d.severity == "error" for d in e.diagnostics)
         sys.stderr.write(f"{n} error(s); nothing was written.\n")
         return EXIT_USAGE
-    except UsageError as e:
+    except (UsageError, SpecError) as e:  # a spec sidecar is the user's input too
         sys.stderr.write(f"migrate: error: {e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -312,10 +312,12 @@ class TaskSpec(_Frozen):
         return fn
 
 
-def load_spec(path: str | Path) -> TaskSpec:
+def load_spec(path: str | Path, text: str | None = None) -> TaskSpec:
+    """The spec sidecar at `path`; `text`: its contents, given (an emitted file carries the
+    spec it was checked with), `path` then only anchors its relative paths."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8") if text is None else text)
     except FileNotFoundError as e:
         raise SpecError(f"{path}: spec file not found") from e
     except tomllib.TOMLDecodeError as e:
@@ -352,6 +354,47 @@ def bind_source(spec: TaskSpec, cu_path: str | Path) -> TaskSpec:
         return spec
     rel = os.path.relpath(target.resolve(), base.resolve())
     return spec.model_copy(update={"kernel": spec.kernel.model_copy(update={"source": rel})})
+
+
+def check_parameters(spec: TaskSpec, kernel: str, params: list[tuple[str, bool]]) -> None:
+    """Raise SpecError where the spec does not describe the kernel's parameters
+    (`params`: (name, is_pointer) in order): a tensor or scalar naming a parameter the kernel
+    lacks, a pointer without a tensor, an integer without a scalar. The message points at
+    the spec's line and lists the parameters that exist."""
+    names = [n for n, _ in params]
+    have = ", ".join(f"{n}{'*' if ptr else ''}" for n, ptr in params)
+    pointers = {n for n, ptr in params if ptr}
+    described = {t.cuda_param for t in spec.tensors} | {s.cuda_param for s in spec.scalars}
+    problem: tuple[str, str] | None = None  # (text to find in the spec, what is wrong)
+    for t in spec.tensors:
+        if t.cuda_param not in names:
+            problem = (t.cuda_param, f"tensor {t.name} names CUDA parameter {t.cuda_param!r}")
+            break
+        if t.cuda_param not in pointers:
+            problem = (t.cuda_param, f"tensor {t.name} is CUDA parameter {t.cuda_param!r}, "
+                                     "which is not a pointer")  # fmt: skip
+            break
+    if problem is None:
+        for sc in spec.scalars:
+            if sc.cuda_param not in names:
+                problem = (sc.cuda_param, f"scalar {sc.name} names CUDA parameter "
+                                          f"{sc.cuda_param!r}")  # fmt: skip
+                break
+    if problem is None:
+        missing = [n for n in names if n not in described]
+        if not missing:
+            return
+        problem = ("[[tensors]]", f"CUDA parameter {missing[0]!r} has no tensor or scalar")
+    needle, what = problem
+    where = str(spec.path or "spec")
+    if spec.path and Path(spec.path).is_file():
+        lines = Path(spec.path).read_text(encoding="utf-8").splitlines()
+        hit = next((i for i, ln in enumerate(lines, 1) if f'"{needle}"' in ln), None)
+        hit = hit or next((i for i, ln in enumerate(lines, 1) if needle in ln), None)
+        where += f":{hit}" if hit else ""
+    raise SpecError(f"{where}: {what}, but kernel {kernel} has parameters ({have}); every "
+                    "pointer is a [[tensors]] entry and every integer or float a [[scalars]] "
+                    "entry, by CUDA parameter name (`param`, default: `name`)")  # fmt: skip
 
 
 def spec_for_source(cu_path: str | Path) -> Path | None:

@@ -16,7 +16,13 @@ from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
 from migrator.check import CheckReport, check_kernel, with_dtype
-from migrator.contract import TaskSpec, bind_source, load_spec, spec_for_source
+from migrator.contract import (
+    TaskSpec,
+    bind_source,
+    check_parameters,
+    load_spec,
+    spec_for_source,
+)
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.emit import has_template, render
@@ -140,13 +146,17 @@ def _migrate_kernel(
     )
     nki_path = out / f"{k.name.removesuffix('_kernel')}_nki.py"
     plan: Plan | None = None
+    inferred = False
     if spec is not None and spec.kernel.name != k.name:
         spec = None  # the sidecar describes another kernel of this file
+    if spec is not None:  # a spec that does not fit the kernel is the user's to fix
+        check_parameters(spec, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params])
     if c.winner is None:
         km.diagnostics += [d for v in c.verdicts for d in v.diagnostics]
         why = "; ".join(f"{f}: {r[0]}" for f, r in km.rejected.items() if r)
         km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
     else:
+        inferred = spec is None
         if spec is None:
             spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
         if spec is not None and options.get("dtype"):
@@ -162,6 +172,10 @@ def _migrate_kernel(
         km.status = "partial" if c.winner is not None or km.nki_source else "failed"
     else:
         plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
+        if inferred and spec is not None:  # the file re-checks itself wherever it is copied
+            from migrator.infer import to_toml
+
+            plan.fields["spec_toml"] = to_toml(spec)
         km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
         api = options.get("nki_api") or "legacy"
         if api == "new" and not has_template(plan.family, "new", plan.variant):

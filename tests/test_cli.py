@@ -257,3 +257,52 @@ def test_an_inferred_spec_moved_next_to_its_cu_is_used_as_is(tmp_path: Path) -> 
     assert r.returncode == 0, r.stdout + r.stderr
     r = run("score", str(cu), str(tmp_path / "again" / "vector_add_nki.py"), "--seeds", "1")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
+def test_a_spec_that_does_not_fit_the_kernel_is_a_spec_error(tmp_path: Path) -> None:
+    """A tensor naming a parameter the kernel lacks: `migrate` and `score` say so, at the
+    spec's line, listing the parameters that exist (exit 2), instead of a "recognised but
+    cannot be emitted" row or thirty no_oracle trials; an unreadable spec is exit 2 too."""
+    cu = tmp_path / "vector_add.cu"
+    cu.write_text((CORPUS / "vector_add.cu").read_text())
+    text = (CORPUS / "vector_add.toml").read_text()
+    assert 'name = "a"' in text
+    (tmp_path / "vector_add.toml").write_text(text.replace('name = "a"', 'name = "q"', 1))
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if 'name = "a"' in ln)
+    r = run(str(cu), "-o", str(tmp_path / "out"))
+    assert r.returncode == 2 and f"vector_add.toml:{line}: tensor q names CUDA parameter 'q'" in (
+        r.stderr
+    ), r.stderr
+    assert "has parameters (a*, b*, c*, n)" in r.stderr
+    nki = CORPUS / "expert" / "vector_add_expert.py"
+    r = run("score", str(cu), str(nki), "--seeds", "1")
+    assert r.returncode == 2 and "names CUDA parameter 'q'" in r.stderr, r.stdout + r.stderr
+    (tmp_path / "vector_add.toml").write_text("[kernel\n")
+    r = run(str(cu), "-o", str(tmp_path / "out"))
+    assert r.returncode == 2 and "invalid TOML" in r.stderr and "internal error" not in r.stderr
+
+
+def test_an_emitted_file_checks_itself_wherever_it_is_copied(tmp_path: Path) -> None:
+    """Without a sidecar the emitted file carries the inferred spec; copied elsewhere, it
+    says where the CUDA original was expected and takes `--cuda`."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "vector_add.cu").write_text((CORPUS / "vector_add.cu").read_text())
+    r = run(str(src / "vector_add.cu"), "-o", str(src / "out"), "--no-check")
+    assert r.returncode == 0, r.stderr
+    away = tmp_path / "a" / "b"
+    away.mkdir(parents=True)
+    emitted = away / "vector_add_nki.py"
+    emitted.write_text((src / "out" / "vector_add_nki.py").read_text())
+
+    def check(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(emitted), *args], capture_output=True,
+                              text=True, cwd=NEUTRAL_CWD, timeout=120)  # fmt: skip
+
+    r = check()
+    assert r.returncode == 2 and "--cuda" in r.stdout and "Traceback" not in r.stderr
+    r = check("--cuda", str(src / "vector_add.cu"))
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+    # `score` without a sidecar scores against the task `migrate` inferred
+    r = run("score", str(src / "vector_add.cu"), str(emitted), "--seeds", "1")
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr

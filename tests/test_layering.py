@@ -18,8 +18,9 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"diagnostics", "contract", "cuda"},
     "patterns": {"diagnostics", "contract", "cuda", "patterns", "plan", "nkiexpr"},
     "emit": {"plan"},
-    # grading runs both executors and the migrator's reference; nothing imports the scorer
-    "score": {"diagnostics", "contract", "cuda", "nki", "check", "migration", "score"},
+    # grading runs both executors and the migrator's reference, on the spec `migrate` would
+    # infer where there is no sidecar; nothing imports the scorer
+    "score": {"diagnostics", "contract", "cuda", "nki", "check", "migration", "infer", "score"},
 }
 PATTERNS = PKG.parent / "patterns"  # shipped as migrator.patterns
 

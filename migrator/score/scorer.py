@@ -19,6 +19,7 @@ from migrator.contract import (
     SpecError,
     TaskSpec,
     bind_source,
+    check_parameters,
     load_spec,
     np_dtype,
     spec_for_source,
@@ -60,18 +61,41 @@ class ScoreInputError(ValueError):
 
 
 def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | None) -> TaskSpec:
+    from migrator.cuda.frontend import analyze_file
+    from migrator.cuda.source import SourceError
+
     cuda_path = Path(cuda_path)
     if not cuda_path.is_file():
         raise ScoreInputError(f"{cuda_path}: CUDA file not found")
     spec_path = Path(spec) if spec else spec_for_source(cuda_path)
-    if spec_path is None:
-        raise ScoreInputError(f"no spec sidecar next to {cuda_path}; pass --spec")
-    try:
-        task = bind_source(load_spec(spec_path), cuda_path)
-    except SpecError as e:
-        raise ScoreInputError(str(e)) from e
+    if spec_path is None:  # no sidecar: the task `migrate` infers for this file
+        from migrator.infer import InferenceError, infer_for_file
+
+        try:
+            task = infer_for_file(cuda_path, kernel)
+        except InferenceError as e:
+            raise ScoreInputError(
+                f"no spec sidecar next to {cuda_path}, and none could be inferred: {e}; pass --spec"
+            ) from e
+        except SourceError as e:
+            raise ScoreInputError(str(e)) from e
+        spec_path = Path(task.path or cuda_path.with_suffix(".inferred.toml"))
+    else:
+        try:
+            task = bind_source(load_spec(spec_path), cuda_path)
+        except SpecError as e:
+            raise ScoreInputError(str(e)) from e
     if kernel and task.kernel.name != kernel:
         raise ScoreInputError(f"{spec_path} describes {task.kernel.name}, not {kernel}")
+    try:  # the spec must describe the kernel it names, parameter by parameter
+        tu = analyze_file(cuda_path, *task.preprocessor())
+        k = tu.kernel(task.kernel.name)
+        check_parameters(task, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params])
+    except (SpecError, SourceError) as e:
+        raise ScoreInputError(str(e)) from e
+    except KeyError as e:
+        raise ScoreInputError(f"{spec_path} names kernel {task.kernel.name}, which "
+                              f"{cuda_path} does not define") from e  # fmt: skip
     return task
 
 
