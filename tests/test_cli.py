@@ -306,3 +306,23 @@ def test_an_emitted_file_checks_itself_wherever_it_is_copied(tmp_path: Path) -> 
     # `score` without a sidecar scores against the task `migrate` inferred
     r = run("score", str(src / "vector_add.cu"), str(emitted), "--seeds", "1")
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+
+
+def test_run_with_a_launch_allocates_the_outputs_it_is_not_given(tmp_path: Path) -> None:
+    """`migrate run k.cu --grid --block` without a spec: inputs come from .npy files, an
+    output the kernel only writes needs no file (saved at the length the kernel reached); a
+    missing array it reads is named."""
+    import numpy as np
+
+    cu = tmp_path / "va.cu"
+    cu.write_text((CORPUS / "vector_add.cu").read_text())
+    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.float32))
+    np.save(tmp_path / "b.npy", np.ones(1000, np.float32))
+    common = ["run", str(cu), "--grid", "4", "--block", "256", "--sizes", "n=1000"]
+    r = run(*common, "--inputs", f"a={tmp_path / 'a.npy'}", f"b={tmp_path / 'b.npy'}",
+            "-o", str(tmp_path / "o"))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    c = np.load(tmp_path / "o" / "c.npy")
+    assert c.shape == (1000,) and np.array_equal(c, np.arange(1000, dtype=np.float32) + 1)
+    r = run(*common, "--inputs", f"a={tmp_path / 'a.npy'}", "-o", str(tmp_path / "o"))
+    assert r.returncode == 2 and "reads b: pass b=FILE.npy" in r.stderr, r.stderr

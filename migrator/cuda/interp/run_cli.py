@@ -171,19 +171,56 @@ def _run(args: argparse.Namespace) -> int:
         for k, v in _pairs(args.sizes, "sizes").items():
             kargs[k] = _number(k, v)
         parsed = parse_file(src)
-        for name, t in kernel_signature(parsed, args.kernel):  # raw bf16 .npy -> bf16
+        signature = kernel_signature(parsed, args.kernel)
+        for name, t in signature:  # raw bf16 .npy -> bf16
             a = kargs.get(name)
             if isinstance(a, np.ndarray) and t.elem is not None and t.elem.dtype is not None:
                 try:
                     kargs[name] = as_dtype(a, t.elem.dtype) if a.dtype.kind == "V" else a
                 except ValueError as e:
                     raise UsageError(f"--inputs {name}: {e}") from e
+        made = _output_buffers(src, args.kernel, signature, kargs)
+        if made:  # measured: each saved output is as long as the kernel reached
+            options = InterpOptions(fmad=args.fmad, shadow_f64=args.shadow, oob="report",
+                                    extents=True)  # fmt: skip
         result = run_kernel(parsed, args.kernel, grid, block, kargs, options=options)
         saved = {k: v for k, v in result.outputs.items()}
+        for name in made:
+            saved[name] = saved[name][: result.extents.get(name, 0)]
         label = args.kernel or "kernel"
     _save(out_dir, saved)
     _summary(label, result, saved, out_dir)
     return 1 if result.findings else 0
+
+
+OUTPUT_ELEMS = 1 << 22  # a buffer for an output not passed with --grid/--block
+
+
+def _output_buffers(
+    src: Path, kernel: str | None, signature: list[tuple[str, Any]], kargs: dict[str, Any]
+) -> list[str]:
+    """Zeroed buffers for the array parameters not passed that the kernel only writes (their
+    length is measured by the run); a missing array the kernel reads is a usage error."""
+    from migrator.cuda.frontend import analyze_file
+
+    missing = [(n, t) for n, t in signature if t.kind in ("ptr", "array") and n not in kargs]
+    if not missing:
+        return []
+    tu = analyze_file(src)
+    k = tu.kernel(kernel) if kernel else tu.global_kernels[0]
+    roles = {p.name: p.role for p in k.params}
+    read = [n for n, _ in missing if roles.get(n) in ("in", "inout")]
+    if read:
+        raise UsageError(
+            f"{k.name} reads {', '.join(read)}: pass {read[0]}=FILE.npy in --inputs (outputs "
+            "it only writes may be left out: they are allocated and saved at the length the "
+            "kernel reaches)"
+        )
+    for name, t in missing:
+        elem = t.elem.scalar if t.elem is not None else None
+        dtype = elem.dtype if elem is not None and elem.dtype is not None else np.float32
+        kargs[name] = np.zeros(OUTPUT_ELEMS, dtype=dtype)
+    return [n for n, _ in missing]
 
 
 def _save(out_dir: Path, arrays: dict[str, np.ndarray]) -> None:
