@@ -71,13 +71,13 @@ def test_run_without_spec_and_no_fmad(tmp_path: Path) -> None:
         (["run", "{corpus}/vector_add.cu", "--inputs", "zz=nofile.npy"], "cannot read"),
         (["run", "{tmp}/k.cu"], "pass --spec, or --grid and --block"),
         (["run", "{tmp}/bad.cu", "--grid", "1", "--block", "1"], "syntax error"),
-        (["run", "{tmp}/k.cu", "--grid", "1", "--block", "1"], "missing argument 'y'"),
+        (["run", "{tmp}/k.cu", "--grid", "1", "--block", "1"], "reads x: pass x=FILE.npy"),
     ],
 )
 def test_user_errors_exit_2_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str], fragment: str
 ) -> None:
-    (tmp_path / "k.cu").write_text("__global__ void k(float* y) { y[0] = 1.0f; }\n")
+    (tmp_path / "k.cu").write_text("__global__ void k(const float* x, float* y) { y[0] = x[0]; }\n")
     (tmp_path / "bad.cu").write_text("__global__ void k(float* y) { y[0] = ; }\n")
     argv = [a.format(corpus=CORPUS, tmp=tmp_path) for a in argv]
     assert _main([*argv, "-o", str(tmp_path / "o")]) == 2
