@@ -154,7 +154,7 @@ def _migrate_kernel(
     if c.winner is None:
         km.diagnostics += [d for v in c.verdicts for d in v.diagnostics]
         why = "; ".join(f"{f}: {r[0]}" for f, r in km.rejected.items() if r)
-        km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=why[:300]))
+        km.diagnostics.append(diag.make("NO_PATTERN", k.span, kernel=k.name, why=_clip(why)))
     else:
         inferred = spec is None
         if spec is None:
@@ -290,7 +290,10 @@ def constructs_of(k: Kernel, c: Classification) -> list[Construct]:
         }.get(lp.kind, "sequential_range")
         out.append(
             Construct(
-                cuda=f"{lp.kind} loop over {lp.var}", nki=nki, line=lp.span.line, mapped=matched
+                cuda=f"{lp.kind} loop" + (f" over {lp.var}" if lp.var else ""),
+                nki=nki,
+                line=lp.span.line,
+                mapped=matched,
             )
         )
     for g in k.guards:
@@ -367,3 +370,11 @@ def render_skeleton(tu: TranslationUnit, k: Kernel, km: KernelMigration) -> str:
             lines=lines,
         )
     )
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    """`text` within `limit` characters, cut at a word boundary with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",;:") + "…"

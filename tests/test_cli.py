@@ -326,3 +326,28 @@ def test_run_with_a_launch_allocates_the_outputs_it_is_not_given(tmp_path: Path)
     assert c.shape == (1000,) and np.array_equal(c, np.arange(1000, dtype=np.float32) + 1)
     r = run(*common, "--inputs", f"a={tmp_path / 'a.npy'}", "-o", str(tmp_path / "o"))
     assert r.returncode == 2 and "reads b: pass b=FILE.npy" in r.stderr, r.stderr
+
+
+def test_messages_say_what_the_code_does(tmp_path: Path) -> None:
+    """A halving loop is not "step 1"; a while loop is not a loop "over None"; a long
+    C2N2001 reason is cut at a word, with an ellipsis."""
+    cu = tmp_path / "halve.cu"
+    cu.write_text(
+        "__global__ void k(float* x, int n) {\n"
+        "  __shared__ float s[256];\n"
+        "  s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n"
+        "  for (int st = blockDim.x / 2; st > 0; st >>= 1) {\n"
+        "    if (threadIdx.x < st) s[threadIdx.x] += s[threadIdx.x + st];\n"
+        "    __syncthreads();\n  }\n"
+        "  int i = 0;\n  while (i < n) { i++; }\n"
+        "  if (threadIdx.x == 0) x[0] = s[0] + i;\n}\n"
+    )
+    r = run("inspect", str(cu))
+    assert "step halved  [halving]" in r.stdout and "step 1" not in r.stdout, r.stdout
+    r = run(str(cu), "-o", str(tmp_path / "o"))
+    report = (tmp_path / "o" / "halve_migration.md").read_text()
+    assert "| while loop |" in report and "None" not in report
+    reason = next(ln for ln in report.splitlines() if "C2N2001" in ln and "matches no" in ln)
+    text = reason.split("matches no supported family (", 1)[1].rsplit(")", 1)[0]
+    assert len(text) <= 300 and (text.endswith("…") or len(text) < 299)
+    assert not text.endswith("…") or text[-2].isalnum()

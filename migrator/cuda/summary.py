@@ -90,7 +90,8 @@ def render_kernel(k: Kernel) -> list[str]:
                 continue
             start = _ix(lp.start) if lp.start else "?"
             bound = _ix(lp.bound) if lp.bound else "?"
-            step = _ix(lp.step) if lp.step else "?"
+            # a halving loop's step holds its shift or divisor, not an increment
+            step = "halved" if lp.kind == "halving" else _ix(lp.step) if lp.step else "?"
             unroll = ", #pragma unroll" if lp.unroll else ""
             out.append(
                 f"    #{lp.id} {lp.var} from {start} while {lp.cmp or '?'} {bound}, "
