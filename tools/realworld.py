@@ -117,37 +117,49 @@ def run_one_file(
                                "launched": launched}  # fmt: skip
         t1 = time.perf_counter()
         spec = None
+        # each stage has its own time limit: a slow inference does not cost the interpreter
+        # its run (the interpreter then runs on a probe)
         signal.alarm(int(per_kernel))
         try:
-            try:
-                spec = infer_spec(tu, k, include_dirs=include_dirs)
-                row["spec"] = "inferred"
-                if spec.relations:  # sizes the kernel assumes (`N % 128 == 0`)
-                    row["relations"] = spec.relations
-            except InferenceError as e:
-                row["spec"] = "no: " + " ".join(str(e).split())[:120]
-            except Exception as e:  # an internal error of the tool: the worst kind of row
-                row["spec"] = "INTERNAL " + _short(e)
-            try:
-                if spec is not None:
-                    sz = spec.all_size_sets()[0]
-                    run_spec_full(spec, sz, source=path)
-                    row["interp"] = "ok"
-                else:
-                    site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
-                    targs = site.template_args if site and site.template_args else None
-                    if targs is None and k.instantiations:
-                        targs = k.instantiations[0]
-                    args = _probe_args(parsed, k, targs, np.random.default_rng(0))
-                    run_kernel(parsed, k.name, 2, 128, args, shared_bytes=48 * 1024,
-                               template_args=targs,
-                               options=InterpOptions(oob="report"))  # fmt: skip
-                    row["interp"] = "ok (probe)"
-            except Exception as e:
-                row["interp"] = _short(e)
-            if migrate:
-                from migrator.migration import migrate as do_migrate
+            spec = infer_spec(tu, k, include_dirs=include_dirs)
+            row["spec"] = "inferred"
+            if spec.relations:  # sizes the kernel assumes (`N % 128 == 0`)
+                row["relations"] = spec.relations
+        except _Timeout:
+            row["spec"] = f"no: inference timed out after {per_kernel:.0f} s"
+        except InferenceError as e:
+            row["spec"] = "no: " + " ".join(str(e).split())[:120]
+        except Exception as e:  # an internal error of the tool: the worst kind of row
+            row["spec"] = "INTERNAL " + _short(e)
+        finally:
+            signal.alarm(0)
+        signal.alarm(int(per_kernel))
+        try:
+            if spec is not None:
+                sz = spec.all_size_sets()[0]
+                run_spec_full(spec, sz, source=path)
+                row["interp"] = "ok"
+            else:
+                site = next((s for s in tu.launch_sites if s.kernel == k.name), None)
+                targs = site.template_args if site and site.template_args else None
+                if targs is None and k.instantiations:
+                    targs = k.instantiations[0]
+                args = _probe_args(parsed, k, targs, np.random.default_rng(0))
+                run_kernel(parsed, k.name, 2, 128, args, shared_bytes=48 * 1024,
+                           template_args=targs,
+                           options=InterpOptions(oob="report"))  # fmt: skip
+                row["interp"] = "ok (probe)"
+        except _Timeout:
+            row["interp"] = f"timeout after {per_kernel:.0f} s"
+        except Exception as e:
+            row["interp"] = _short(e)
+        finally:
+            signal.alarm(0)
+        if migrate:
+            from migrator.migration import migrate as do_migrate
 
+            signal.alarm(int(per_kernel))
+            try:
                 with tempfile.TemporaryDirectory() as tmp:
                     m = do_migrate(path, kernel=k.name, out_dir=tmp, check=True,
                                    include_dirs=include_dirs)  # fmt: skip
@@ -157,13 +169,12 @@ def run_one_file(
                 top = next((d for d in km.diagnostics if d.severity == "error"), None)
                 top = top or (km.diagnostics[0] if km.diagnostics else None)
                 row["diag"] = f"{top.id} {top.message}"[:160] if top else ""
-        except _Timeout:
-            row.setdefault("interp", f"timeout after {per_kernel:.0f} s")
-            row.setdefault("diag", "timeout")
-        except Exception as e:
-            row.setdefault("diag", "INTERNAL " + _short(e))
-        finally:
-            signal.alarm(0)
+            except _Timeout:
+                row["diag"] = f"migrate timed out after {per_kernel:.0f} s"
+            except Exception as e:
+                row["diag"] = "INTERNAL " + _short(e)
+            finally:
+                signal.alarm(0)
         row.setdefault("spec", "no: timeout or error before inference finished")
         row.setdefault("interp", "-")
         row.setdefault("family", "-")
@@ -184,7 +195,7 @@ def _child(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
         cmd.append("--no-migrate")
     for d in args.include:
         cmd += ["-I", str(Path(d).resolve())]
-    limit = args.timeout * 40 + 60
+    limit = args.timeout * 120 + 60  # three stages per kernel, about forty kernels
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
@@ -227,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds per stage of a kernel (inference, interpreter, migrate)",
+    )
     ap.add_argument("--kernel-timeout", type=float, default=60.0, help=argparse.SUPPRESS)
     ap.add_argument("--json", help="write the rows as JSON lines to this file")
     ap.add_argument("--no-migrate", action="store_true")
