@@ -198,10 +198,12 @@ def _register_from(module: str, sub: argparse._SubParsersAction) -> object:  # t
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    main_job = build_migrate_parser().format_help().replace("usage: migrate", "  migrate", 1)
     parser = argparse.ArgumentParser(
         prog="migrate",
         description="cuda2nki: migrate CUDA kernels to NKI (AWS Trainium/Inferentia) and score "
         "NKI migrations.\n\nThe main job is `migrate KERNEL.cu`; other commands below.",
+        epilog="the main job, `migrate KERNEL.cu [options]`:\n" + main_job,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"cuda2nki {__version__}")

@@ -351,3 +351,9 @@ def test_messages_say_what_the_code_does(tmp_path: Path) -> None:
     text = reason.split("matches no supported family (", 1)[1].rsplit(")", 1)[0]
     assert len(text) <= 300 and (text.endswith("…") or len(text) < 299)
     assert not text.endswith("…") or text[-2].isalnum()
+
+
+def test_help_shows_the_main_jobs_options() -> None:
+    r = run("--help")
+    assert r.returncode == 0 and "migrate KERNEL.cu [options]" in r.stdout
+    assert all(o in r.stdout for o in ("--no-check", "--dtype", "--grid", "--spec", "-I DIR"))
