@@ -169,7 +169,7 @@ COMMANDS: dict[str, Callable[[argparse._SubParsersAction], object]] = {  # type:
     "inspect": _register_inspect,
     "diagnostics": _register_diagnostics,
     "run": lambda sub: _register_run(sub),
-    "profile": lambda sub: _register_from("migrator.nki.profile_cli", sub),
+    "profile": lambda sub: _register_from("migrator.score.profile_cli", sub),
     "batch": lambda sub: _register_from("migrator.dataset.cli", sub),
     "score": lambda sub: _register_from("migrator.score.cli", sub),
     "mutants": lambda sub: _register_from("migrator.score.mutate", sub),

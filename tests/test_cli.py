@@ -357,3 +357,31 @@ def test_help_shows_the_main_jobs_options() -> None:
     r = run("--help")
     assert r.returncode == 0 and "migrate KERNEL.cu [options]" in r.stdout
     assert all(o in r.stdout for o in ("--no-check", "--dtype", "--grid", "--spec", "-I DIR"))
+
+
+@pytest.mark.parametrize(
+    ("body", "expect"),
+    [
+        ("    open('/etc/passwd').read()\n", "k_nki.py:8"),
+        ("    while True:\n        pass\n", "did not finish (cpu_limit"),
+        ("    raise ValueError('my bug')\n", "k_nki.py:8: kernel 'double' failed: ValueError"),
+    ],
+    ids=["reads-a-file", "never-ends", "raises"],
+)
+def test_profile_runs_user_code_in_the_sandbox(tmp_path: Path, body: str, expect: str) -> None:
+    """`migrate profile` runs the file as the scorer runs a candidate: isolated, with a time
+    limit; whatever the kernel does wrong is the user's error (exit 1, the kernel's line)."""
+    import numpy as np
+
+    kernel = tmp_path / "k_nki.py"
+    kernel.write_text(
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n"
+        "@nki.jit\ndef double(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n" + body +
+        "    return out\n"
+    )  # fmt: skip
+    a = tmp_path / "a.npy"
+    np.save(a, np.ones((128, 256), np.float32))
+    r = run("profile", str(kernel), "--inputs", str(a), "--timeout", "3")
+    assert r.returncode == 1 and expect in r.stdout, r.stdout + r.stderr
+    assert "internal error" not in r.stderr and "root:" not in r.stdout

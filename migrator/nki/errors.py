@@ -80,15 +80,21 @@ class NkiConstraintError(Exception):
         super().__init__(f"{where}[{code}] {message}{extra}")
 
 
-def location_from_traceback(tb: TracebackType | None) -> SourceLocation:
-    """The deepest traceback frame that is not emulator code (where a kernel failed)."""
-    found = UNKNOWN_LOCATION
+def location_from_traceback(
+    tb: TracebackType | None, kernel_file: str | None = None
+) -> SourceLocation:
+    """The deepest traceback frame that is not emulator code (where a kernel failed); with
+    `kernel_file`, the deepest frame in that file when there is one (a refusal raised by a
+    sandbox's audit hook belongs to the kernel line that asked)."""
+    found = mine = UNKNOWN_LOCATION
     while tb is not None:
         code = tb.tb_frame.f_code
         if not code.co_filename.startswith(_PACKAGE_DIR):
             found = SourceLocation(code.co_filename, tb.tb_lineno, code.co_name)
+            if code.co_filename == kernel_file:
+                mine = found
         tb = tb.tb_next
-    return found
+    return mine if mine is not UNKNOWN_LOCATION else found
 
 
 class NkiKernelError(RuntimeError):

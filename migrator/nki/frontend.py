@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -102,7 +103,10 @@ def launch(
             except (NkiConstraintError, NotImplementedError):
                 raise
             except Exception as exc:
-                where = location_from_traceback(exc.__traceback__)
+                code = getattr(inspect.unwrap(fn), "__code__", None)
+                where = location_from_traceback(
+                    exc.__traceback__, code.co_filename if code is not None else None
+                )
                 context = f" in {run.context()}" if run.grid else ""
                 name = getattr(fn, "__name__", "kernel")
                 raise NkiKernelError(f"{where}: kernel {name!r} failed{context}: {exc!r}") from exc

@@ -11,6 +11,7 @@ candidate raises becomes a per-trial status. An audit hook refuses sockets, subp
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -184,7 +185,9 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
 
 
-def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> dict[str, Any]:
+def _run_trial(
+    kernel: Any, trial: dict[str, Any], job: Path, target: str, kernel_file: str = ""
+) -> dict[str, Any]:
     dtypes = trial.get("input_dtypes") or [None] * len(trial["inputs"])
     originals = [npy.load(job / "in" / n, d) for n, d in zip(trial["inputs"], dtypes, strict=False)]
     arrays = [np.array(a, copy=True) for a in originals]
@@ -194,13 +197,15 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
     grid: tuple[int, ...] = ()
     if isinstance(kernel, frontend.GridLaunch):
         fn, grid = kernel.kernel.fn, kernel.grid
+    if trial.get("grid"):
+        grid = tuple(int(g) for g in trial["grid"])
 
+    @functools.wraps(fn)  # the emulator locates a failure in the kernel's own file
     def watched(*args: Any, **kwargs: Any) -> Any:
         result = fn(*args, **kwargs)
         raw.append(result)
         return result
 
-    watched.__name__ = getattr(fn, "__name__", "kernel")
     options = mn.EmulatorOptions(target=target)
     res: dict[str, Any] = {"index": trial["index"], "status": "ok"}
     try:
@@ -223,7 +228,10 @@ def _run_trial(kernel: Any, trial: dict[str, Any], job: Path, target: str) -> di
         return res
     except Exception as e:  # anything else the candidate raised outside the emulator's wrap
         tb = traceback.extract_tb(e.__traceback__)
-        where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        # the candidate's own line (a refused operation surfaces in this module's audit hook)
+        mine = [f for f in tb if Path(f.filename).name == Path(str(kernel_file)).name]
+        frame = mine[-1] if mine else tb[-1] if tb else None
+        where = f"{frame.filename}:{frame.lineno}" if frame else ""
         res.update(status="crash", error=f"{where}: {type(e).__name__}: {e}")
         return res
     values = list(outs) if isinstance(outs, tuple | list) else [outs]
@@ -295,7 +303,9 @@ def main(argv: list[str]) -> int:
     if kernel is not None:
         for trial in spec["trials"]:
             try:
-                result["trials"].append(_run_trial(kernel, trial, job, spec["target"]))
+                result["trials"].append(
+                    _run_trial(kernel, trial, job, spec["target"], spec["candidate"])
+                )
             except BaseException as e:  # noqa: BLE001 - SystemExit etc. from the candidate
                 result["trials"].append(
                     {

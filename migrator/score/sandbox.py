@@ -71,6 +71,7 @@ class TrialJob:
     inputs: list[np.ndarray]
     kwargs: dict[str, Any]
     profile: bool = False
+    grid: tuple[int, ...] = ()  # an SPMD launch grid (`migrate profile --grid`)
 
 
 @dataclass
@@ -165,7 +166,7 @@ def _run(
             names.append(name)
         spec["trials"].append(
             {"index": t.index, "inputs": names, "input_dtypes": dtypes, "kwargs": t.kwargs,
-             "profile": t.profile}
+             "profile": t.profile, "grid": list(t.grid)}
         )  # fmt: skip
     (job / "job.json").write_text(json.dumps(spec))
     drop = os.geteuid() == 0
