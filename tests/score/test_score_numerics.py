@@ -117,3 +117,43 @@ def test_hidden_shapes_obey_the_relations_the_kernel_assumes() -> None:
         assert drawn and all(v % tiles[n] == 0 for h in drawn for n, v in h.items())
         assert all(not spec.broken_relations(h) for h in drawn)
     assert all(p.sizes[n] % 64 == 0 for p in plan_trials(spec, seeds=2) for n in tiles)
+
+
+IMUL = """__global__ void imul(const unsigned int* x, unsigned int* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * 3u + 7u;
+}
+void launch(const unsigned int* x, unsigned int* y, int n) {
+  imul<<<(n + 255) / 256, 256>>>(x, y, n);
+}
+"""
+
+
+def test_integer_outputs_are_compared_exactly(tmp_path: Path) -> None:
+    """An unsigned output (it once crashed the scorer): exact, in the output's own type, so a
+    value off by one fails and 64-bit values are not rounded through float64."""
+    from migrator.migration import migrate
+    from migrator.score import score
+    from migrator.score.numerics import compare
+
+    big = np.array([1, 2**53 + 1, 2**63 - 1], np.int64)
+    assert compare(big.copy(), big, big.astype(np.float64), "int64").ok
+    off = big.copy()
+    off[1] -= 1  # equal to big[1] in float64
+    assert not compare(off, big, big.astype(np.float64), "int64").ok
+    frac = np.array([1.0, 2.5]), np.array([1, 2], np.int32)
+    assert compare(frac[0], frac[1], frac[1].astype(float), "int32").beyond == 1
+    cu = tmp_path / "imul.cu"
+    cu.write_text(IMUL)
+    m = migrate(cu, out_dir=tmp_path / "out")
+    assert m.kernels[0].status == "complete", m.kernels[0].diagnostics
+    nki = tmp_path / "out" / "imul_nki.py"
+    r = score(cu, nki, seeds=1)
+    assert r.verdict == "pass", r.summary
+    wrong = tmp_path / "wrong_nki.py"
+    text = nki.read_text()
+    body = text[text.index("@nki.jit") :]  # the kernel, not its docstring
+    mutated = body.replace("operand1=7", "operand1=8").replace("nl.add(x, 7)", "nl.add(x, 8)")
+    assert mutated != body
+    wrong.write_text(text.replace(body, mutated))
+    assert score(cu, wrong, seeds=1).verdict == "fail"
