@@ -157,3 +157,22 @@ def test_integer_outputs_are_compared_exactly(tmp_path: Path) -> None:
     assert mutated != body
     wrong.write_text(text.replace(body, mutated))
     assert score(cu, wrong, seeds=1).verdict == "fail"
+
+
+def test_constant_output_needs_trials_with_different_inputs() -> None:
+    """C2N4023 compares trials whose inputs differ; two trials with the same inputs (whose
+    oracle outputs may still differ, e.g. in an atomic's order) prove nothing."""
+    from types import SimpleNamespace
+
+    from migrator.score.protocol import Oracle, TrialPlan
+    from migrator.score.scorer import _constant_outputs
+
+    spec = load_spec(CORPUS / "vector_add.toml")
+    x = {"a": np.ones(4, np.float32), "b": np.ones(4, np.float32)}
+    plans = [TrialPlan(i, i, "normal", {"n": 4}, False, True) for i in range(2)]
+    same = [Oracle(inputs=x, cuda=[np.full(4, float(i), np.float32)]) for i in range(2)]
+    box = SimpleNamespace(outputs={0: [np.zeros(4, np.float32)], 1: [np.zeros(4, np.float32)]})
+    assert _constant_outputs(spec, plans, same, box) == []
+    other = {"a": np.full(4, 2, np.float32), "b": np.ones(4, np.float32)}
+    differ = [same[0], Oracle(inputs=other, cuda=[np.full(4, 1.0, np.float32)])]
+    assert [f.rule for f in _constant_outputs(spec, plans, differ, box)] == ["C2N4023"]
