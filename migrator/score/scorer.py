@@ -494,6 +494,11 @@ def _summary(verdict: str, total: float, trials: list[Trial], findings: list[Fin
     ok = sum(t.status == "ok" for t in ran)
     errs = sum(f.severity == "error" for f in findings)
     warns = sum(f.severity == "warning" for f in findings)
+    if trials and not ran:  # the oracle is the problem, not the candidate
+        return (
+            f"{verdict.upper()}: not graded: the CUDA original could not be run as the oracle "
+            "on any trial (C2N4015 says why); the candidate is not at fault"
+        )
     return (
         f"{verdict.upper()} {total:.1f}/100: {ok}/{len(ran)} trials within the numerics policy; "
         f"{errs} error(s), {warns} warning(s)"

@@ -176,3 +176,28 @@ def test_constant_output_needs_trials_with_different_inputs() -> None:
     other = {"a": np.full(4, 2, np.float32), "b": np.ones(4, np.float32)}
     differ = [same[0], Oracle(inputs=other, cuda=[np.full(4, 1.0, np.float32)])]
     assert [f.rule for f in _constant_outputs(spec, plans, differ, box)] == ["C2N4023"]
+
+
+def test_an_oracle_that_cannot_run_is_named_not_the_candidate(tmp_path: Path) -> None:
+    """A kernel the interpreter refuses (inline PTX): the verdict is an error that says the
+    oracle is the problem; the candidate is not graded."""
+    from migrator.score import score
+
+    cu = tmp_path / "k.cu"
+    cu.write_text(
+        "__global__ void k(const float* x, float* y, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        '  unsigned lane; asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));\n'
+        "  if (i < n) y[i] = x[i] * 2.0f + (float)(lane & 0);\n}\n"
+        "void launch(const float* x, float* y, int n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+    )
+    cand = tmp_path / "cand.py"
+    cand.write_text(
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n"
+        "@nki.jit\ndef k(x):\n"
+        "    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    return y\n"
+    )
+    r = score(cu, cand, seeds=1)
+    assert r.verdict == "error" and "could not be run as the oracle" in r.summary
+    assert any(f.rule == "C2N4015" and "asm" in f.message for f in r.findings)
