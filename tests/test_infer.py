@@ -568,3 +568,43 @@ def test_a_tiled_gemm_without_bounds_checks_is_inferred_and_migrated(tmp_path: P
     kr = m.kernels[0]
     assert kr.family == "matmul" and kr.check is not None and kr.check.ok
     assert len(kr.check.sizes) == 3  # every published set, all whole tiles
+
+
+SQUARE_GEMM = """#define T 16
+// Written for square matrices: every matrix uses N as its leading dimension.
+__global__ void square_gemm(int M, int N, int K, const float* A, const float* B, float* C) {
+  __shared__ float As[T][T];
+  __shared__ float Bs[T][T];
+  int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[threadIdx.y][threadIdx.x] = A[row * N + k0 + threadIdx.x];
+    Bs[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * N + col];
+    __syncthreads();
+    for (int k = 0; k < T; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[row * N + col] = acc;
+}
+void launch(int M, int N, int K, const float* A, const float* B, float* C) {
+  dim3 block(T, T), grid((N + T - 1) / T, (M + T - 1) / T);
+  square_gemm<<<grid, block>>>(M, N, K, A, B, C);
+}
+"""
+
+
+def test_a_kernel_written_for_square_problems_gets_equal_sizes(tmp_path: Path) -> None:
+    """One leading dimension for every matrix (as GEMM tutorials write it): no extents fit
+    independent sizes, so the sizes are measured tied, and the relations say M == N == K."""
+    src = tmp_path / "square_gemm.cu"
+    src.write_text(SQUARE_GEMM)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert set(spec.relations) == {"M == K", "N == K", "K % 16 == 0"}
+    for s in spec.all_size_sets():
+        assert s["M"] == s["N"] == s["K"] and s["K"] % 16 == 0
+    inputs = make_inputs(spec, spec.sizes, seed=3)
+    (c,) = run_spec(spec, spec.sizes, inputs=inputs)
+    n = spec.sizes["N"]
+    a, b = inputs["A"].reshape(n, n).astype(np.float64), inputs["B"].reshape(n, n)
+    np.testing.assert_allclose(c.reshape(n, n), a @ b, rtol=1e-4, atol=1e-3)

@@ -238,7 +238,7 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
 
 
 def measure_extents(
-    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
+    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str], tie: bool = True
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
@@ -251,8 +251,8 @@ def measure_extents(
     attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
     tiles = grid_tiles(data, launch_only)
     if tiles and _tiles_affordable(data, tiles, launch_only):
-        # before four times the sizes (cheaper); with four sizes, one or two tiles each
-        attempts.insert(2, (TILE_MULTIPLES if len(free) <= 3 else TILE_MULTIPLES[:2], 0))
+        # before four times the sizes (cheaper)
+        attempts.insert(2, (TILE_MULTIPLES, 0))
     first: InferenceError | None = None
     for values, scale in attempts:
         try:
@@ -264,10 +264,54 @@ def measure_extents(
             raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
             first = first or e
+    if tie and len(free) >= 2:  # last: a kernel written for square problems (M == N == K)
+        try:
+            return _measure_tied(parsed, data, params, launch_only, free, tiles)
+        except GatherError:
+            raise
+        except InferenceError:
+            pass
     raise first  # type: ignore[misc]
 
 
-TILE_MULTIPLES = (1, 2, 3)  # sizes measured at these multiples of their tiles
+def _measure_tied(
+    parsed: Any,
+    data: dict[str, Any],
+    params: list[str],
+    launch_only: set[str],
+    free: list[str],
+    tiles: dict[str, int],
+) -> tuple[dict[str, str], list[str]]:
+    """The extents with every free size equal to the first (tutorial GEMMs index A, B and C
+    with one leading dimension: they assume square matrices), at multiples of the sizes'
+    common tile; the relations say so (`K == M`, `M % 32 == 0`)."""
+    lead = free[0]
+    word = re.compile(r"\b(" + "|".join(map(re.escape, free[1:])) + r")\b")
+
+    def tie(v: Any) -> Any:
+        return word.sub(lead, v) if isinstance(v, str) else v
+
+    tied = {
+        **data,
+        "sizes": {n: v for n, v in data["sizes"].items() if n not in free[1:]},
+        "tensors": [{**t, "shape": [tie(d) for d in t["shape"]]} for t in data["tensors"]],
+        "scalars": [
+            {**sc, "size": tie(sc["size"])} if "size" in sc else sc for sc in data["scalars"]
+        ],  # fmt: skip
+        "launch": {
+            k: [tie(x) for x in v] if isinstance(v, list) else tie(v)
+            for k, v in data["launch"].items()
+        },  # fmt: skip
+        "inputs": {k: {**d, "high": tie(d.get("high"))} for k, d in data.get("inputs", {}).items()},
+    }
+    tile = math.lcm(*(tiles.get(n, 1) for n in free)) if tiles else 1
+    values = TILE_MULTIPLES if tile > 1 else OTHER_SIZES
+    out = _measure(parsed, tied, params, launch_only, values, 1, {lead: tile} if tile > 1 else None)
+    relations = [f"{n} == {lead}" for n in free[1:]]
+    return out, relations + ([f"{lead} % {tile} == 0"] if tile > 1 else [])
+
+
+TILE_MULTIPLES = (1, 2)  # sizes measured at these multiples of their tiles
 
 
 def _tiles_affordable(data: dict[str, Any], tiles: dict[str, int], launch_only: set[str]) -> bool:
@@ -365,25 +409,30 @@ def _measure(
     runs: list[tuple[dict[str, int], dict[str, int]]] = []
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
-    table = scale * np.random.default_rng(1).choice(values, size=(PROBE_RUNS, len(free)))
-    if tiles:  # whole tiles only: each size a multiple of its tile
+    # tiles are large: fewer runs where fewer sizes leave fewer products to tell apart
+    n_runs = min(PROBE_RUNS, max(4, 2 ** len(free))) if tiles else PROBE_RUNS
+    table = scale * np.random.default_rng(1).choice(values, size=(n_runs, len(free)))
+    if tiles:  # whole tiles only: each size one or two of its tiles
+        if len(free) <= 3:  # every combination (a full factorial), so products are told apart
+            rows = list(itertools.product((1, 2), repeat=len(free)))
+            table = np.array([rows[j % len(rows)] for j in range(n_runs)], dtype=np.int64)
         table = table * np.array([tiles.get(n, 1) for n in free], dtype=np.int64)
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs
-    for j in range(PROBE_RUNS + 1):
-        row = table[j] if j < PROBE_RUNS else table[first_ok if first_ok is not None else 0]
+    for j in range(n_runs + 1):
+        row = table[j] if j < n_runs else table[first_ok if first_ok is not None else 0]
         sz = _probe_sizes(data, free, fixed, row)
-        high = 8 if j < PROBE_RUNS else 16  # integer inputs (indices, labels) drawn in [0, high)
+        high = 8 if j < n_runs else 16  # integer inputs (indices, labels) drawn in [0, high)
         try:
             extents = _probe_run(parsed, data, set(params), sz, high, rng)
         except (InterpError, ValueError, ArithmeticError) as e:
             # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
             failed = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
             extents = None
-        if extents is not None and first_ok is None and j < PROBE_RUNS:
+        if extents is not None and first_ok is None and j < n_runs:
             first_ok = j
         runs.append((sz, extents))
-    ok = [r for r in runs[:PROBE_RUNS] if r[1] is not None]
+    ok = [r for r in runs[:n_runs] if r[1] is not None]
     if len(ok) < 3 or runs[-1][1] is None:
         raise InferenceError(
             f"the extent of {params[0]} cannot be read from its indices, and measuring it "
@@ -404,7 +453,7 @@ def _measure(
         if len(used) < 3:
             raise InferenceError(
                 f"the extent of {p} cannot be read from its indices, and too few measurement "
-                f"runs reached it ({len(used)} of {PROBE_RUNS})"
+                f"runs reached it ({len(used)} of {n_runs})"
             )
         if max(seen) >= PROBE_ELEMS:
             raise InferenceError(f"the extent of {p} is not bounded by the sizes (measured)")

@@ -280,8 +280,8 @@ def _measured(
             for j, sset in enumerate(data["size_sets"]):
                 sset[v] = TABLE_ROWS[1 + j % 2]
         data["inputs"] = {t["name"]: {"dist": "int", "low": 0, "high": rows} for t in ints}
-        try:
-            return measure_extents(parsed, data, params, launch_only)
+        try:  # (a table's rows tied to another size would hide which size they are)
+            return measure_extents(parsed, data, params, launch_only, tie=False)
         except InferenceError as e:
             first = first or e
         if rows == v:
@@ -321,6 +321,8 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     least one tile; sets that then repeat another are dropped."""
     tiles = {m.group(1): int(m.group(2)) for r in relations
              if (m := re.fullmatch(r"(\w+) % (\d+) == 0", r))}  # fmt: skip
+    ties = {m.group(1): m.group(2) for r in relations
+            if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
     seen: list[dict[str, int]] = []
     for j, sset in enumerate((data["sizes"], *data["size_sets"])):
         for n, t in tiles.items():
@@ -330,6 +332,8 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
             for n, t in tiles.items():
                 if n in sset:
                     sset[n] += j * t
+        for n, lead in ties.items():  # `K == M`: a square problem
+            sset[n] = sset[lead]
         seen.append(sset)
     data["size_sets"] = [s for i, s in enumerate(seen[1:]) if s not in seen[: i + 1]]
     data["relations"] = relations
