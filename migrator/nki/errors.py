@@ -108,6 +108,11 @@ class NkiUnsupportedError(NotImplementedError):
     """An NKI API exists on the real toolchain but not (yet) in the emulator."""
 
 
+class NkiHostComputeError(NkiUnsupportedError):
+    """A kernel reached values outside NKI (a tensor's storage, Tensor.read(), a numpy array
+    as an operand): compute on the host, which no NeuronCore runs."""
+
+
 class NkiUnsupportedAttribute(NkiUnsupportedError, AttributeError):
     """A missing tensor method: still a NotImplementedError naming it, and ``hasattr`` is False."""
 

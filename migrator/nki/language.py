@@ -26,7 +26,7 @@ from .checks import (
     require_on_chip,
 )
 from .dma import record_dma
-from .errors import NkiConstraintError, unsupported
+from .errors import NkiConstraintError, NkiHostComputeError, unsupported
 from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
     affine_range,
     arange,
@@ -78,7 +78,7 @@ from .nl_memory import (  # noqa: F401 - re-exported as the nl surface
     zeros_like,
 )
 from .run import record_tile
-from .tensor import Buffer, Tensor
+from .tensor import Buffer, Tensor, host_access_guarded
 from .trace import Engine
 
 
@@ -123,6 +123,12 @@ def _operand_values(
         data, valid = value.read()
         vals = _dt.to_f32(data) if value.dtype != _dt.bool_ else data.astype(np.float32)
     else:
+        if isinstance(value, np.ndarray) and value.ndim and host_access_guarded():
+            # values computed on the host, not a tile (refused for untrusted kernels)
+            raise NkiHostComputeError(
+                f"a numpy array {value.shape} as an operand is not NKI: tiles come from "
+                "nl.load and NKI instructions"
+            )
         vals, valid = np.asarray(value, dtype=np.float32), None
     if shape is None:
         return vals, valid

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from . import compiler_mod, frontend, isa_dst, isa_legacy, language, typing_mod
-from .errors import unsupported
+from .errors import NkiHostComputeError, unsupported
 from .options import EmulatorOptions
 from .tensor import Tensor
 
@@ -53,10 +53,51 @@ def _package(name: str, attrs: dict[str, Any]) -> ModuleType:
     def missing(attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
+        if attr in _HOST_MODULES:  # `nl.np`: numpy reached through the NKI namespace
+            raise NkiHostComputeError(f"{name}.{attr} is {attr} on the host, not NKI")
         raise unsupported(f"{name}.{attr}")
 
     module.__getattr__ = missing  # type: ignore[method-assign]
     return module
+
+
+_HOST_MODULES = {"np", "numpy", "math", "torch", "jax", "scipy"}
+
+
+def _facade(name: str, module: ModuleType) -> ModuleType:
+    """The public NKI surface of an emulator module as a package of its own: none of the
+    modules or foreign helpers its implementation imports (numpy as `np`, `math`, typing),
+    so a kernel cannot reach host compute through `nl.np`."""
+    attrs = {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("_")
+        and not isinstance(v, ModuleType)
+        and not (callable(v) and not str(getattr(v, "__module__", "")).startswith("migrator."))
+    }
+    facade = _package(name, attrs)
+    facade.__c2n_source__ = module  # type: ignore[attr-defined]  # (see replaced_api)
+    return facade
+
+
+def replaced_api(namespace: dict[str, Any]) -> list[str]:
+    """NKI functions a kernel file replaced (`nl.add = my_add`): facade attributes reachable
+    from its globals that are no longer the emulator's own objects."""
+    out: list[str] = []
+    seen: set[int] = set()
+    todo = [v for v in namespace.values() if isinstance(v, ModuleType)]
+    while todo:
+        mod = todo.pop()
+        if id(mod) in seen or not getattr(mod, _MARK, False):
+            continue
+        seen.add(id(mod))
+        source = getattr(mod, "__c2n_source__", None)
+        for k, v in vars(mod).items():
+            if isinstance(v, ModuleType):
+                todo.append(v)
+            elif source is not None and k[:1] != "_" and getattr(source, k, None) is not v:
+                out.append(f"{mod.__name__}.{k}")
+    return sorted(out)
 
 
 def _modules(options: EmulatorOptions | None, legacy: bool, new: bool) -> dict[str, ModuleType]:
@@ -69,25 +110,20 @@ def _modules(options: EmulatorOptions | None, legacy: bool, new: bool) -> dict[s
         "benchmark": frontend.benchmark,
         "profile": frontend.profile_decorator,
         "tensor": Tensor,
-        "language": language,
-        "typing": typing_mod,
-        "compiler": compiler_mod,
     }
     out: dict[str, ModuleType] = {}
+    for root, isa, extra in (("neuronxcc.nki", isa_legacy, {}),
+                             ("nki", isa_dst, {"simulate": frontend.simulate})):  # fmt: skip
+        if (root == "nki" and not new) or (root != "nki" and not legacy):
+            continue
+        subs = {"language": _facade(f"{root}.language", language),
+                "isa": _facade(f"{root}.isa", isa),
+                "typing": _facade(f"{root}.typing", typing_mod),
+                "compiler": _facade(f"{root}.compiler", compiler_mod)}  # fmt: skip
+        out[root] = _package(root, {**common, **subs, **extra})
+        out.update({f"{root}.{k}": v for k, v in subs.items()})
     if legacy:
-        nki_legacy = _package("neuronxcc.nki", {**common, "isa": isa_legacy})
-        out["neuronxcc"] = _package("neuronxcc", {"nki": nki_legacy})
-        out["neuronxcc.nki"] = nki_legacy
-        out["neuronxcc.nki.language"] = language
-        out["neuronxcc.nki.isa"] = isa_legacy
-        out["neuronxcc.nki.typing"] = typing_mod
-        out["neuronxcc.nki.compiler"] = compiler_mod
-    if new:
-        out["nki"] = _package("nki", {**common, "isa": isa_dst, "simulate": frontend.simulate})
-        out["nki.language"] = language
-        out["nki.isa"] = isa_dst
-        out["nki.typing"] = typing_mod
-        out["nki.compiler"] = compiler_mod
+        out["neuronxcc"] = _package("neuronxcc", {"nki": out["neuronxcc.nki"]})
     return out
 
 

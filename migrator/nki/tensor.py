@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,13 +18,42 @@ import numpy as np
 
 from . import dtypes
 from .affine import check_affine_read, check_affine_write
-from .errors import NkiConstraintError, NkiUnsupportedAttribute, kernel_location, unsupported
+from .errors import (
+    NkiConstraintError,
+    NkiHostComputeError,
+    NkiUnsupportedAttribute,
+    kernel_location,
+    unsupported,
+)
 from .run import maybe_current_run
 from .storage import Buffer, Deferred, Storage, key_box
 
-__all__ = ["Buffer", "Storage", "Tensor"]
+__all__ = ["Buffer", "Storage", "Tensor", "guard_host_access", "host_access_guarded"]
 
 Key = tuple[Any, ...]
+
+
+_GUARDED = [False]  # set for untrusted kernels (the scorer's sandboxed child)
+
+
+def guard_host_access() -> None:
+    """From now on, code outside the emulator cannot reach a tensor's values except through
+    NKI instructions (a submitted kernel computing on the host); white-box tests can."""
+    _GUARDED[0] = True
+
+
+def host_access_guarded() -> bool:
+    return _GUARDED[0]
+
+
+def _emulator_only(frame: Any, what: str) -> None:
+    """Refuse `what` to a kernel: only the emulator (and the scorer around it) may reach a
+    tensor's values outside NKI instructions."""
+    if _GUARDED[0] and not str(frame.f_globals.get("__name__", "")).startswith("migrator."):
+        raise NkiHostComputeError(
+            f"{what} is not NKI: a kernel computes with NKI instructions only, never with "
+            "the values on the host"
+        )
 
 
 def _norm_slice(s: slice, n: int, dim: int) -> tuple[int, int, int]:
@@ -65,10 +95,10 @@ _FULL_KEYS: dict[tuple[int, ...], Key] = {}
 class Tensor:
     """A view of a storage: a kernel argument, an SBUF/PSUM tile or a slice of either."""
 
-    __slots__ = ("storage", "key", "shape", "pdim", "advanced", "produced", "__weakref__")
+    __slots__ = ("_st", "key", "shape", "pdim", "advanced", "produced", "__weakref__")
 
     def __init__(self, storage: Storage, key: Key | None = None) -> None:
-        self.storage = storage
+        self._st = storage
         # Elements a masked instruction produced. On hardware `t[...] = nl.load(x, mask=m)`
         # is one instruction writing into t, so t keeps its old values where m is false;
         # assignment honours this instead of copying the result's unwritten elements.
@@ -292,7 +322,7 @@ class Tensor:
                 counts.append(count)
             else:
                 view = Tensor.__new__(Tensor)
-                view.storage, view.key, view.produced = self.storage, tuple(new_key), None
+                view._st, view.key, view.produced = self._st, tuple(new_key), None
                 view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
                 return view
         if self.advanced:
@@ -376,7 +406,7 @@ class Tensor:
         if len(counts) == len(self.shape):
             # Slices only: the same axes stay dimensions, so shape and partition axis follow.
             view = Tensor.__new__(Tensor)
-            view.storage, view.key, view.produced = self.storage, tuple(key), None
+            view._st, view.key, view.produced = self._st, tuple(key), None
             view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
             return view
         if on_chip:
@@ -438,9 +468,18 @@ class Tensor:
     def _index(self, mask: np.ndarray | None = None) -> Key:
         return self._resolved(mask) if self.advanced else self.key
 
+    @property
+    def storage(self) -> Storage:
+        """The memory behind the handle: the emulator's, never a kernel's (values flow only
+        through NKI instructions, so host-side numpy cannot stand in for them)."""
+        _emulator_only(sys._getframe(1), "the storage of a tensor")
+        return self._st
+
     def read(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """Stored values (declared dtype) and the validity mask (None: all valid)."""
-        storage = self.storage
+        """Stored values (declared dtype) and the validity mask (None: all valid); emulator
+        code only."""
+        _emulator_only(sys._getframe(1), "Tensor.read()")
+        storage = self._st
         if storage.boxes is not None:
             box = None if mask is not None or self.advanced else key_box(self.key)
             if box is None or not storage.box_valid(box):
@@ -464,8 +503,10 @@ class Tensor:
         *,
         accumulate: bool = False,
     ) -> None:
-        """Store float32 (or already typed) values, rounding to the declared dtype."""
-        storage = self.storage
+        """Store float32 (or already typed) values, rounding to the declared dtype; emulator
+        code only."""
+        _emulator_only(sys._getframe(1), "Tensor.write()")
+        storage = self._st
         storage.before_write()
         values = dtypes.cast(np.asarray(values), self.dtype)
         if values.shape != self.shape:

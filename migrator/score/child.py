@@ -24,9 +24,14 @@ import numpy as np
 import migrator.nki as mn
 from migrator.nki import frontend, isa_dst, isa_legacy, language
 from migrator.nki.cost import summarize
-from migrator.nki.errors import NkiConstraintError, NkiKernelError, NkiUnsupportedError
+from migrator.nki.errors import (
+    NkiConstraintError,
+    NkiHostComputeError,
+    NkiKernelError,
+    NkiUnsupportedError,
+)
 from migrator.nki.storage import Buffer
-from migrator.nki.tensor import Tensor
+from migrator.nki.tensor import Tensor, guard_host_access
 from migrator.nki.trace import Engine
 from migrator.score import npy
 from migrator.score.performance import line_stats
@@ -215,6 +220,9 @@ def _run_trial(
     except NkiConstraintError as e:
         res.update(status="constraint", code=e.code, error=str(e), location=str(e.location))
         return res
+    except NkiHostComputeError as e:  # values taken out of NKI onto the host
+        res.update(status="host_compute", error=str(e))
+        return res
     except NkiUnsupportedError as e:
         res.update(status="unsupported", error=str(e))
         return res
@@ -283,8 +291,10 @@ def main(argv: list[str]) -> int:
         os.setgid(65534)
         os.setuid(65534)
     _install_audit_hook(str(job / "out"), str(job))
+    guard_host_access()  # the candidate's values flow through NKI instructions only
     before = _snapshot()
     result: dict[str, Any] = {"trials": [], "patched": []}
+    module = None
     try:
         module = mn.load_kernel_module(job / spec["candidate"])
         result["kernel_name"], kernel = _find_kernel(module, spec["kernel"])
@@ -318,6 +328,10 @@ def main(argv: list[str]) -> int:
     result["patched"] = sorted(k for k in before if after.get(k, before[k]) != before[k])
     watched = tuple(f"{m}." for m in _WATCHED)
     result["patched"] += sorted(k for k in after if k not in before and k.startswith(watched))
+    if module is not None:  # the kernel's own view of NKI (`nl.add = my_add` at import time)
+        from migrator.nki.shim import replaced_api
+
+        result["patched"] += replaced_api(vars(module))
     (job / "out" / "result.json").write_text(json.dumps(result))
     return 0
 

@@ -58,6 +58,9 @@ FORBIDDEN_CALLS = {
     "memoryview",
 }
 REFLECTIVE = {"getattr", "setattr", "delattr"}
+# attributes through which a kernel would take values out of NKI (numpy behind the nl module,
+# the emulator's storage and read/write of a tile)
+HOST_ATTRS = {"np", "numpy", "storage", "read", "write", "data"}
 FORBIDDEN_ATTRS = {
     "__builtins__",
     "__dict__",
@@ -279,6 +282,9 @@ class _Scan(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in FORBIDDEN_ATTRS:
             self.hit("C2N4028", node, f"uses {node.attr}, reflection a kernel may not use")
+        elif node.attr in HOST_ATTRS or (node.attr[:1] == "_" and node.attr[-2:] != "__"):
+            # `nl.np`, `tile.read()`, `t.storage.data`, `t._st`: values taken to the host
+            self.hit("C2N4020", node, f"reaches {ast.unparse(node)}: values outside NKI")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:

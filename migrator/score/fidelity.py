@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from migrator.contract import TaskSpec
-from migrator.score.models import Finding, Trial
+from migrator.score.models import PENALTY, Finding, Trial
 from migrator.score.numerics import reduction_feedback
 
 HINTS = {
@@ -227,12 +227,15 @@ def construct_findings(kernel: Any, cuda_file: str, instr_names: set[str]) -> li
         if any(t in n for n in names for t in tokens):
             continue
         what = construct if construct.endswith(" reduction") else f"{construct}()"
-        out.append(
-            Finding.of(
-                "C2N4046",
-                f"the CUDA kernel computes {what} (line {line}); the candidate executes no "
-                f"instruction that can ({', '.join(tokens[:3])}...)",
-                cuda_location=f"{cuda_file}:{line}",
-            )
+        f = Finding.of(
+            "C2N4046",
+            f"the CUDA kernel computes {what} (line {line}); the candidate executes no "
+            f"instruction that can ({', '.join(tokens[:3])}...)",
+            cuda_location=f"{cuda_file}:{line}",
         )
+        if not construct.endswith(" reduction"):
+            # a function (exp in a softmax, SiLU) no executed instruction can compute: its
+            # values came from somewhere else (the host, a table, a fit to the tested inputs)
+            f = f.model_copy(update={"severity": "error", "weight": PENALTY["error"]})
+        out.append(f)
     return out

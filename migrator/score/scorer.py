@@ -53,6 +53,7 @@ STATUS_RULE = {
     "unsupported": "C2N4006",
     "crash": "C2N4001",
     "memory": "C2N4003",
+    "host_compute": "C2N4020",
 }
 
 

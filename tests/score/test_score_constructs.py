@@ -43,6 +43,10 @@ def test_missing_construct_is_reported_with_its_cuda_line() -> None:
         "C2N4046"
     ]
     assert construct_findings(k, "s.cu", set()) == []  # no trace: no evidence either way
+    # a function no instruction can compute is an error (its values came from elsewhere); a
+    # missing max reduction, computed some other way, a warning
+    (fn,) = construct_findings(_kernel("gelu"), "g.cu", {"multiply", "add"})
+    assert fn.severity == "error" and found[0].severity == "warning"
 
 
 @pytest.fixture(scope="module")
