@@ -13,6 +13,7 @@ import importlib.machinery
 import importlib.util
 import itertools
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -62,6 +63,7 @@ def _package(name: str, attrs: dict[str, Any]) -> ModuleType:
 
 
 _HOST_MODULES = {"np", "numpy", "math", "torch", "jax", "scipy"}
+_SOURCES: weakref.WeakKeyDictionary[ModuleType, ModuleType] = weakref.WeakKeyDictionary()
 
 
 def _facade(name: str, module: ModuleType) -> ModuleType:
@@ -76,7 +78,7 @@ def _facade(name: str, module: ModuleType) -> ModuleType:
         and not (callable(v) and not str(getattr(v, "__module__", "")).startswith("migrator."))
     }
     facade = _package(name, attrs)
-    facade.__c2n_source__ = module  # type: ignore[attr-defined]  # (see replaced_api)
+    _SOURCES[facade] = module  # (see replaced_api); not an attribute a kernel could follow
     return facade
 
 
@@ -91,7 +93,7 @@ def replaced_api(namespace: dict[str, Any]) -> list[str]:
         if id(mod) in seen or not getattr(mod, _MARK, False):
             continue
         seen.add(id(mod))
-        source = getattr(mod, "__c2n_source__", None)
+        source = _SOURCES.get(mod)
         for k, v in vars(mod).items():
             if isinstance(v, ModuleType):
                 todo.append(v)
