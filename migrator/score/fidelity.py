@@ -83,12 +83,16 @@ def failure_pattern_findings(trials: list[Trial]) -> list[Finding]:
     dists = {t.distribution for t in bad}
     passing = {t.distribution for t in good}
     only = dists - passing
-    if only and len(only) <= 2:
+    # a pattern only where it is one: one or two distributions that never pass, while most
+    # trials do (not when 25 of 30 fail)
+    if only and len(only) <= 2 and 2 * len(good) >= len(ran):
         for d in sorted(only):
+            k = sum(t.distribution == d for t in bad)
             out.append(
                 Finding.of(
                     "C2N4044",
-                    f"fails for {d} inputs and passes the others: {HINTS.get(d, d)}",
+                    f"fails every trial with {d} inputs ({k}), while {len(good)} of {len(ran)} "
+                    f"trials pass: {HINTS.get(d, d)}",
                 )
             )
     return out

@@ -387,14 +387,24 @@ def _numerics_summary(task: TaskSpec, trials: list[Trial], findings: list[Findin
             hist[k] += v
     bad = [(t, m) for t in ran for m in t.outputs if not m.ok]
     if bad:
-        t, m = max(bad, key=lambda tm: tm[1].rel_l2 / max(tm[1].allowed_rel_l2, 1e-300))
+        # the worst trial: most elements wrong (non-finite ones included), then the error
+        t, m = max(bad, key=lambda tm: (
+            (tm[1].beyond_tolerance + tm[1].nonfinite_mismatch) / max(tm[1].elements, 1),
+            tm[1].rel_l2 / max(tm[1].allowed_rel_l2, 1e-300),
+        ))  # fmt: skip
+        nonfinite = (
+            f", {m.nonfinite_mismatch} non-finite where the CUDA original is finite"
+            if m.nonfinite_mismatch
+            else ""
+        )
         _once(
             findings,
             "C2N4010",
             f"{len({x[0].index for x in bad})} of {len(ran)} trials outside the policy; worst: "
-            f"output {m.name!r}, {t.distribution} inputs, sizes {t.sizes}: relative L2 error "
-            f"{m.rel_l2:.3g} (CUDA fp32: {m.cuda_rel_l2:.3g}, allowed {m.allowed_rel_l2:.3g}), "
-            f"{m.beyond_tolerance}/{m.elements} elements beyond tolerance, max error "
+            f"output {m.name!r}, {t.distribution} inputs, sizes {t.sizes}: "
+            f"{m.beyond_tolerance}/{m.elements} elements beyond tolerance{nonfinite}; "
+            f"relative L2 error {m.rel_l2:.3g} over the finite elements (CUDA fp32: "
+            f"{m.cuda_rel_l2:.3g}, allowed {m.allowed_rel_l2:.3g}), max error "
             f"{m.max_err_scale_ulp:.0f} ulp of the largest output",
         )
     dtype = task.outputs_in_order[0].dtype if task.outputs_in_order else "float32"

@@ -18,7 +18,7 @@ from migrator.score.numerics import (
     ulp_distance,
     ulp_histogram,
 )
-from migrator.score.protocol import hidden_size_sets, plan_trials
+from migrator.score.protocol import DISTRIBUTIONS, hidden_size_sets, plan_trials
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -201,3 +201,24 @@ def test_an_oracle_that_cannot_run_is_named_not_the_candidate(tmp_path: Path) ->
     r = score(cu, cand, seeds=1)
     assert r.verdict == "error" and "could not be run as the oracle" in r.summary
     assert any(f.rule == "C2N4015" and "asm" in f.message for f in r.findings)
+
+
+def test_a_distribution_pattern_is_named_only_where_it_is_one() -> None:
+    """C2N4044 ("fails for X inputs, passes the others") only when every failure is in that
+    distribution and the others all pass; never when most trials fail."""
+    from migrator.score.fidelity import failure_pattern_findings
+    from migrator.score.models import Trial
+
+    def trials(failing: set[str], extra_fail: int = 0) -> list[Trial]:
+        out = []
+        for i in range(30):
+            d = DISTRIBUTIONS[i % len(DISTRIBUTIONS)]
+            bad = d in failing or i < extra_fail
+            out.append(Trial(index=i, seed=i, distribution=d, sizes={"N": 9}, hidden=False,
+                             ragged=True, status="mismatch" if bad else "ok"))  # fmt: skip
+        return out
+
+    found = failure_pattern_findings(trials({"near_overflow"}))
+    assert [f.rule for f in found] == ["C2N4044"] and "near_overflow" in found[0].message
+    most = failure_pattern_findings(trials({"near_overflow"}, 25))
+    assert "C2N4044" not in {f.rule for f in most}
