@@ -111,6 +111,24 @@ def plan_trials(
     return plans
 
 
+def _summed_terms(spec: TaskSpec, sizes: Mapping[str, int]) -> int:
+    """Input elements summed into one output element by a reduction or row-wise kernel at
+    `sizes` (1 for other families: their near-overflow inputs stay at the dtype's edge)."""
+    if spec.kernel.family not in ("reduction", "rowwise"):
+        return 1
+    ins, outs = spec.inputs_in_order, spec.outputs_in_order
+    if not ins or not outs:
+        return 1
+    try:
+        if spec.kernel.family == "rowwise":
+            return max(1, int(spec.shape_of(ins[0], sizes)[-1]))
+        n_in = int(np.prod(spec.shape_of(ins[0], sizes)))
+        n_out = int(np.prod(spec.shape_of(outs[0], sizes)))
+    except Exception:  # noqa: BLE001 - a shape that needs other sizes: no scaling
+        return 1
+    return max(1, n_in // n_out) if n_out else 1
+
+
 def _constrained(dist: InputDist | None) -> bool:
     """A spec distribution that is a domain constraint (positive for log, integer keys)."""
     if dist is None:
@@ -144,7 +162,11 @@ def make_trial_inputs(spec: TaskSpec, plan: TrialPlan) -> dict[str, np.ndarray]:
         elif plan.distribution == "near_underflow":  # 2^4..2^20 above the smallest normal
             v = sign * float(info.tiny) * np.exp2(rng.uniform(4, 20, size=shape))
         elif plan.distribution == "near_overflow":  # 2^-20..2^-4 below the largest value
-            v = sign * float(info.max) * np.exp2(-rng.uniform(4, 20, size=shape))
+            # ...divided by twice the terms a reduction sums into one output, so that every
+            # summation order stays finite (CUDA's per-lane partials and an NKI kernel's tiles
+            # sum in different orders; neither may be judged by an overflow the other avoids)
+            top = float(info.max) / (2 * _summed_terms(spec, plan.sizes))
+            v = sign * top * np.exp2(-rng.uniform(4, 20, size=shape))
         else:  # special
             pool = SPECIALS_ELEMENTWISE if spec.kernel.family == "elementwise" else SPECIALS_EXACT
             v = rng.standard_normal(size=shape)

@@ -222,3 +222,40 @@ def test_a_distribution_pattern_is_named_only_where_it_is_one() -> None:
     assert [f.rule for f in found] == ["C2N4044"] and "near_overflow" in found[0].message
     most = failure_pattern_findings(trials({"near_overflow"}, 25))
     assert "C2N4044" not in {f.rule for f in most}
+
+
+ROW_SUM = """__global__ void row_sum(const float* x, float* y, int R, int C) {
+  __shared__ float part[256];
+  const float* row = x + (size_t)blockIdx.x * C;
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) s += row[c];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = part[0];
+}
+void launch(const float* x, float* y, int R, int C) { row_sum<<<R, 256>>>(x, y, R, C); }
+"""
+
+
+def test_near_overflow_inputs_keep_every_summation_order_finite(tmp_path: Path) -> None:
+    """A correct row sum over 4097 columns: near-overflow inputs once overflowed in the NKI
+    kernel's order where CUDA's per-lane partials did not (a false fail); they are now scaled
+    by the terms summed, so every order stays finite."""
+    import re
+
+    from migrator.migration import migrate
+    from migrator.score import score
+
+    cu = tmp_path / "row_sum.cu"
+    cu.write_text(ROW_SUM)
+    k = migrate(cu, out_dir=tmp_path / "out", check=False).kernels[0]
+    assert k.status == "complete"
+    spec = tmp_path / "out" / "row_sum.inferred.toml"
+    text = spec.read_text()
+    spec.write_text(re.sub(r"(\[sizes\]\nC = )\d+", r"\g<1>4097", text))
+    r = score(cu, k.nki_file, spec=spec, seeds=5, distributions=("near_overflow",), reference=None)
+    assert r.verdict == "pass" and r.numerics is not None and r.numerics.passed == 5, r.summary
