@@ -185,6 +185,8 @@ def _probe_run(
 ) -> dict[str, int]:
     """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
     their shapes) and return how far it reached into each array argument."""
+    import numpy as np
+
     from migrator.contract import eval_expr, np_dtype
     from migrator.cuda.interp import InterpOptions
     from migrator.cuda.interp.runner import run_kernel
@@ -200,7 +202,9 @@ def _probe_run(
                 f"measuring at sizes {sz} would allocate {n_el} elements for {t['param']}"
             )
         rows = data.get("inputs", {}).get(t["name"], {}).get("high")
-        if isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
+        if t["role"] == "out":  # its values are never read: zeros cost no copy (calloc)
+            args[t["param"]] = np.zeros(n_el, dtype=dt)
+        elif isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
             args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True)
         else:
             args[t["param"]] = _probe_values(dt, high, n_el, rng)

@@ -31,13 +31,22 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--seeds", type=int, default=5, help="seeds per input distribution")
     p.add_argument("--no-reference", action="store_true", help="skip the generated reference")
+    p.add_argument(
+        "--oracle-cache",
+        metavar="DIR",
+        help="where the CUDA oracle's results are kept per task and trial, so further "
+        "candidates of a task skip the CUDA run (default: ~/.cache/cuda2nki/oracle)",
+    )
+    p.add_argument("--no-oracle-cache", action="store_true", help="always run the CUDA oracle")
     p.set_defaults(func=run, handler=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     from migrator.score import ScoreInputError, score
+    from migrator.score.oracle_cache import default_dir
 
+    cache = None if args.no_oracle_cache else (args.oracle_cache or default_dir())
     try:
         report = score(
             args.cuda,
@@ -48,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             seeds=max(1, args.seeds),
             reference=None if args.no_reference else "generated",
             nki_name=args.nki_name,
+            oracle_cache=cache,
         )
     except ScoreInputError as e:
         print(f"migrate score: {e}", file=sys.stderr)

@@ -115,6 +115,7 @@ def score(
     limits: Limits | None = None,
     target: str = "trn2",
     migration: Any = None,
+    oracle_cache: str | Path | None = None,
 ) -> FidelityReport:
     """Score `candidate_path` (an NKI kernel file) as a migration of `cuda_path`'s kernel.
 
@@ -122,7 +123,9 @@ def score(
     None (performance judged against the roofline only). nki_name: the kernel's name in the
     candidate (default: the CUDA kernel's name without ``_kernel``). migration: the migrator's
     result for this kernel (a `KernelMigration` whose `nki_file` still exists) when the caller
-    already has it, instead of migrating again."""
+    already has it, instead of migrating again. oracle_cache: a directory where the CUDA
+    oracle's results are kept per task and trial (`migrate score` uses one by default), so
+    that further candidates of the same task do not run the CUDA original again."""
     t_start = time.perf_counter()
     task = resolve_task(cuda_path, kernel, spec)
     candidate = Path(candidate_path)
@@ -133,7 +136,7 @@ def score(
 
     plans = plan_trials(task, seed=seed, seeds=seeds, hidden=hidden, distributions=distributions)
     t0 = time.perf_counter()
-    oracles = [run_oracle(task, p, make_trial_inputs(task, p)) for p in plans]
+    oracles = _oracles(task, plans, oracle_cache)
     timing.oracle_s = time.perf_counter() - t0
 
     kwargs = {s.name: s.value for s in task.value_scalars}
@@ -313,6 +316,25 @@ def _grade_trial(
         ok = ok and c.ok
     trial.status = "ok" if ok else "mismatch"
     return trial
+
+
+def _oracles(task: TaskSpec, plans: list[TrialPlan], cache_dir: str | Path | None) -> list[Oracle]:
+    """The CUDA oracle of every trial, from the cache where it has them."""
+    from migrator.score.oracle_cache import OracleCache
+
+    try:
+        cache = OracleCache(cache_dir, task) if cache_dir is not None else None
+    except Exception:  # noqa: BLE001 - a source the key cannot read: run without the cache
+        cache = None
+    out = []
+    for p in plans:
+        o = cache.get(p) if cache is not None else None
+        if o is None:
+            o = run_oracle(task, p, make_trial_inputs(task, p))
+            if cache is not None:
+                cache.put(p, o)
+        out.append(o)
+    return out
 
 
 def _once(findings: list[Finding], rule: str, message: str, loc: str | None = None) -> None:
