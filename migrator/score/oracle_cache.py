@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from migrator import __version__
-from migrator.contract import TaskSpec
+from migrator.contract import TaskSpec, np_dtype
 from migrator.score.protocol import Oracle, TrialPlan
 
 FORMAT = 1  # bump when what an entry holds changes
@@ -83,9 +83,15 @@ class OracleCache:
         try:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
-                inputs = {n: z[f"in_{i}"] for i, n in enumerate(meta["inputs"])}
-                cuda = [z[f"cuda_{i}"] for i in range(meta["outputs"])]
-                truth = [z[f"truth_{i}"] for i in range(meta["outputs"])]
+                views = meta.get("views", {})
+
+                def arr(k: str) -> np.ndarray:
+                    a = z[k]
+                    return a.view(np_dtype(views[k])) if k in views else a
+
+                inputs = {n: arr(f"in_{i}") for i, n in enumerate(meta["inputs"])}
+                cuda = [arr(f"cuda_{i}") for i in range(meta["outputs"])]
+                truth = [arr(f"truth_{i}") for i in range(meta["outputs"])]
         except (OSError, KeyError, ValueError):  # absent, or unreadable: run the oracle
             return None
         return Oracle(inputs=inputs, cuda=cuda, truth=truth, error=meta["error"])
@@ -97,10 +103,13 @@ class OracleCache:
             arrays[f"in_{i}"] = oracle.inputs[n]
         for i, (c, t) in enumerate(zip(oracle.cuda, oracle.truth, strict=True)):
             arrays[f"cuda_{i}"], arrays[f"truth_{i}"] = c, t
-        meta = {"inputs": names, "outputs": len(oracle.cuda), "error": oracle.error}
+        # bf16/fp8 (ml_dtypes) have no .npz form: stored as their bits, viewed back on load
+        views = {k: a.dtype.name for k, a in arrays.items() if a.dtype.kind == "V"}
+        for k in views:
+            arrays[k] = arrays[k].view(f"u{arrays[k].dtype.itemsize}")
+        meta = {"inputs": names, "outputs": len(oracle.cuda), "error": oracle.error,
+                "views": views}  # fmt: skip
         arrays["meta"] = np.array(json.dumps(meta))
-        if any(a.dtype.kind == "V" for a in arrays.values()):
-            return  # bf16/fp8 arrays have no portable .npz form: not cached
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")

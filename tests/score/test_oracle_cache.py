@@ -47,3 +47,18 @@ def test_entries_hold_the_oracle_exactly_and_follow_the_source(tmp_path: Path) -
     assert task_key(task) != key  # an edited kernel is another task
     other = task.model_copy(update={"sizes": {**task.sizes, "N": task.sizes["N"] + 1}})
     assert task_key(other) != key
+
+
+def test_bf16_results_are_cached_bit_for_bit(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    from migrator.score.protocol import Oracle
+
+    task = load_spec(CORPUS / "vector_add.toml")
+    plan = plan_trials(task, seeds=1)[0]
+    x = np.array([1.5, -2.25, 3e38], dtype=ml_dtypes.bfloat16)
+    cache = OracleCache(tmp_path, task)
+    cache.put(plan, Oracle(inputs={"a": x}, cuda=[x], truth=[x.astype(np.float64)]))
+    got = cache.get(plan)
+    assert got is not None and got.cuda[0].dtype == x.dtype and got.inputs["a"].dtype == x.dtype
+    assert got.cuda[0].tobytes() == x.tobytes()
