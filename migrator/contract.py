@@ -356,14 +356,21 @@ def bind_source(spec: TaskSpec, cu_path: str | Path) -> TaskSpec:
     return spec.model_copy(update={"kernel": spec.kernel.model_copy(update={"source": rel})})
 
 
-def check_parameters(spec: TaskSpec, kernel: str, params: list[tuple[str, bool]]) -> None:
+def check_parameters(
+    spec: TaskSpec,
+    kernel: str,
+    params: list[tuple[str, bool]],
+    symbols: set[str] | frozenset[str] = frozenset(),
+) -> None:
     """Raise SpecError where the spec does not describe the kernel's parameters
     (`params`: (name, is_pointer) in order): a tensor or scalar naming a parameter the kernel
-    lacks, a pointer without a tensor, an integer without a scalar. The message points at
-    the spec's line and lists the parameters that exist."""
-    names = [n for n, _ in params]
+    lacks, a pointer without a tensor, an integer without a scalar. `symbols`: file-scope
+    `__constant__`/`__device__` arrays, which a tensor may name too (the host fills them with
+    `cudaMemcpyToSymbol`). The message points at the spec's line and lists the parameters
+    that exist."""
+    names = [n for n, _ in params] + sorted(symbols)
     have = ", ".join(f"{n}{'*' if ptr else ''}" for n, ptr in params)
-    pointers = {n for n, ptr in params if ptr}
+    pointers = {n for n, ptr in params if ptr} | set(symbols)
     described = {t.cuda_param for t in spec.tensors} | {s.cuda_param for s in spec.scalars}
     problem: tuple[str, str] | None = None  # (text to find in the spec, what is wrong)
     for t in spec.tensors:
@@ -381,7 +388,7 @@ def check_parameters(spec: TaskSpec, kernel: str, params: list[tuple[str, bool]]
                                           f"{sc.cuda_param!r}")  # fmt: skip
                 break
     if problem is None:
-        missing = [n for n in names if n not in described]
+        missing = [n for n, _ in params if n not in described]
         if not missing:
             return
         problem = ("[[tensors]]", f"CUDA parameter {missing[0]!r} has no tensor or scalar")

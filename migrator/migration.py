@@ -150,7 +150,8 @@ def _migrate_kernel(
     if spec is not None and spec.kernel.name != k.name:
         spec = None  # the sidecar describes another kernel of this file
     if spec is not None:  # a spec that does not fit the kernel is the user's to fix
-        check_parameters(spec, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params])
+        check_parameters(spec, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params],
+                         {c.name for c in tu.constants})  # fmt: skip
     if c.winner is None:
         km.diagnostics += [d for v in c.verdicts for d in v.diagnostics]
         why = "; ".join(f"{f}: {r[0]}" for f, r in km.rejected.items() if r)

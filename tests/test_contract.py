@@ -126,3 +126,22 @@ def test_relations_hold_in_every_published_set_and_steer_drawn_sizes(tmp_path: P
         load_spec(write(tmp_path, text.replace('"ld >= N"', '"ld + N"')))
     with pytest.raises(SpecError, match="unknown name 'Q'"):
         load_spec(write(tmp_path, text.replace('"ld >= N"', '"ld >= Q"')))
+
+
+def test_a_spec_must_describe_its_kernels_parameters(tmp_path: Path) -> None:
+    """Every pointer a tensor, every integer a scalar; a tensor may name a file-scope
+    `__constant__` array the host fills (`cudaMemcpyToSymbol`)."""
+    from migrator.contract import check_parameters
+
+    spec = load_spec(write(tmp_path, SPEC))  # tensors x, y; scalars n, alpha
+    params = [("x", True), ("y", True), ("n", False), ("alpha", False)]
+    check_parameters(spec, "k", params)
+    with pytest.raises(SpecError, match=r"k.toml:\d+: tensor x names CUDA parameter 'x'"):
+        check_parameters(spec, "k", [("q", True), *params[1:]])
+    with pytest.raises(SpecError, match="CUDA parameter 'z' has no tensor or scalar"):
+        check_parameters(spec, "k", [*params, ("z", True)])
+    with pytest.raises(SpecError, match="not a pointer"):
+        check_parameters(spec, "k", [("x", False), *params[1:]])
+    weights = SPEC.replace("[[scalars]]", '[[tensors]]\nname = "w"\nrole = "in"\nshape = ["4"]\n\n'
+                           "[[scalars]]", 1)  # fmt: skip
+    check_parameters(load_spec(write(tmp_path, weights)), "k", params, {"w"})

@@ -91,7 +91,8 @@ def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | N
     try:  # the spec must describe the kernel it names, parameter by parameter
         tu = analyze_file(cuda_path, *task.preprocessor())
         k = tu.kernel(task.kernel.name)
-        check_parameters(task, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params])
+        check_parameters(task, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params],
+                         {c.name for c in tu.constants})  # fmt: skip
     except (SpecError, SourceError) as e:
         raise ScoreInputError(str(e)) from e
     except KeyError as e:
