@@ -80,6 +80,8 @@ class SandboxResult:
     detail: str = ""
     trials: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    # per trial and output: elements the candidate never wrote (None: it wrote them all)
+    unwritten: dict[int, list[np.ndarray | None]] = field(default_factory=dict)
     kernel_name: str | None = None
     load_error: str | None = None
     patched: list[str] = field(default_factory=list)
@@ -240,6 +242,11 @@ def _run(
                 path = (job / "out" / Path(name).name).resolve()
                 outs.append(npy.load(path, dt if isinstance(dt, str) else None))
             res.outputs[int(t["index"])] = outs
+            masks: list[np.ndarray | None] = []
+            for name in t.get("unwritten_files") or []:
+                path = (job / "out" / Path(name).name).resolve() if name else None
+                masks.append(np.load(path, allow_pickle=False) if path else None)
+            res.unwritten[int(t["index"])] = masks
     except (OSError, ValueError, KeyError, TypeError) as e:
         res.status, res.detail = "protocol_error", f"unreadable child result: {e}"
         return res

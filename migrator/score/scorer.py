@@ -280,7 +280,22 @@ def _grade_trial(
         _once(findings, "C2N4012", trial.detail)
         return trial
     ok = True
-    for t, got, o, tr in zip(want, outs, oracle.cuda, oracle.truth, strict=True):
+    masks = box.unwritten.get(plan.index) or []
+    for j, (t, got, o, tr) in enumerate(zip(want, outs, oracle.cuda, oracle.truth, strict=True)):
+        missing = masks[j] if j < len(masks) else None
+        if missing is not None and missing.shape == o.shape:
+            # elements the candidate never wrote: fine where the CUDA original never writes
+            # either (its outputs start NaN-poisoned: pitch padding stays NaN); integer
+            # outputs start at 0, so every unwritten one of theirs counts
+            cuda_wrote = np.isfinite(o) if o.dtype.kind == "f" else np.ones(o.shape, bool)
+            bad = int((missing & cuda_wrote).sum())
+            if bad:
+                trial.detail = f"{t.name}: {bad} element(s) the CUDA original writes never written"
+                _once(findings, "C2N4040", f"output {t.name!r} has {bad} element(s) that were "
+                      "never written where the CUDA original writes them (check masks and loop "
+                      f"bounds; sizes {plan.sizes})")  # fmt: skip
+                ok = False
+                continue
         if got.shape != o.shape:
             trial.detail = f"{t.name}: shape {got.shape}, expected {o.shape}"
             _once(

@@ -259,3 +259,15 @@ def test_near_overflow_inputs_keep_every_summation_order_finite(tmp_path: Path) 
     spec.write_text(re.sub(r"(\[sizes\]\nC = )\d+", r"\g<1>4097", text))
     r = score(cu, k.nki_file, spec=spec, seeds=5, distributions=("near_overflow",), reference=None)
     assert r.verdict == "pass" and r.numerics is not None and r.numerics.passed == 5, r.summary
+
+
+def test_output_elements_cuda_never_writes_are_not_required() -> None:
+    """A pitched output whose padding CUDA never writes: a candidate that skips the padding
+    too passes; one that also skips an element CUDA writes fails with C2N4040."""
+    from migrator.score import score
+
+    data = Path(__file__).resolve().parent / "data" / "pitch_padding"
+    ok = score(data / "pad.cu", data / "pad_skips_padding_nki.py", seeds=1, reference=None)
+    assert ok.verdict == "pass", (ok.summary, [f.message for f in ok.findings])
+    bad = score(data / "pad.cu", data / "pad_skips_a_column_nki.py", seeds=1, reference=None)
+    assert bad.verdict == "fail" and "C2N4040" in bad.rule_ids()
