@@ -261,13 +261,18 @@ def test_near_overflow_inputs_keep_every_summation_order_finite(tmp_path: Path) 
     assert r.verdict == "pass" and r.numerics is not None and r.numerics.passed == 5, r.summary
 
 
-def test_output_elements_cuda_never_writes_are_not_required() -> None:
+def test_output_elements_cuda_never_writes_are_not_required(tmp_path: Path) -> None:
     """A pitched output whose padding CUDA never writes: a candidate that skips the padding
     too passes; one that also skips an element CUDA writes fails with C2N4040."""
     from migrator.score import score
 
     data = Path(__file__).resolve().parent / "data" / "pitch_padding"
-    ok = score(data / "pad.cu", data / "pad_skips_padding_nki.py", seeds=1, reference=None)
+    good = data / "pad_skips_padding_nki.py"
+    ok = score(data / "pad.cu", good, seeds=1, reference=None)
     assert ok.verdict == "pass", (ok.summary, [f.message for f in ok.findings])
-    bad = score(data / "pad.cu", data / "pad_skips_a_column_nki.py", seeds=1, reference=None)
+    text = good.read_text()
+    assert "(i_f < C)" in text
+    wrong = tmp_path / "pad_skips_a_column_nki.py"  # the last real column is never written
+    wrong.write_text(text.replace("(i_f < C)", "(i_f < C - 1)"))
+    bad = score(data / "pad.cu", wrong, seeds=1, reference=None)
     assert bad.verdict == "fail" and "C2N4040" in bad.rule_ids()
