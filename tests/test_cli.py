@@ -385,3 +385,16 @@ def test_profile_runs_user_code_in_the_sandbox(tmp_path: Path, body: str, expect
     r = run("profile", str(kernel), "--inputs", str(a), "--timeout", "3")
     assert r.returncode == 1 and expect in r.stdout, r.stdout + r.stderr
     assert "internal error" not in r.stderr and "root:" not in r.stdout
+
+
+def test_score_several_candidates_of_one_task(tmp_path: Path) -> None:
+    """`migrate score CU A.py B.py --jobs 2`: a report each, the CUDA oracle run once (the
+    first candidate fills the cache, the others reuse it); the exit code is the worst."""
+    cache = tmp_path / "oracle"
+    expert = CORPUS / "expert" / "vector_add_expert.py"
+    gaming = ROOT / "tests" / "score" / "adversarial" / "host_read_tile.py"
+    r = run("score", str(CORPUS / "vector_add.cu"), str(expert), str(gaming), "--jobs", "2",
+            "--seeds", "1", "--no-reference", "--oracle-cache", str(cache))  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.count("vs ") == 2 and "PASS" in r.stdout and "FAIL" in r.stdout
+    assert len(list(cache.rglob("*.npz"))) == 6  # one entry per trial, shared by both

@@ -22,7 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "Trainium performance, and print a rubric report.",
     )
     p.add_argument("cuda", help="the CUDA source (.cu) with its spec sidecar")
-    p.add_argument("candidate", help="the NKI kernel file to score")
+    p.add_argument("candidate", nargs="+", help="the NKI kernel file(s) to score")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="candidates scored at once (several candidates of one task: the first runs alone "
+        "and fills the oracle cache, the others reuse it)",
+    )
     p.add_argument("--kernel", help="the __global__ kernel (must match the spec)")
     p.add_argument("--spec", help="spec sidecar (default: <cuda stem>.toml)")
     p.add_argument("--nki-name", help="kernel name in the candidate (default: from the spec)")
@@ -47,27 +54,45 @@ def run(args: argparse.Namespace) -> int:
     from migrator.score.oracle_cache import default_dir
 
     cache = None if args.no_oracle_cache else (args.oracle_cache or default_dir())
-    try:
-        report = score(
-            args.cuda,
-            args.candidate,
-            kernel=args.kernel,
-            spec=args.spec,
-            seed=args.seed,
-            seeds=max(1, args.seeds),
-            reference=None if args.no_reference else "generated",
-            nki_name=args.nki_name,
-            oracle_cache=cache,
-        )
-    except ScoreInputError as e:
-        print(f"migrate score: {e}", file=sys.stderr)
+    candidates: list[str] = list(args.candidate)
+    if args.output and len(candidates) > 1:
+        print("migrate score: -o takes one candidate (reports of several go to stdout)",
+              file=sys.stderr)  # fmt: skip
         return 2
-    text = RENDERERS[args.format](report)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return {"pass": 0, "fail": 1}.get(report.verdict, 2)
+
+    def one(candidate: str) -> tuple[str, int]:
+        try:
+            report = score(
+                args.cuda,
+                candidate,
+                kernel=args.kernel,
+                spec=args.spec,
+                seed=args.seed,
+                seeds=max(1, args.seeds),
+                reference=None if args.no_reference else "generated",
+                nki_name=args.nki_name,
+                oracle_cache=cache,
+            )
+        except ScoreInputError as e:
+            return f"migrate score: {candidate}: {e}\n", 2
+        return RENDERERS[args.format](report), {"pass": 0, "fail": 1}.get(report.verdict, 2)
+
+    # the first alone (it fills the oracle cache), then the others, `--jobs` at a time; each
+    # candidate runs in its own sandboxed process, so threads suffice to overlap them
+    results = [one(candidates[0])]
+    if len(candidates) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results += list(pool.map(one, candidates[1:]))
+    for text, code in results:
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+        elif code == 2 and text.startswith("migrate score:"):
+            sys.stderr.write(text)
+        else:
+            sys.stdout.write(text)
+    return max(code for _, code in results)  # any error 2, else any fail 1, else 0
 
 
 def main(argv: list[str] | None = None) -> int:
