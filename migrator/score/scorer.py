@@ -9,6 +9,7 @@ the `timing` fields.
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,23 @@ def score(
         )
         for i in runnable
     ]
+    # the reference first: its run time bounds the candidate's (an endless loop stops at a
+    # limit derived from it, not at the default two minutes)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="c2n_ref_") as tmp:
+        km = migration if migration is not None else _migration(task, cuda_path, target, tmp)
+        if reference == "generated":  # our own emitted kernel: trusted, profiled in-process
+            ref_file = km.nki_file if km is not None and km.status == "complete" else None
+            label = "generated"
+            t_ref = time.perf_counter()
+            ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
+            if limits is None and ref is not None:
+                limits = _limits_from_reference(time.perf_counter() - t_ref, len(jobs))
+        else:  # a file the user gave runs like a submission: sandboxed, with the same limits
+            label = str(reference) if reference else None
+            ref, ref_lines = _sandboxed_reference(task, reference, jobs, limits, target)
+    timing.reference_s = time.perf_counter() - t0
+
     t0 = time.perf_counter()
     box = run_candidate(candidate, name, jobs, limits=limits, target=target) if jobs else None
     timing.candidate_s = time.perf_counter() - t0
@@ -171,21 +189,10 @@ def score(
     _three_way(task, plans, oracles, trials, box)
     numerics = _numerics_summary(task, trials, findings)
 
-    t0 = time.perf_counter()
     prof, lines = _candidate_profile(box)
-    with tempfile.TemporaryDirectory(prefix="c2n_ref_") as tmp:
-        km = migration if migration is not None else _migration(task, cuda_path, target, tmp)
-        if reference == "generated":  # our own emitted kernel: trusted, profiled in-process
-            ref_file = km.nki_file if km is not None and km.status == "complete" else None
-            label = "generated"
-            ref, ref_lines = _reference_profile(task, ref_file, oracles, runnable, target)
-        else:  # a file the user gave runs like a submission: sandboxed, with the same limits
-            label = str(reference) if reference else None
-            ref, ref_lines = _sandboxed_reference(task, reference, jobs, limits, target)
     ref_name = label if ref is not None else None
     if km is not None:
         fidelity.attach_cuda_locations(findings, task, str(cuda_path), km.constructs)
-    timing.reference_s = time.perf_counter() - t0
     perf = performance.summarize_performance(prof, ref, ref_name)
     min_bytes = sum(a.nbytes for a in oracles[runnable[0]].inputs.values()) if runnable else 0
     min_bytes += sum(a.nbytes for a in oracles[runnable[0]].cuda) if runnable else 0
@@ -493,6 +500,27 @@ def _migration(task: TaskSpec, cuda_path: str | Path, target: str, out_dir: str)
     return m.kernels[0] if m.kernels else None
 
 
+REF_SLOWDOWN = 60.0  # the candidate may take this many times the reference's run time...
+MIN_LIMIT_S = 20.0  # ...but at least this long (start-up, a tiny task)
+
+
+def _limits_from_reference(ref_trial_s: float, trials: int) -> Limits:
+    """Sandbox limits for a candidate from the reference's time on one trial: generous for a
+    slower but honest kernel, far below the default two minutes for an endless loop."""
+    base = Limits()
+    wall = min(base.wall_seconds, max(MIN_LIMIT_S, REF_SLOWDOWN * ref_trial_s * max(1, trials)))
+    return Limits(
+        cpu_seconds=min(base.cpu_seconds, int(wall)),
+        wall_seconds=wall + 5.0,  # the child's own start-up
+        memory_bytes=base.memory_bytes,
+        file_bytes=base.file_bytes,
+        open_files=base.open_files,
+    )
+
+
+_IN_PROCESS = threading.Lock()  # the emulator's import shim swaps sys.modules entries
+
+
 def _reference_profile(
     task: TaskSpec,
     path: str | Path | None,
@@ -511,9 +539,11 @@ def _reference_profile(
     args = [inputs[t.name].copy() for t in task.inputs_in_order]
     kwargs = {s.name: s.value for s in task.value_scalars}
     try:
-        module = mn.load_kernel_module(path)
-        kernel = getattr(module, task.kernel.name.removesuffix("_kernel"))
-        _, run = mn.run_kernel(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
+        with _IN_PROCESS:  # one in-process emulator run at a time (`migrate score --jobs`)
+            module = mn.load_kernel_module(path)
+            kernel = getattr(module, task.kernel.name.removesuffix("_kernel"))
+            opts = mn.EmulatorOptions(target=target)
+            _, run = mn.run_kernel(kernel, *args, options=opts, **kwargs)
     except Exception:  # noqa: BLE001 - a reference that does not run: judge without it
         return None, []
     return summarize(run, top=8).model_dump(mode="json"), performance.line_stats(run)

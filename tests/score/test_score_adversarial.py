@@ -54,3 +54,11 @@ def test_wall_clock_timeout_is_a_finding() -> None:
     r = score(CORPUS / "vector_add.cu", ADVERSARIAL / "hang.py", seeds=1, reference=None,
               limits=Limits(cpu_seconds=30, wall_seconds=2))  # fmt: skip
     assert "C2N4002" in r.rule_ids() and r.verdict == "fail"
+
+
+def test_an_endless_loop_stops_at_a_limit_derived_from_the_reference() -> None:
+    """Without explicit limits the candidate gets a multiple of the generated reference's run
+    time (at least 20 s), not the default two minutes."""
+    r = score(CORPUS / "vector_add.cu", ADVERSARIAL / "hang.py", seeds=1)
+    assert r.verdict == "fail" and r.rule_ids() & {"C2N4002", "C2N4003"}
+    assert r.sandbox.limits["wall_seconds"] < 60 and r.timing.candidate_s < 60
