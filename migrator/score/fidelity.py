@@ -11,6 +11,7 @@ explained: the CUDA and NKI accumulation orders and the expected size of the dif
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,11 @@ NKI_ORDER = {
 }
 
 
-def reduction_length(spec: TaskSpec) -> int | None:
-    """Terms summed into one output element at the default sizes: K for matmuls (the size the
-    inputs have and the outputs lack), the row length for row-wise kernels, otherwise input
-    elements per output element."""
+def reduction_length(spec: TaskSpec, sizes: Mapping[str, int] | None = None) -> int | None:
+    """Terms summed into one output element at `sizes` (default: the spec's): K for matmuls
+    (the size the inputs have and the outputs lack), the row length for row-wise kernels,
+    otherwise input elements per output element."""
+    sizes = spec.sizes if sizes is None else sizes
     ins, outs = spec.inputs_in_order, spec.outputs_in_order
     if not ins or not outs:
         return None
@@ -54,11 +56,11 @@ def reduction_length(spec: TaskSpec) -> int | None:
         in_names = {str(d) for t in ins for d in t.shape}
         out_names = {str(d) for t in outs for d in t.shape}
         names = [n for n in spec.sizes if n in in_names and n not in out_names]
-        return spec.sizes[names[0]] if names else None
+        return sizes[names[0]] if names else None
     if spec.kernel.family == "rowwise":
-        return spec.sizes.get(str(ins[0].shape[-1]))
-    n_in = int(np.prod(spec.shape_of(ins[0], spec.sizes)))
-    n_out = int(np.prod(spec.shape_of(outs[0], spec.sizes)))
+        return sizes.get(str(ins[0].shape[-1]))
+    n_in = int(np.prod(spec.shape_of(ins[0], sizes)))
+    n_out = int(np.prod(spec.shape_of(outs[0], sizes)))
     return n_in // n_out if n_out and n_in > n_out else None
 
 

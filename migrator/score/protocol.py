@@ -18,6 +18,7 @@ import numpy as np
 from migrator.check import LOW_PRECISION, cuda_view
 from migrator.contract import InputDist, TaskSpec, make_inputs, np_dtype
 from migrator.cuda.interp import InterpError, InterpOptions, run_spec
+from migrator.score.fidelity import reduction_length
 
 DISTRIBUTIONS = ("normal", "uniform", "heavy_tailed", "near_underflow", "near_overflow", "special")
 # the float values "special" mixes in (elementwise kernels: IEEE special cases are defined)
@@ -116,17 +117,10 @@ def _summed_terms(spec: TaskSpec, sizes: Mapping[str, int]) -> int:
     `sizes` (1 for other families: their near-overflow inputs stay at the dtype's edge)."""
     if spec.kernel.family not in ("reduction", "rowwise"):
         return 1
-    ins, outs = spec.inputs_in_order, spec.outputs_in_order
-    if not ins or not outs:
-        return 1
     try:
-        if spec.kernel.family == "rowwise":
-            return max(1, int(spec.shape_of(ins[0], sizes)[-1]))
-        n_in = int(np.prod(spec.shape_of(ins[0], sizes)))
-        n_out = int(np.prod(spec.shape_of(outs[0], sizes)))
+        return max(1, reduction_length(spec, sizes) or 1)
     except Exception:  # noqa: BLE001 - a shape that needs other sizes: no scaling
         return 1
-    return max(1, n_in // n_out) if n_out else 1
 
 
 def _constrained(dist: InputDist | None) -> bool:
