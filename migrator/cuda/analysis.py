@@ -30,7 +30,7 @@ from migrator.cuda.exprs import ExprMixin, opaque
 from migrator.cuda.indexing import Env, IndexEvaluator, Val, Var
 from migrator.cuda.ir import ArrayDecl, IndexVar, Kernel
 from migrator.cuda.memory import MemoryMixin, _width
-from migrator.cuda.parse import ParsedSource
+from migrator.cuda.parse import ParsedSource, unparen
 
 __all__ = ["BodyAnalyzer", "BodyFacts", "vector_and_half_types"]
 
@@ -229,8 +229,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
     def _choice_alias(self, name: str, init: Node) -> None:
         """`q = c ? a : b`: an access through q may be an access of a or of b, so both get
         the role it implies (the index algebra cannot follow q)."""
-        while init.type == "parenthesized_expression" and init.named_children:
-            init = init.named_children[-1]
+        init = unparen(init)
         if init.type != "conditional_expression":
             return
         bases = []

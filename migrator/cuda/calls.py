@@ -15,7 +15,7 @@ from migrator.cuda.builtins import ATOMICS, FMA, WARP_INTRINSICS, CallKind, call
 from migrator.cuda.decl import callee_name
 from migrator.cuda.ir import Barrier, Call, Reduction
 from migrator.cuda.memory import subscript_base
-from migrator.cuda.parse import ParsedSource
+from migrator.cuda.parse import ParsedSource, unparen
 
 _COMPOUND_OPS = {"+=": "sum", "-=": "sum", "*=": "prod", "&=": "and", "|=": "or", "^=": "xor"}
 _MAXMIN = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
@@ -66,8 +66,7 @@ class CallMixin(BodyState):
 
     def _through_pointer(self, node: Node, ptr: Node, kind: str) -> None:
         """An access of `*ptr` made by an intrinsic: `&a[i]` is `a[i]`, `a + i` is `*(a + i)`."""
-        while ptr.type == "parenthesized_expression" and ptr.named_children:
-            ptr = ptr.named_children[-1]
+        ptr = unparen(ptr)
         inner = ptr.child_by_field_name("argument") if ptr.type == "pointer_expression" else None
         op = ptr.child_by_field_name("operator") if inner is not None else None
         if (
@@ -144,12 +143,12 @@ class CallMixin(BodyState):
         )
 
     def _atomic(self, node: Node, name: str, args: list[Node]) -> None:
-        target = _unparen(args[0])
+        target = unparen(args[0])
         while target.type == "cast_expression" and target.child_by_field_name("value"):
-            target = _unparen(target.child_by_field_name("value"))  # type: ignore[arg-type]
+            target = unparen(target.child_by_field_name("value"))  # type: ignore[arg-type]
         if target.type == "pointer_expression" and target.child_by_field_name("argument"):
             inner = target.child_by_field_name("argument")
-            inner = _unparen(inner) if inner is not None else None  # `&(y[a[i]])`
+            inner = unparen(inner) if inner is not None else None  # `&(y[a[i]])`
             if inner is not None and inner.type == "subscript_expression":
                 self._subscript(inner, "atomic")
             else:
@@ -279,13 +278,6 @@ def _contains_name(p: ParsedSource, node: Node, name: str) -> bool:
             return True
         stack.extend(n.named_children)
     return False
-
-
-def _unparen(n: Node) -> Node:
-    """`(e)` -> e, however deep."""
-    while n.type == "parenthesized_expression" and n.named_children:
-        n = n.named_children[-1]
-    return n
 
 
 def _descendants(n: Node, kind: str) -> list[Node]:

@@ -16,7 +16,7 @@ from migrator.cuda.builtins import TYPE_BYTES
 from migrator.cuda.decl import callee_name
 from migrator.cuda.indexing import Var
 from migrator.cuda.ir import Access, IndexExpr
-from migrator.cuda.parse import ParsedSource
+from migrator.cuda.parse import ParsedSource, unparen
 
 
 class MemoryMixin(BodyState):
@@ -35,8 +35,7 @@ class MemoryMixin(BodyState):
             self.expr(right, "read")
         if left is None:
             return
-        while left.type == "parenthesized_expression" and left.named_children:
-            left = left.named_children[-1]  # `(LDST128BITS(c[i])) = v`: macros add parentheses
+        left = unparen(left)  # `(LDST128BITS(c[i])) = v`: macros add parentheses
         if _has_template_call(left):  # `x < a && y > b = ...` cannot be an lvalue: a misparse
             self.facts.diagnostics.append(
                 diag.make("AMBIGUOUS_COMPARISON", self.p.span(node), text=self.p.text(node)[:60])
@@ -264,8 +263,7 @@ class MemoryMixin(BodyState):
         if t == "pointer_expression":
             op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
             arg = node.child_by_field_name("argument")
-            while arg is not None and arg.type == "parenthesized_expression" and arg.named_children:
-                arg = arg.named_children[0]  # `&(a[idx])`, as macros spell it
+            arg = unparen(arg) if arg is not None else None  # `&(a[idx])`, as macros spell it
             if op == "&" and arg is not None and arg.type == "subscript_expression":
                 base = self.resolve_pointer(arg.child_by_field_name("argument"))  # type: ignore[arg-type]
                 idx = arg.child_by_field_name("indices")

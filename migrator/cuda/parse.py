@@ -81,6 +81,13 @@ def _untangle_templates(text: str) -> str:
     return _CG_TILE_DECL.sub(lambda m: "auto".ljust(len(m.group(0))), text)
 
 
+def unparen(node: Node) -> Node:
+    """`(e)` -> e, however deep (macros add parentheses: `&(a[i])`, `(LDST128BITS(c[i])) = v`)."""
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[-1]
+    return node
+
+
 def parse_preprocessed(pre: Preprocessed) -> ParsedSource:
     data = _untangle_templates(pre.text).encode("utf-8")
     tree = new_parser().parse(data)

@@ -19,6 +19,7 @@ from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
 from migrator.cuda.interp.values import Val, convert, scalar, select
+from migrator.cuda.parse import unparen
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
@@ -276,8 +277,7 @@ class ExprMixin:
 
     def address_operand(self: Machine, node: Node) -> Node | None:
         """`x` of `&x` (parentheses around either allowed), else None."""
-        while node.type == "parenthesized_expression" and node.named_children:
-            node = node.named_children[-1]
+        node = unparen(node)
         op = node.child_by_field_name("operator") if node.type == "pointer_expression" else None
         if op is None or self.parsed.text(op) != "&":
             return None
@@ -288,8 +288,7 @@ class ExprMixin:
     ) -> tuple[LValue, CType] | None:
         """`reinterpret_cast<T*>(&v)` / `(T*)&v` of a local variable (not memory): the
         variable's lvalue and T, or None when `node` is not that shape."""
-        while node.type == "parenthesized_expression" and node.named_children:
-            node = node.named_children[-1]
+        node = unparen(node)
         target: CType | None = None
         operand: Node | None = None
         if node.type == "cast_expression":
