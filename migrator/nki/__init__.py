@@ -16,7 +16,7 @@ table), language + nl_memory + nl_composite + nl_int (``nl``; nl_int: exact inte
 bit-vector ops), isa + isa_common + isa_extra (instruction engine), isa_legacy / isa_dst (the
 two ``nisa`` dialects), compiler_mod (``nki.compiler`` hints, no-ops), dma (descriptor
 accounting), frontend (jit, grids), shim (imports), trace + cost (cost model with a dependency
-schedule), backends, profile_cli, support (generated API table).
+schedule; `render_profile`), backends, support (generated API table).
 """
 
 from .cost import Profile, profile

@@ -281,3 +281,25 @@ def profile(
     """Run ``kernel`` on numpy ``arrays`` in the emulator and return its cost profile."""
     _, run = run_kernel(kernel, *arrays, grid=grid, options=options, **kwargs)
     return summarize(run)
+
+
+def render_profile(p: Profile) -> str:
+    """Human-readable summary of a profile."""
+    lines = [
+        f"target {p.target}: {p.instructions} instructions, estimated "
+        f"{p.estimated_latency_us:.2f} us (perfect overlap {p.overlap_bound_us:.2f} us, "
+        f"serial {p.serial_latency_us:.2f} us), "
+        f"roofline {p.roofline_latency_us:.2f} us ({p.roofline_fraction:.0%}), "
+        f"bottleneck {p.bottleneck}",
+    ]
+    for name, stats in p.engines.items():
+        if stats.instructions:
+            lines.append(f"  {name:<7} {stats.instructions:6d} instr  {stats.busy_us:10.2f} us")
+    lines.append(
+        f"  DMA {p.dma_bytes} B in {p.dma_descriptors} descriptors "
+        f"({p.mean_descriptor_bytes:.0f} B each); peak SBUF "
+        f"{p.peak_sbuf_bytes_per_partition} B/partition, PSUM {p.peak_psum_banks} banks"
+    )
+    lines += [f"  hot: {h.location} {h.engine} {h.busy_us:.2f} us" for h in p.hotspots]
+    lines += [f"  finding: {f}" for f in p.findings]
+    return "\n".join(lines)

@@ -190,6 +190,13 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
 
 
+def _candidate_frame(e: BaseException, candidate: str) -> traceback.FrameSummary | None:
+    """The innermost frame of `e`'s traceback in the candidate's file, if any."""
+    name = Path(candidate).name
+    mine = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).name == name]
+    return mine[-1] if mine else None
+
+
 def _run_trial(
     kernel: Any, trial: dict[str, Any], job: Path, target: str, kernel_file: str = ""
 ) -> dict[str, Any]:
@@ -237,10 +244,9 @@ def _run_trial(
         res.update(status="memory", error="MemoryError")
         return res
     except Exception as e:  # anything else the candidate raised outside the emulator's wrap
-        tb = traceback.extract_tb(e.__traceback__)
         # the candidate's own line (a refused operation surfaces in this module's audit hook)
-        mine = [f for f in tb if Path(f.filename).name == Path(str(kernel_file)).name]
-        frame = mine[-1] if mine else tb[-1] if tb else None
+        tb = traceback.extract_tb(e.__traceback__)
+        frame = _candidate_frame(e, kernel_file) or (tb[-1] if tb else None)
         where = f"{frame.filename}:{frame.lineno}" if frame else ""
         res.update(status="crash", error=f"{where}: {type(e).__name__}: {e}")
         return res
@@ -311,16 +317,10 @@ def main(argv: list[str]) -> int:
         module = mn.load_kernel_module(job / spec["candidate"])
         result["kernel_name"], kernel = _find_kernel(module, spec["kernel"])
     except BaseException as e:  # noqa: BLE001 - any load failure is a result, not a crash
-        tb = traceback.extract_tb(e.__traceback__)
-        where = next(
-            (
-                f"{f.filename}:{f.lineno}"
-                for f in reversed(tb)
-                if f.filename.endswith(spec["candidate"])
-            ),
-            "",
-        )
-        result["load_error"] = f"{where + ': ' if where else ''}{type(e).__name__}: {e}"
+        frame = _candidate_frame(e, spec["candidate"])
+        where = f"{frame.filename}:{frame.lineno}: " if frame else ""
+        result["load_error"] = f"{where}{type(e).__name__}: {e}"
+        result["missing_kernel"] = module is not None and isinstance(e, LookupError)
         kernel = None
     if kernel is not None:
         for trial in spec["trials"]:

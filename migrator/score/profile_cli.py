@@ -5,7 +5,7 @@ The file is user code: it runs in a separate, limited process (`migrator.score.s
 network, no writes outside its folder, CPU/memory/time limits), as every candidate the scorer
 runs does. Exit codes: 0 ok; 1 the kernel's own failure (it raised, broke a Trainium
 constraint, did something the sandbox refuses, or ran past the time limit), with the
-kernel's line; 2 bad usage or unreadable input.
+kernel's line; 2 bad usage (a kernel name the file lacks) or unreadable input.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from migrator.nki.cost import Profile
-from migrator.nki.profile_cli import render
+from migrator.nki.cost import Profile, render_profile
 from migrator.score.sandbox import Limits, TrialJob, run_candidate
 
 
@@ -56,7 +55,7 @@ def handle(args: argparse.Namespace) -> int:
         return 1
     if res.load_error:
         print(f"error: loading {args.kernel_file}: {res.load_error}")
-        return 1
+        return 2 if res.missing_kernel else 1  # a kernel name the file lacks: bad usage
     trial = res.trials[0] if res.trials else {}
     status = trial.get("status")
     if status == "constraint":
@@ -66,5 +65,5 @@ def handle(args: argparse.Namespace) -> int:
         print(f"error: the kernel failed ({status}): {trial.get('error', 'no result')}")
         return 1
     result = Profile.model_validate(trial["profile"])
-    print(result.model_dump_json(indent=2) if args.json else render(result))
+    print(result.model_dump_json(indent=2) if args.json else render_profile(result))
     return 0

@@ -84,6 +84,7 @@ class SandboxResult:
     unwritten: dict[int, list[np.ndarray | None]] = field(default_factory=dict)
     kernel_name: str | None = None
     load_error: str | None = None
+    missing_kernel: bool = False  # the file loaded, but has no kernel of the name asked for
     patched: list[str] = field(default_factory=list)
     stderr_tail: str = ""
     wall_s: float = 0.0
@@ -233,6 +234,7 @@ def _run(
         data = json.loads(_scrub(result_file.read_text(), job, candidate))
         res.kernel_name = data.get("kernel_name")
         res.load_error = data.get("load_error")
+        res.missing_kernel = bool(data.get("missing_kernel"))
         res.patched = list(data.get("patched", []))
         res.trials = list(data.get("trials", []))
         for t in res.trials:

@@ -1,4 +1,4 @@
-"""The `migrate profile` subcommand handler (wired into cli.py by its owner)."""
+"""`migrate profile`: a kernel file run in the emulator (in the scorer's sandbox) and its cost."""
 
 import argparse
 import json
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from migrator.nki.profile_cli import register
+from migrator.score.profile_cli import register
 
-KERNELS = Path(__file__).parent / "kernels" / "legacy_kernels.py"
+KERNELS = Path(__file__).resolve().parents[1] / "nki" / "kernels" / "legacy_kernels.py"
 
 
 def parse(argv):
