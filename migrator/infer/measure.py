@@ -245,29 +245,33 @@ def measure_extents(
     parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str], tie: bool = True
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
-    at sizes that are not all powers of two (a fit can depend on which multiples occur), then,
-    with at most three sizes, at four times the sizes; last, at multiples of the tiles the
-    grid divides the sizes by (kernels that assume whole tiles: `a[idx]` read unguarded, a
-    K loop over whole slices). Returns the extents and the relations the sizes then obey
-    (`N % 128 == 0`; none unless the tiled attempt was the one that fitted)."""
+    at sizes that are not all powers of two (a fit can depend on which multiples occur), then
+    at multiples of the tiles the grid divides the sizes by (kernels that assume whole tiles:
+    `a[idx]` read unguarded, a K loop over whole slices), then, with at most three sizes, at
+    four times the sizes; last (`tie`), with every size equal (square problems). Returns the
+    extents and the relations the sizes then obey (`N % 128 == 0`, `K == M`; none unless a
+    tiled or tied attempt was the one that fitted)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
-    attempts = [(small, 1), (OTHER_SIZES, 1)] + ([(small, 4)] if len(free) <= 3 else [])
+    # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
+    attempts: list[tuple[tuple[int, ...], int, dict[str, int] | None]] = [
+        (small, 1, None), (OTHER_SIZES, 1, None)
+    ]  # fmt: skip
     tiles = grid_tiles(data, launch_only)
     if tiles and _tiles_affordable(data, tiles, launch_only):
-        # before four times the sizes (cheaper)
-        attempts.insert(2, (TILE_MULTIPLES, 0))
+        attempts.append((TILE_MULTIPLES, 1, tiles))  # before four times the sizes: cheaper
+    if len(free) <= 3:
+        attempts.append((small, 4, None))
     first: InferenceError | None = None
-    for values, scale in attempts:
+    for values, scale, tiled in attempts:
         try:
-            if scale == 0:
-                out = _measure(parsed, data, params, launch_only, values, 1, tiles)
-                return out, [f"{n} % {t} == 0" for n, t in sorted(tiles.items()) if t > 1]
-            return _measure(parsed, data, params, launch_only, values, scale), []
+            out = _measure(parsed, data, params, launch_only, values, scale, tiled)
         except GatherError:
             raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
             first = first or e
+            continue
+        return out, [f"{n} % {t} == 0" for n, t in sorted((tiled or {}).items()) if t > 1]
     if tie and len(free) >= 2:  # last: a kernel written for square problems (M == N == K)
         try:
             return _measure_tied(parsed, data, params, launch_only, free, tiles)
@@ -319,8 +323,8 @@ TILE_MULTIPLES = (1, 2)  # sizes measured at these multiples of their tiles
 
 
 def _tiles_affordable(data: dict[str, Any], tiles: dict[str, int], launch_only: set[str]) -> bool:
-    """Whether the largest tiled measurement (every size at three tiles) keeps each shaped
-    tensor within PROBE_ELEMS: four sizes of 256 each are not measured that way."""
+    """Whether the largest tiled measurement (every size at its largest tile multiple) keeps
+    each shaped tensor within PROBE_ELEMS: four sizes of 256 each are not measured that way."""
     from migrator.contract import SpecError, eval_expr
 
     sz = {n: data["sizes"][n] for n in launch_only}
