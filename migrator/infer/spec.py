@@ -339,11 +339,14 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     data["relations"] = relations
 
 
-def infer_for_file(source: str | Path, kernel: str | None = None) -> TaskSpec:
-    """The inferred spec of `kernel` (or of the file's only kernel), as `migrate` infers it."""
+def infer_for_file(
+    source: str | Path, kernel: str | None = None, tu: TranslationUnit | None = None
+) -> TaskSpec:
+    """The inferred spec of `kernel` (or of the file's only kernel), as `migrate` infers it;
+    `tu`: the file's front-end result when the caller already has it."""
     from migrator.cuda.frontend import analyze_file
 
-    tu = analyze_file(source)
+    tu = tu if tu is not None else analyze_file(source)
     if kernel is None:
         if len(tu.global_kernels) != 1:
             names = ", ".join(k.name for k in tu.global_kernels) or "none"

@@ -53,15 +53,15 @@ def _code_hash() -> str:
 def task_key(task: TaskSpec) -> str:
     """What the oracle's results depend on besides the trial: the preprocessed source, the
     spec (without where it was read from) and the tool's version."""
-    from migrator.cuda.parse import parse_file
+    from migrator.cuda.source import preprocess, read_source
 
     include_dirs, defines = task.preprocessor()
-    parsed = parse_file(task.cuda_source_path(), include_dirs, defines)
+    pre = preprocess(read_source(task.cuda_source_path()), include_dirs, defines)
     blob = {
         "format": FORMAT,
         "version": __version__,
         "code": _code_hash(),
-        "source": hashlib.sha256(parsed.source_bytes).hexdigest(),
+        "source": hashlib.sha256(pre.text.encode()).hexdigest(),  # headers included
         "spec": task.model_dump(mode="json", exclude={"path"}),
     }
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:24]

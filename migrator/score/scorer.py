@@ -8,6 +8,7 @@ the `timing` fields.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import threading
 import time
@@ -70,11 +71,13 @@ def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | N
     if not cuda_path.is_file():
         raise ScoreInputError(f"{cuda_path}: CUDA file not found")
     spec_path = Path(spec) if spec else spec_for_source(cuda_path)
+    tu = None  # the front end's result, once
     if spec_path is None:  # no sidecar: the task `migrate` infers for this file
         from migrator.infer import InferenceError, infer_for_file
 
         try:
-            task = infer_for_file(cuda_path, kernel)
+            tu = analyze_file(cuda_path)
+            task = infer_for_file(cuda_path, kernel, tu)
         except InferenceError as e:
             raise ScoreInputError(
                 f"no spec sidecar next to {cuda_path}, and none could be inferred: {e}; pass --spec"
@@ -90,7 +93,7 @@ def resolve_task(cuda_path: str | Path, kernel: str | None, spec: str | Path | N
     if kernel and task.kernel.name != kernel:
         raise ScoreInputError(f"{spec_path} describes {task.kernel.name}, not {kernel}")
     try:  # the spec must describe the kernel it names, parameter by parameter
-        tu = analyze_file(cuda_path, *task.preprocessor())
+        tu = tu if tu is not None else analyze_file(cuda_path, *task.preprocessor())
         k = tu.kernel(task.kernel.name)
         check_parameters(task, k.name, [(p.name, bool(p.pointer_depth)) for p in k.params],
                          {c.name for c in tu.constants})  # fmt: skip
@@ -373,12 +376,12 @@ def _constant_outputs(
     seen: set[tuple[Any, ...]] = set()
     for p, o in zip(plans, oracles, strict=True):
         outs = box.outputs.get(p.index)
+        sizes = tuple(sorted(p.sizes.items()))
         # trials with the same inputs say nothing about dependence on them: one of each
-        key = (tuple(sorted(p.sizes.items())),
-               *(hash(np.ascontiguousarray(a).tobytes()) for a in o.inputs.values()))  # fmt: skip
+        key = (sizes, *(hash(np.ascontiguousarray(a).tobytes()) for a in o.inputs.values()))
         if o.error is None and outs and key not in seen:
             seen.add(key)
-            groups.setdefault(tuple(sorted(p.sizes.items())), []).append((outs, o.cuda))
+            groups.setdefault(sizes, []).append((outs, o.cuda))
     for g in groups.values():
         found = defences.constant_output_findings(g, task)
         if found:
@@ -509,13 +512,9 @@ def _limits_from_reference(ref_trial_s: float, trials: int) -> Limits:
     slower but honest kernel, far below the default two minutes for an endless loop."""
     base = Limits()
     wall = min(base.wall_seconds, max(MIN_LIMIT_S, REF_SLOWDOWN * ref_trial_s * max(1, trials)))
-    return Limits(
-        cpu_seconds=min(base.cpu_seconds, int(wall)),
-        wall_seconds=wall + 5.0,  # the child's own start-up
-        memory_bytes=base.memory_bytes,
-        file_bytes=base.file_bytes,
-        open_files=base.open_files,
-    )
+    # (+5 s: the child's own start-up)
+    return dataclasses.replace(base, cpu_seconds=min(base.cpu_seconds, int(wall)),
+                               wall_seconds=wall + 5.0)  # fmt: skip
 
 
 _IN_PROCESS = threading.Lock()  # the emulator's import shim swaps sys.modules entries
