@@ -249,6 +249,16 @@ class TaskSpec(_Frozen):
                 _adjust(rel, out)
         return None if self.broken_relations(out) else out
 
+    def obeying(self, size_sets: list[dict[str, int]]) -> list[dict[str, int]]:
+        """Drawn size sets adjusted to obey the relations (`satisfy`); a set that cannot be,
+        or that repeats an earlier one, is dropped."""
+        out: list[dict[str, int]] = []
+        for sset in size_sets:
+            fixed = self.satisfy(sset)
+            if fixed is not None and fixed not in out:
+                out.append(fixed)
+        return out
+
     def all_size_sets(self) -> list[dict[str, int]]:
         """The default sizes followed by each published extra set (merged over the defaults)."""
         return [dict(self.sizes)] + [{**self.sizes, **s} for s in self.size_sets]

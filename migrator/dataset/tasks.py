@@ -117,10 +117,8 @@ def hidden_sizes(spec: TaskSpec) -> list[dict[str, int]]:
             if v % 32 == 0:
                 v += 1
             sizes[name] = v
-        fixed = spec.satisfy(sizes)  # relations the kernel assumes (`N % 4 == 0`) win
-        if fixed is not None and fixed not in out:
-            out.append(fixed)
-    return out
+        out.append(sizes)
+    return spec.obeying(out)  # relations the kernel assumes (`N % 4 == 0`) win
 
 
 def _difficulty(family: str | None, kernel: Any) -> str:
@@ -147,10 +145,7 @@ def variant_spec(
         if unknown:
             raise ValueError(f"unknown sizes {', '.join(unknown)} (the task has "
                              f"{', '.join(spec.sizes)})")  # fmt: skip
-        merged = {**spec.sizes, **sizes}
-        broken = spec.broken_relations(merged)
-        if broken:
-            raise ValueError(f"sizes {sizes} break the relation {broken[0]!r} the task states")
+        merged = spec.resolve_sizes(sizes)  # (sizes that break a relation: a SpecError)
         out = out.model_copy(update={"sizes": merged, "size_sets": []})
     return out
 

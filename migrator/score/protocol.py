@@ -75,14 +75,8 @@ def hidden_size_sets(spec: TaskSpec, seed: int) -> list[dict[str, int]]:
         while _bad(t, blocks):
             t += 2
         tail[name] = t if v >= 64 else mid[name]
-    # sizes the kernel assumes (`N % 1024 == 0`) win over raggedness: a set that cannot be
-    # made to obey the spec's relations is not drawn
-    out: list[dict[str, int]] = []
-    for sset in (mid, tail):
-        fixed = spec.satisfy(sset)
-        if fixed is not None and fixed not in out:
-            out.append(fixed)
-    return out
+    # sizes the kernel assumes (`N % 1024 == 0`) win over raggedness
+    return spec.obeying([mid, tail])
 
 
 def is_ragged(spec: TaskSpec, sizes: Mapping[str, int]) -> bool:
