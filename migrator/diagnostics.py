@@ -400,6 +400,23 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "no {family} template for the new `nki` dialect yet: emitted legacy `neuronxcc.nki`",
         "Use an SDK that accepts neuronxcc.nki (<= 2.27), or port loads/stores to slices.",
     ),
+    DiagnosticKind(
+        "C2N2013",
+        "LIFTED",
+        "note",
+        "low",
+        "kernel {kernel} computes `{program}` (lifted from a traced run, verified against the "
+        "CUDA interpreter at {sizes}); emitted from that program",
+        "Nothing to do: the emitted kernel follows what the CUDA kernel computes.",
+    ),
+    DiagnosticKind(
+        "C2N2014",
+        "NOT_LIFTED",
+        "warning",
+        "high",
+        "what kernel {kernel} computes could not be lifted to a tensor program: {why}",
+        "Port it by hand, or give a spec whose family the pattern matchers recognise.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

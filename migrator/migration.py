@@ -26,6 +26,7 @@ from migrator.contract import (
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.emit import has_template, render
+from migrator.lift import LiftResult
 from migrator.nkiexpr import Untranslatable
 from migrator.patterns.registry import Classification, classify
 from migrator.plan import Plan, PlanError
@@ -56,6 +57,7 @@ class KernelMigration(BaseModel):
     nki_file: str | None = None
     nki_source: str | None = None
     check: CheckReport | None = None
+    lifted: LiftResult | None = None  # what the kernel computes, where the lifter ran
 
     @property
     def coverage(self) -> tuple[int, int]:
@@ -167,54 +169,146 @@ def _migrate_kernel(
                 plan = _plan(c, tu, k, spec)
             except PlanError as e:
                 km.diagnostics.append(e.diagnostic)
+    if plan is None and not (spec is None and c.winner is not None):
+        # no family by spelling (or its plan failed): what does the kernel compute?
+        if spec is None:
+            spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
+            inferred = spec is not None
+            if spec is not None and options.get("dtype"):
+                spec = with_dtype(spec, options["dtype"])
+        if spec is not None:
+            plan = _lifted_plan(tu, k, spec, km)
     if plan is None:
         km.constructs = [c.model_copy(update={"mapped": False}) for c in km.constructs]
         km.nki_source = render_skeleton(tu, k, km)
         km.status = "partial" if c.winner is not None or km.nki_source else "failed"
-    else:
-        plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
-        if inferred and spec is not None:  # the file re-checks itself wherever it is copied
-            from migrator.infer import to_toml
+        out.mkdir(parents=True, exist_ok=True)
+        nki_path.write_text(km.nki_source, encoding="utf-8")
+        km.nki_file = str(nki_path)
+        return km
+    _emit(km, plan, tu, k, spec, inferred, out, nki_path, options)
+    if check and spec is not None:
+        _check(km, plan, k, spec, nki_path, target, options)
+        if km.status == "failed" and km.lifted is None:
+            # the family the matchers chose does not compute what the kernel does: try the
+            # lifted program before giving up
+            first = km.model_copy(deep=True)
+            lifted = _lifted_plan(tu, k, spec, km)
+            if lifted is not None:
+                _emit(km, lifted, tu, k, spec, inferred, out, nki_path, options)
+                _check(km, lifted, k, spec, nki_path, target, options)
+            if km.status == "failed":  # keep the first attempt's report and kernel
+                first.lifted = km.lifted
+                first.diagnostics += [d for d in km.diagnostics if d.id == "C2N2014"]
+                km = first
+                nki_path.write_text(km.nki_source or "", encoding="utf-8")
+    return km
 
-            plan.fields["spec_toml"] = to_toml(spec)
-        km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
-        api = options.get("nki_api") or "legacy"
-        if api == "new" and not has_template(plan.family, "new", plan.variant):
-            km.diagnostics.append(diag.make("LEGACY_DIALECT", k.span, family=plan.family))
-            api = "legacy"
-        km.nki_source = render(plan, api=api)
-        # the dialect asked for is part of the job: a legacy fallback is a partial migration
-        km.status = "complete" if api == (options.get("nki_api") or "legacy") else "partial"
+
+def _lifted_plan(
+    tu: TranslationUnit, k: Kernel, spec: TaskSpec, km: KernelMigration
+) -> Plan | None:
+    """The plan from the kernel's lifted tensor program (`migrator.lift`), or None with a
+    diagnostic naming what was found and why it was not emitted."""
+    from migrator.lift import lift_task
+    from migrator.patterns.lifted import plan_program
+
+    result = lift_task(spec)
+    km.lifted = result
+    if not result.ok or result.program is None:
+        why = (
+            result.error
+            or "; ".join(
+                f"at {v.sizes}: {v.note or f'max error {v.max_abs_error:.3g}'}"
+                for v in result.verified
+                if not v.ok
+            )
+            or "nothing verified"
+        )
+        if result.program is not None and not result.error:
+            why = f"`{_clip(result.program.render(), 200)}` did not verify ({why})"
+        km.diagnostics.append(diag.make("NOT_LIFTED", k.span, kernel=k.name, why=_clip(why)))
+        return None
+    try:
+        plan = plan_program(result.program, tu, k, spec)
+    except PlanError as e:
+        km.diagnostics.append(e.diagnostic)
+        return None
+    sizes = "; ".join(", ".join(f"{a}={b}" for a, b in v.sizes.items()) for v in result.verified)
+    km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")]
+    km.diagnostics.append(diag.make("LIFTED", k.span, kernel=k.name,
+                                    program=_clip(result.program.render(), 200),
+                                    sizes=_clip(sizes, 160)))  # fmt: skip
+    km.family, km.variant = plan.family, plan.variant
+    km.reasons = [f"computes {line}" for line in result.program.render().splitlines()]
+    km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
+                     for c in km.constructs]  # fmt: skip
+    return plan
+
+
+def _emit(
+    km: KernelMigration,
+    plan: Plan,
+    tu: TranslationUnit,
+    k: Kernel,
+    spec: TaskSpec | None,
+    inferred: bool,
+    out: Path,
+    nki_path: Path,
+    options: dict[str, Any],
+) -> None:
+    plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
+    if inferred and spec is not None:  # the file re-checks itself wherever it is copied
+        from migrator.infer import to_toml
+
+        plan.fields["spec_toml"] = to_toml(spec)
+    km.plan = plan.model_dump(mode="json", exclude={"diagnostics"})
+    api = options.get("nki_api") or "legacy"
+    if api == "new" and not has_template(plan.family, "new", plan.variant):
+        km.diagnostics.append(diag.make("LEGACY_DIALECT", k.span, family=plan.family))
+        api = "legacy"
+    km.nki_source = render(plan, api=api)
+    # the dialect asked for is part of the job: a legacy fallback is a partial migration
+    km.status = "complete" if api == (options.get("nki_api") or "legacy") else "partial"
     out.mkdir(parents=True, exist_ok=True)
     nki_path.write_text(km.nki_source, encoding="utf-8")
     km.nki_file = str(nki_path)
-    if check and plan is not None and spec is not None:
-        extra = [spec.resolve_sizes(options["sizes"])] if options.get("sizes") else []
-        km.check = check_kernel(
-            nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
-        )
-        cuda_errors = [s.cuda_error for s in km.check.sizes if s.cuda_error]
-        if cuda_errors:  # the input kernel itself does not run: report it, do not blame emission
-            km.status = "partial"
-            km.diagnostics.append(diag.make("CUDA_RUN_FAILED", k.span, detail=cuda_errors[0][:300]))
-        elif not km.check.ok:
-            km.status = "failed"
-            for s in km.check.sizes:
-                if s.error and "Constraint" in s.error:
-                    km.diagnostics.append(
-                        diag.make("CONSTRAINT_VIOLATION", k.span, detail=s.error[:300])
+
+
+def _check(
+    km: KernelMigration,
+    plan: Plan,
+    k: Kernel,
+    spec: TaskSpec,
+    nki_path: Path,
+    target: str,
+    options: dict[str, Any],
+) -> None:
+    extra = [spec.resolve_sizes(options["sizes"])] if options.get("sizes") else []
+    km.check = check_kernel(
+        nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
+    )
+    cuda_errors = [s.cuda_error for s in km.check.sizes if s.cuda_error]
+    if cuda_errors:  # the input kernel itself does not run: report it, do not blame emission
+        km.status = "partial"
+        km.diagnostics.append(diag.make("CUDA_RUN_FAILED", k.span, detail=cuda_errors[0][:300]))
+    elif not km.check.ok:
+        km.status = "failed"
+        for s in km.check.sizes:
+            if s.error and "Constraint" in s.error:
+                km.diagnostics.append(
+                    diag.make("CONSTRAINT_VIOLATION", k.span, detail=s.error[:300])
+                )
+            elif not s.ok:
+                bad = [o.name for o in s.outputs if not o.ok]
+                km.diagnostics.append(
+                    diag.make(
+                        "NUMERIC_MISMATCH",
+                        k.span,
+                        sizes=str(s.sizes),
+                        detail=s.error or f"outputs {', '.join(bad)}",
                     )
-                elif not s.ok:
-                    bad = [o.name for o in s.outputs if not o.ok]
-                    km.diagnostics.append(
-                        diag.make(
-                            "NUMERIC_MISMATCH",
-                            k.span,
-                            sizes=str(s.sizes),
-                            detail=s.error or f"outputs {', '.join(bad)}",
-                        )
-                    )
-    return km
+                )
 
 
 def _inferred(

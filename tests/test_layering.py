@@ -16,8 +16,11 @@ ALLOWED: dict[str, set[str]] = {
     # planning: IR + contract -> plan; emission renders it; neither runs anything
     "nkiexpr": {"cuda"},
     "plan": {"diagnostics", "contract", "cuda"},
-    "patterns": {"diagnostics", "contract", "cuda", "patterns", "plan", "nkiexpr"},
+    # lowering rules read lifted tensor programs (the `lifted` rules)
+    "patterns": {"diagnostics", "contract", "cuda", "patterns", "plan", "nkiexpr", "lift"},
     "emit": {"plan"},
+    # lifting traces the CUDA interpreter and fits a tensor program; it plans nothing
+    "lift": {"diagnostics", "contract", "cuda"},
     # grading runs both executors and the migrator's reference, on the spec `migrate` would
     # infer where there is no sidecar; nothing imports the scorer
     "score": {"diagnostics", "contract", "cuda", "nki", "check", "migration", "infer", "score"},

@@ -24,13 +24,14 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "relu_half", "silu_bf16", "leaky_relu", "hardswish", "sgd_momentum", "bias_gelu_2d",
              "log_softmax", "batched_gemm", "gemm_tn", "hgemm_bf16", "transpose_naive",
              "matmul_bias_relu", "row_max", "rmsnorm", "batched_transpose", "gemv",
-             "conv1d"]  # fmt: skip
+             "conv1d",
+             # no matcher claims these: they complete from their lifted tensor program
+             "mean_rows_cg", "sigmoid_vec4", "softmax_warp"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"scan_block": "C2N2004", "histogram": "C2N2003", "scan_warp": "C2N2004",
                "bitonic_sort": "C2N2005", "attention_fwd": "C2N2001", "avgpool_2x2": "C2N2001",
-               "col_sum": "C2N2001", "mean_rows_cg": "C2N2001",
-               "sigmoid_vec4": "C2N2001", "softmax_warp": "C2N2001",
-               "stencil_2d_5pt": "C2N2001", "swiglu": "C2N2001"}  # fmt: skip
+               "col_sum": "C2N2001", "stencil_2d_5pt": "C2N2001",
+               "swiglu": "C2N2001"}  # fmt: skip
 # a family claims them, its planner names the part it cannot emit (C2N2006)
 NOT_EMITTED = {"cross_entropy": "reduction with other than one input",
                "l2_norm_sq": "atomic total"}  # fmt: skip
@@ -77,8 +78,7 @@ def test_recognised_but_not_emitted_kernel_says_what_is_missing(stem: str, tmp_p
     m = migrate(CORPUS / f"{stem}.cu", out_dir=tmp_path)
     (k,) = m.kernels
     assert k.status == "partial"
-    (d,) = [d for d in k.diagnostics if d.id == "C2N2006"]
-    assert NOT_EMITTED[stem] in d.message
+    assert any(NOT_EMITTED[stem] in d.message for d in k.diagnostics if d.id == "C2N2006")
     source = Path(k.nki_file).read_text()  # type: ignore[arg-type]
     ast.parse(source)
     assert "C2N2006" in source and "raise NotImplementedError" in source
@@ -283,8 +283,11 @@ def test_matmul_epilogue_reading_elsewhere_is_reported(tmp_path: Path) -> None:
     src.write_text(text.replace("bias[col]", "bias[col + 1]"))
     (k,) = migrate(src, out_dir=tmp_path / "out").kernels
     assert k.status == "partial"
-    (d,) = [d for d in k.diagnostics if d.id == "C2N2006"]
-    assert "bias[col + 1] is neither the output element nor a row/column vector" in d.message
+    assert any(
+        "bias[col + 1] is neither the output element nor a row/column vector" in d.message
+        for d in k.diagnostics
+        if d.id == "C2N2006"
+    )
 
 
 def _row_mean(tmp_path: Path, value: str = "sum / static_cast<float>(cols)") -> Path:

@@ -242,6 +242,7 @@ def infer_spec(
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
+    relations += [r for r in _vector_relations(k, tensors, sizes) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
     spec = TaskSpec.model_validate(data)
@@ -316,11 +317,43 @@ def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],
     return out
 
 
+def _vector_relations(k: Kernel, tensors: list[dict[str, Any]], sizes: dict[str, int]) -> list[str]:
+    """`C % 4 == 0` where the kernel moves a tensor in vectors of 4 (`float4`, eight halves in
+    a `float4`): the innermost dimension holds whole vectors, as the kernel assumes (without a
+    scalar tail a ragged size would read past the end)."""
+    out: list[str] = []
+    for t in tensors:
+        vec = [a for a in k.accesses if a.array == t["param"] and a.space == "global"]
+        widths = [max(a.vector_width, _thread_stride(a)) for a in vec if a.vector_width > 1]
+        if not widths or not t.get("shape"):
+            continue
+        last = str(t["shape"][-1])
+        name = last.rsplit("*", 1)[-1].strip()  # `S * H`: whole vectors per H
+        if name in sizes:
+            rel = f"{name} % {max(widths)} == 0"
+            if rel not in out:
+                out.append(rel)
+    return out
+
+
+def _thread_stride(a: Any) -> int:
+    """Elements between neighbouring threads' accesses (`idx = 8 * tid`, then half2 pieces of
+    those 8): the vector a thread moves is that wide."""
+    idx = a.indices[0] if a.indices else None
+    if idx is None or not idx.affine:
+        return 1
+    c = poly.coefficient_of(idx.as_poly(), "threadIdx.x")
+    v = c.get((), 0) if c and set(c) == {()} else 0
+    return int(v) if isinstance(v, int) and 1 < v <= 64 else 1
+
+
 def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     """Sizes and size sets rounded to the tiles of `relations` (`N % 128 == 0`), each at
     least one tile; sets that then repeat another are dropped."""
-    tiles = {m.group(1): int(m.group(2)) for r in relations
-             if (m := re.fullmatch(r"(\w+) % (\d+) == 0", r))}  # fmt: skip
+    tiles: dict[str, int] = {}
+    for r in relations:  # `N % 128 == 0` and `N % 4 == 0`: multiples of both
+        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r):
+            tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
     ties = {m.group(1): m.group(2) for r in relations
             if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
     seen: list[dict[str, int]] = []

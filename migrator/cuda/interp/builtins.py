@@ -8,6 +8,7 @@ correctly rounded result, numpy's too, so they can differ in the last bits). Ove
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.traced import OBJECT, OBJECT_FUNCTIONS, Sym
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -45,6 +47,22 @@ def erf(x: Any) -> Any:
     return np.sign(x) * np.where(ax < 2.5, series, cf)
 
 
+def _traced_fn(fn: Callable[..., Any], t: CType, nargs: int) -> Callable[..., Any]:
+    """For traced values (traced.py): the function applied element by element, so that a Sym
+    operand builds a node (numpy calls its method of the same name) and a plain number (an
+    inactive lane, a constant) is computed as a number."""
+    if t.dtype != OBJECT:
+        return fn
+    if fn is erf:
+        return _TRACED_ERF
+    if fn in OBJECT_FUNCTIONS:
+        return OBJECT_FUNCTIONS[fn]
+    return np.frompyfunc(fn, nargs, 1)
+
+
+_TRACED_ERF = np.frompyfunc(lambda a: a.erf() if isinstance(a, Sym) else math.erf(a), 1, 1)
+
+
 def _float_t(m: Machine, v: Val) -> CType:
     """Argument type of an overloaded math function: double stays double, the rest float."""
     return ct.DOUBLE if v.ctype == ct.DOUBLE else m.float_t
@@ -62,7 +80,7 @@ def _unary(fn: Callable[[Any], Any], fixed: str | None = None) -> Builtin:
         else:
             t = _float_t(m, a)
         x = convert(a, t).data
-        out = np.asarray(fn(x)).astype(t.dtype)
+        out = np.asarray(_traced_fn(fn, t, 1)(x)).astype(t.dtype)
         return Val(t, out if out.ndim else out[()])
 
     return call
@@ -79,7 +97,8 @@ def _binary(fn: Callable[[Any, Any], Any], fixed: str | None = None) -> Builtin:
             t = ct.arith_result(a.ctype, b.ctype, m.float_t)
             if t.kind != "float":
                 t = ct.DOUBLE
-        out = np.asarray(fn(convert(a, t).data, convert(b, t).data)).astype(t.dtype)
+        f = _traced_fn(fn, t, 2)
+        out = np.asarray(f(convert(a, t).data, convert(b, t).data)).astype(t.dtype)
         return Val(t, out if out.ndim else out[()])
 
     return call
@@ -91,7 +110,7 @@ def _minmax(float_fn: Callable[[Any, Any], Any], int_fn: Callable[[Any, Any], An
     def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
         a, b = args
         t = ct.arith_result(a.ctype, b.ctype, m.float_t)
-        fn = float_fn if t.kind == "float" else int_fn
+        fn = _traced_fn(float_fn, t, 2) if t.kind == "float" else int_fn
         return Val(t, fn(convert(a, t).data, convert(b, t).data))
 
     return call

@@ -29,6 +29,7 @@ class CType:
     elem: CType | None = None
     count: int = 1  # vector lanes or array length (outermost dimension)
     fields: tuple[tuple[str, CType], ...] = ()  # structs: (name, type) in declaration order
+    nominal: int = 0  # sizeof() where storage differs from the C type (traced values)
 
     @property
     def is_arith(self) -> bool:
@@ -61,6 +62,8 @@ class CType:
             for _, f in self.fields:
                 off = -(-off // f.align) * f.align + f.size
             return -(-off // self.align) * self.align if self.fields else 1
+        if self.nominal:
+            return self.nominal
         assert self.dtype is not None
         return self.dtype.itemsize
 

@@ -18,6 +18,7 @@ from migrator.cuda.interp import lambdas, memory
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
+from migrator.cuda.interp.traced import SELECT, as_object, is_traced
 from migrator.cuda.interp.values import Val, convert, scalar, select
 from migrator.cuda.parse import unparen
 
@@ -116,8 +117,8 @@ class ExprMixin:
     # --- leaves ------------------------------------------------------------------------------
     def _e_number(self: Machine, node: Node, mask: np.ndarray) -> Val:
         t, value = ct.literal_type(self.parsed.text(node))
-        if t == ct.FLOAT:
-            t = self.float_t  # a `1.0f` literal is float (float64 in shadow mode)
+        if t == ct.FLOAT or (t == ct.DOUBLE and self.options.trace):
+            t = self.float_t  # a `1.0f` literal is float (float64 in shadow mode, traced)
         return scalar(t, value)
 
     def _e_char(self: Machine, node: Node, mask: np.ndarray) -> Val:
@@ -597,6 +598,10 @@ class ExprMixin:
         a_node = node.child_by_field_name("consequence")
         b_node = node.child_by_field_name("alternative")
         assert cond is not None and a_node is not None and b_node is not None
+        if self.options.trace:
+            picked = self._traced_select(cond, a_node, b_node, mask)
+            if picked is not None:
+                return picked
         c = np.asarray(truthy(self.ev(cond, mask)), dtype=bool)
         ma, mb = mask_and(mask, c), mask_and(mask, ~c)
         # each branch only for its lanes; a branch no lane takes is not evaluated at all
@@ -612,6 +617,32 @@ class ExprMixin:
             return select(c, a, b)
         except TypeError as e:
             raise self.unsupported(node, str(e)) from e
+
+    def _traced_select(self: Machine, cond: Node, a_node: Node, b_node: Node,
+                       mask: np.ndarray) -> Val | None:  # fmt: skip
+        """`x > y ? a : b` comparing traced values, in a traced run: a select node (the
+        condition is part of what the kernel computes, as in `v > 0 ? v : alpha * v`)."""
+        cond = unparen(cond)
+        op = cond.child_by_field_name("operator")
+        if cond.type != "binary_expression" or op is None:
+            return None
+        sym = self.parsed.text(op)
+        if sym not in ("<", "<=", ">", ">="):
+            return None
+        lhs, rhs = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        assert lhs is not None and rhs is not None
+        left, right = self.ev(lhs, mask), self.ev(rhs, mask)
+        if not (is_traced(left.ctype) or is_traced(right.ctype)):
+            return None
+        a, b = self.ev(a_node, mask), self.ev(b_node, mask)
+        if not (a.ctype.is_arith and b.ctype.is_arith):
+            return None
+        t = ct.arith_result(a.ctype, b.ctype, self.float_t)
+        if not is_traced(t):
+            return None
+        a, b = convert(a, t), convert(b, t)
+        data = SELECT(sym, as_object(left.data), as_object(right.data), a.data, b.data)
+        return Val(t, data)
 
     def _e_cast(self: Machine, node: Node, mask: np.ndarray) -> Val:
         tnode = node.child_by_field_name("type")

@@ -23,6 +23,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.traced import OBJECT, traced
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -38,10 +39,15 @@ def _low(v: Val) -> CType:
 
 
 def _f32(v: Val) -> Any:
-    return np.asarray(convert(v, ct.FLOAT).data, dtype=np.float32)
+    data = convert(v, ct.FLOAT).data
+    if np.asarray(data).dtype == OBJECT:  # traced values stay traced (traced.py)
+        return data
+    return np.asarray(data, dtype=np.float32)
 
 
 def _round(x: Any, t: CType) -> Val:
+    if np.asarray(x).dtype == OBJECT:  # a traced run records no rounding
+        return Val(traced(t), x)
     out = np.asarray(x, dtype=np.float32).astype(t.dtype)
     return Val(t, out if out.ndim else out[()])
 
@@ -81,7 +87,8 @@ def _bits(to: ct.CType, src: ct.CType) -> Builtin:
 def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     def scalar(a: list[Val]) -> Val:
         x, y, z = (np.asarray(convert(v, ct.DOUBLE).data) for v in a)
-        return _round((x * y + z).astype(np.float32), _low(a[0]))  # exact in float64
+        r = x * y + z
+        return _round(r if r.dtype == OBJECT else r.astype(np.float32), _low(a[0]))
 
     return _pairwise(scalar)(args)
 

@@ -30,6 +30,7 @@ from migrator.cuda.interp.program import Program
 from migrator.cuda.interp.scope import Binding, Frame, TypeName, Unavailable, Var
 from migrator.cuda.interp.stmts import StmtMixin
 from migrator.cuda.interp.structs import StructInfo, StructMixin
+from migrator.cuda.interp.traced import traced
 from migrator.cuda.interp.values import Val
 from migrator.diagnostics import Span
 
@@ -61,6 +62,13 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
             self.types["float"] = SHADOW_FLOAT
             for n in (1, 2, 3, 4):
                 self.types[f"float{n}"] = ct.vec(SHADOW_FLOAT, n)
+        if options.trace:  # every floating-point type stores traced values (traced.py)
+            for name, t in ct.NAMED.items():
+                if t.kind == "float":
+                    self.types[name] = traced(t)
+                elif t.kind == "vec" and t.elem is not None and t.elem.kind == "float":
+                    self.types[name] = ct.vec(traced(t.elem), t.count)
+            self.float_t = traced(ct.FLOAT)
         self.frames: list[Frame] = []
         self.shared: dict[tuple[int, str, str], Buffer] = {}  # static __shared__: site, name, type
         self.dynamic_shared: Buffer | None = None

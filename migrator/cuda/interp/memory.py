@@ -20,6 +20,7 @@ from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
 from migrator.cuda.interp.span import Span, put, span_of, take
+from migrator.cuda.interp.traced import OBJECT, TraceEscape
 from migrator.cuda.interp.values import Val, lanes
 
 if TYPE_CHECKING:
@@ -124,6 +125,9 @@ def _resolve(
     if buf.track and off.size:  # before any bounds check: how far the kernel reaches
         end = (int(off.max()) * buf.elem.size) + w * ctype.scalar.size
         buf.hi_bytes = max(buf.hi_bytes, end)
+    if buf.elem.dtype == OBJECT and ctype.scalar.size != buf.elem.size:
+        # traced values have no bytes: a float4 view of eight halves cannot be followed
+        raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype.scalar}")
     if ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
         byte = off * buf.elem.size

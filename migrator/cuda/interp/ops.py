@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from migrator.cuda.interp.ctypes_ import BOOL, FLOAT, INT, CType, arith_result, promote
+from migrator.cuda.interp.traced import DIVIDE, OBJECT
 from migrator.cuda.interp.values import Val, convert
 
 Arr = Any
@@ -20,6 +21,8 @@ Arr = Any
 
 def _div(a: Arr, b: Arr, t: CType) -> Arr:
     if t.kind == "float":
+        if t.dtype == OBJECT:
+            return DIVIDE(a, b)  # traced values (traced.py)
         return np.true_divide(a, b)  # IEEE division, like CUDA's default -prec-div=true
     # numpy `//` floors; C truncates toward zero: subtract the C remainder first (as triton)
     return np.floor_divide(a - np.fmod(a, b), b)

@@ -30,6 +30,9 @@ class InterpOptions:
     compact: run statements that few lanes execute over just those lanes (gather, run,
         scatter; `compact.py`). False evaluates every statement over all lanes: the slow
         reference path the fast one is tested against.
+    trace: store every floating-point value as a traced `Sym` (`traced.py`): each output
+        element comes back as the expression over input elements that computed it (the
+        lifter's input; slow, for small sizes). Float array arguments must be object arrays.
     extents: measure how far the kernel reaches into each array argument
         (`RunResult.extents`: one past the highest element accessed, out-of-bounds accesses
         included), the evidence spec inference uses where indices do not show a shape.
@@ -45,6 +48,7 @@ class InterpOptions:
     compact: bool = True
     max_loop_iterations: int = 1 << 20
     extents: bool = False
+    trace: bool = False
 
     def __post_init__(self) -> None:
         if self.oob not in OOB_MODES:
@@ -55,7 +59,7 @@ class InterpOptions:
             not isinstance(self.block_batch, int) or self.block_batch < 1
         ):
             raise ValueError(f"block_batch={self.block_batch!r}: expected a positive int or None")
-        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents"):
+        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents", "trace"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
         if self.max_loop_iterations < 1:
@@ -64,4 +68,4 @@ class InterpOptions:
     @property
     def contract(self) -> bool:
         """Whether float32 `a*b+c` is fused (fmad, or implied by fast_math)."""
-        return self.fmad or self.fast_math
+        return (self.fmad or self.fast_math) and not self.trace

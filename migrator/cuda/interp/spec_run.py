@@ -67,11 +67,13 @@ def run_spec_full(
     grid: tuple[int, ...] | None = None,
     block: tuple[int, ...] | None = None,
     source: str | Path | None = None,
+    out_fill: float = np.nan,
 ) -> SpecRun:
     """Like `run_spec`, returning inputs, sizes and the `RunResult` (findings) too.
 
     `grid`/`block` override the spec's launch; `source` runs another .cu file than the spec's
-    (an edited copy of the kernel, say) under the same contract."""
+    (an edited copy of the kernel, say) under the same contract. `out_fill`: what float `out`
+    tensors hold before the kernel runs (NaN: unwritten elements show)."""
     if not isinstance(spec, TaskSpec):
         spec = load_spec(spec)
     sz = spec.resolve_sizes(sizes)
@@ -91,7 +93,7 @@ def run_spec_full(
     for t in spec.tensors:
         if t.role == "out":
             dt = np_dtype(t.dtype)
-            fill = np.nan if np.issubdtype(dt, np.floating) else 0
+            fill = out_fill if np.issubdtype(dt, np.floating) else 0
             args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
         else:
             args[t.cuda_param] = ins[t.name].copy()

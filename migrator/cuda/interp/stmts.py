@@ -10,17 +10,22 @@ its mask from them, so parked lanes skip the rest of the body.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tree_sitter import Node
 
 from migrator.cuda.interp import compact, coop, lambdas
 from migrator.cuda.interp import ctypes_ as ct
+from migrator.cuda.interp.builtins import MATH
+from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.memory import Buffer, poison
+from migrator.cuda.interp.ops import COMPARE
 from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
-from migrator.cuda.interp.values import Val, convert, select
+from migrator.cuda.interp.traced import SELECT, as_object, is_traced
+from migrator.cuda.interp.values import Val, convert, lanes, select
 from migrator.cuda.interp.values import scalar as ct_scalar
+from migrator.cuda.parse import unparen
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
@@ -224,7 +229,7 @@ class StmtMixin:
             buf.init = np.zeros(buf.data.size, dtype=bool)
         elif init.type == "initializer_list":
             buf.data[:] = 0  # C aggregate initialisation: elements without an initialiser are 0
-            for k, c in enumerate(init.named_children):
+            for k, c in _flat_initialisers(init, t, 0):
                 v = convert(self.ev(c, mask), t.scalar)
                 buf.data[self.geo.lane * size + k] = np.broadcast_to(
                     np.asarray(v.data), (self.geo.n,)
@@ -288,6 +293,11 @@ class StmtMixin:
         then = node.child_by_field_name("consequence")
         other = node.child_by_field_name("alternative")
         assert cond is not None and then is not None
+        if self.options.trace:
+            traced_cond = self._traced_comparison(self._cond_expr(cond), mask)
+            if traced_cond is not None:
+                self._traced_if(traced_cond, then, other, mask)
+                return
         c = self.truth(self._cond_expr(cond), mask)
         if c.any():
             self.exec(then, c)
@@ -295,6 +305,107 @@ class StmtMixin:
             rest = self.frame.live(mask & ~c)
             if rest.any():
                 self.exec(other, rest)
+
+    def _traced_comparison(
+        self: Machine, cond: Node, mask: np.ndarray
+    ) -> tuple[str, Any, Any, np.ndarray] | None:
+        """In a traced run, `if (x > t)` comparing traced values: (op, lhs, rhs, lanes where it
+        holds), so the branches' results become select nodes (`_traced_if`)."""
+        cond = unparen(cond)
+        op = cond.child_by_field_name("operator")
+        if cond.type != "binary_expression" or op is None:
+            return None
+        sym = self.parsed.text(op)
+        if sym not in ("<", "<=", ">", ">="):
+            return None
+        lhs, rhs = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        assert lhs is not None and rhs is not None
+        left, right = self.ev(lhs, mask), self.ev(rhs, mask)
+        if not (is_traced(left.ctype) or is_traced(right.ctype)):
+            return None
+        a, b = as_object(lanes(left, self.geo.n)), as_object(lanes(right, self.geo.n))
+        holds = np.asarray(COMPARE[sym](a, b), dtype=bool)
+        return sym, a, b, mask & holds
+
+    def _traced_if(
+        self: Machine,
+        cond: tuple[str, Any, Any, np.ndarray],
+        then: Node,
+        other: Node | None,
+        mask: np.ndarray,
+    ) -> None:
+        """Both branches run on their lanes as usual; then every traced scalar variable (and
+        the return value) they changed becomes `select(lhs op rhs, value after then, value
+        after else)`: what the kernel computes includes the condition, for every element."""
+        sym, lhs, rhs, c = cond
+        f = self.frame
+        names = [v for scope in f.scopes for v in scope.values() if isinstance(v, Var)]
+        before = [v.val for v in names]
+        ret_before = f.retval
+        if self._speculable(then) and (other is None or self._speculable(other)):
+            # branches that only compute values run on every lane, so that a branch the
+            # traced inputs never take is still part of what the kernel computes
+            ret_lanes, returned = f.ret.copy(), f.returned
+            self.exec(then, mask)
+            after_then = [v.val for v in names]
+            ret_then, then_ret = f.retval, f.ret.copy()
+            for v, old in zip(names, before, strict=True):
+                v.val = old
+            f.retval, f.ret, f.returned = ret_before, ret_lanes.copy(), returned
+            if other is not None:
+                self.exec(other, mask)
+            else_ret = f.ret.copy()
+            f.ret = ret_lanes | (c & then_ret) | (mask & ~c & else_ret)
+            f.returned = bool(f.ret.any())
+        else:
+            if c.any():
+                self.exec(then, c)
+            after_then = [v.val for v in names]
+            ret_then = f.retval
+            if other is not None:
+                rest = self.frame.live(mask & ~c)
+                if rest.any():
+                    self.exec(other, rest)
+
+        def merged(then_v: Val | None, final: Val | None, old: Val | None) -> Val | None:
+            if final is None or then_v is None or (then_v is old and final is old):
+                return final
+            if not is_traced(final.ctype) or final.comps is not None or then_v.comps is not None:
+                return final
+            t = lanes(then_v, self.geo.n)
+            e = lanes(final, self.geo.n)
+            return Val(final.ctype, SELECT(sym, lhs, rhs, as_object(t), as_object(e)))
+
+        for v, old, t in zip(names, before, after_then, strict=True):
+            new = merged(t, v.val, old)
+            if new is not None:
+                v.val = new
+        if f.retval is not None and ret_then is not None:
+            f.retval = merged(ret_then, f.retval, ret_before)
+
+    def _speculable(self: Machine, node: Node) -> bool:
+        """Whether a branch only computes values: assignments to local names, declarations,
+        returns, nested ifs and pure math (no memory writes, calls, loops or jumps)."""
+        if node.type in ("compound_statement", "if_statement", "else_clause",
+                         "condition_clause", "return_statement", "declaration",
+                         "init_declarator", "expression_statement"):  # fmt: skip
+            return all(self._speculable(c) for c in node.named_children)
+        if node.type in ("assignment_expression", "update_expression"):
+            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
+            return (
+                target is not None
+                and target.type == "identifier"
+                and all(self._speculable(c) for c in node.named_children if c is not target)
+            )
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            name = self.parsed.text(fn) if fn is not None else ""
+            return name in PURE_CALLS and (args is None or self._speculable(args))
+        if node.type in ("for_statement", "while_statement", "do_statement", "break_statement",
+                         "continue_statement", "goto_statement", "switch_statement"):  # fmt: skip
+            return False
+        return all(self._speculable(c) for c in node.named_children)
 
     def _cond_expr(self: Machine, cond: Node) -> Node:
         if cond.type == "condition_clause":
@@ -456,3 +567,20 @@ class StmtMixin:
             f.retval = v if f.retval is None or mask.all() else select(mask, v, f.retval)
         f.ret |= mask
         f.returned = True
+
+
+PURE_CALLS = frozenset(MATH) | frozenset(HALF_BUILTINS)  # value-only calls a branch may make
+
+
+def _flat_initialisers(init: Node, t: ct.CType, base: int) -> list[tuple[int, Node]]:
+    """(flat element, initialiser) pairs of an array's initializer list: a braced sub-list
+    (`{{1, 2}, {3, 4}}`) fills its sub-array, unbraced scalars fill elements in order."""
+    elem = t.elem if t.kind == "array" else None
+    stride = elem.size // t.scalar.size if elem is not None and elem.kind == "array" else 1
+    out: list[tuple[int, Node]] = []
+    for k, c in enumerate(init.named_children):
+        if c.type == "initializer_list" and elem is not None and elem.kind == "array":
+            out.extend(_flat_initialisers(c, elem, base + k * stride))
+        else:
+            out.append((base + k, c))
+    return out

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from migrator.cuda.interp.ctypes_ import BOOL, CType
+from migrator.cuda.interp.traced import OBJECT, traced
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.memory import Buffer
@@ -59,6 +60,8 @@ def convert(v: Val, to: CType) -> Val:
     src = v.ctype
     if src == to:
         return v
+    if src.kind == "float" and src.dtype == OBJECT and to.kind == "float":
+        return Val(traced(to), v.data)  # a traced value stays traced in every float type
     if to.kind == "struct" or src.kind == "struct":
         raise TypeError(f"cannot convert {src} to {to}")
     if to.kind == "vec":

@@ -1,0 +1,244 @@
+"""Traced values: floats that remember how they were computed (`InterpOptions(trace=True)`).
+
+In a traced run every floating-point type is stored as a numpy object array of `Sym`: a concrete
+float64 value (which control flow, comparisons and indices use) plus the operation and operands
+that made it. Global-memory inputs are leaves (`Sym.leaf("x", 17)`), so each output element comes
+back as an expression over input elements, whatever threads, tiles, shuffles or shared-memory
+staging computed it; `migrator.lift` turns those expressions into a tensor program.
+
+numpy dispatches object arrays element by element (`np.exp` calls `Sym.exp`): traced runs are
+for the lifter's small sizes, never for scoring. A traced value that is turned into an integer
+or raw bytes has left the data flow the trace can follow: that raises `TraceEscape`, so a lift
+never rests on a value the trace lost.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from migrator.cuda.interp.ctypes_ import CType
+
+OBJECT = np.dtype(object)
+
+
+class TraceEscape(TypeError):
+    """A traced float used where the trace cannot follow it (as an integer, as bytes)."""
+
+
+def _v(x: Any) -> float:
+    return x.v if isinstance(x, Sym) else float(x)
+
+
+class Sym:
+    """One traced scalar: value `v`, operation `op`, operands `args` (Syms or numbers).
+
+    Leaves: op "in" (args: tensor name, flat element index), "param" (args: scalar name)."""
+
+    __slots__ = ("v", "op", "args")
+
+    def __init__(self, v: float, op: str, args: tuple[Any, ...]) -> None:
+        self.v = v
+        self.op = op
+        self.args = args
+
+    @staticmethod
+    def leaf(tensor: str, index: int, value: float) -> Sym:
+        return Sym(float(value), "in", (tensor, index))
+
+    @staticmethod
+    def param(name: str, value: float) -> Sym:
+        return Sym(float(value), "param", (name,))
+
+    # arithmetic ----------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Sym:
+        return Sym(self.v + _v(o), "+", (self, o))
+
+    def __radd__(self, o: Any) -> Sym:
+        return Sym(_v(o) + self.v, "+", (o, self))
+
+    def __sub__(self, o: Any) -> Sym:
+        return Sym(self.v - _v(o), "-", (self, o))
+
+    def __rsub__(self, o: Any) -> Sym:
+        return Sym(_v(o) - self.v, "-", (o, self))
+
+    def __mul__(self, o: Any) -> Sym:
+        return Sym(self.v * _v(o), "*", (self, o))
+
+    def __rmul__(self, o: Any) -> Sym:
+        return Sym(_v(o) * self.v, "*", (o, self))
+
+    def __truediv__(self, o: Any) -> Sym:
+        return Sym(_div(self.v, _v(o)), "/", (self, o))
+
+    def __rtruediv__(self, o: Any) -> Sym:
+        return Sym(_div(_v(o), self.v), "/", (o, self))
+
+    def __pow__(self, o: Any) -> Sym:
+        return Sym(_pow(self.v, _v(o)), "pow", (self, o))
+
+    def __rpow__(self, o: Any) -> Sym:
+        return Sym(_pow(_v(o), self.v), "pow", (o, self))
+
+    def __neg__(self) -> Sym:
+        return Sym(-self.v, "neg", (self,))
+
+    def __pos__(self) -> Sym:
+        return self
+
+    def __abs__(self) -> Sym:
+        return Sym(abs(self.v), "abs", (self,))
+
+    # comparisons use the concrete value: control flow follows the traced run --------------
+    def __lt__(self, o: Any) -> bool:
+        return self.v < _v(o)
+
+    def __le__(self, o: Any) -> bool:
+        return self.v <= _v(o)
+
+    def __gt__(self, o: Any) -> bool:
+        return self.v > _v(o)
+
+    def __ge__(self, o: Any) -> bool:
+        return self.v >= _v(o)
+
+    def __eq__(self, o: object) -> bool:  # type: ignore[override]
+        return self.v == _v(o) if isinstance(o, (Sym, int, float, np.number)) else False
+
+    def __ne__(self, o: object) -> bool:  # type: ignore[override]
+        return not self.__eq__(o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        return self.v != 0
+
+    def __float__(self) -> float:
+        raise TraceEscape("a traced floating-point value is converted to an integer or bytes")
+
+    __int__ = __float__
+    __index__ = __float__
+
+    # math functions numpy calls by name on object arrays ------------------------------------
+    def exp(self) -> Sym:
+        return self._fn("exp", _safe(math.exp))
+
+    def exp2(self) -> Sym:
+        return Sym(_safe(lambda x: 2.0**x)(self.v), "exp2", (self,))
+
+    def log(self) -> Sym:
+        return self._fn("log", _safe(math.log))
+
+    def log2(self) -> Sym:
+        return self._fn("log2", _safe(math.log2))
+
+    def sqrt(self) -> Sym:
+        return self._fn("sqrt", _safe(math.sqrt))
+
+    def tanh(self) -> Sym:
+        return self._fn("tanh", math.tanh)
+
+    def sin(self) -> Sym:
+        return self._fn("sin", _safe(math.sin))
+
+    def cos(self) -> Sym:
+        return self._fn("cos", _safe(math.cos))
+
+    def erf(self) -> Sym:
+        return self._fn("erf", math.erf)
+
+    def _fn(self, name: str, f: Any) -> Sym:
+        return Sym(f(self.v), name, (self,))
+
+    def __repr__(self) -> str:
+        if self.op == "in":
+            return f"{self.args[0]}[{self.args[1]}]"
+        if self.op == "param":
+            return str(self.args[0])
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
+def _safe(f: Any) -> Any:
+    def g(x: float) -> float:
+        try:
+            return f(x)
+        except (ValueError, OverflowError):
+            return math.nan if x == x and x < 0 else math.inf
+
+    return g
+
+
+def _div(a: float, b: float) -> float:
+    if b == 0:
+        return math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1, b)
+    return a / b
+
+
+def _pow(a: float, b: float) -> float:
+    try:
+        return float(a**b) if not (a < 0 and b != int(b)) else math.nan
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+
+
+def _max(a: Any, b: Any) -> Any:
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a if _v(a) >= _v(b) else b
+    return Sym(max(_v(a), _v(b)), "max", (a, b))
+
+
+def _min(a: Any, b: Any) -> Any:
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        return a if _v(a) <= _v(b) else b
+    return Sym(min(_v(a), _v(b)), "min", (a, b))
+
+
+def _select(op: str, lhs: Any, rhs: Any, a: Any, b: Any) -> Any:
+    """`lhs op rhs ? a : b` with a traced comparison: a select node."""
+    take = {"<": _v(lhs) < _v(rhs), "<=": _v(lhs) <= _v(rhs), ">": _v(lhs) > _v(rhs),
+            ">=": _v(lhs) >= _v(rhs)}[op]  # fmt: skip
+    return Sym(_v(a) if take else _v(b), "select", (op, lhs, rhs, a, b))
+
+
+def _divide(a: Any, b: Any) -> Any:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return a / b
+    return _div(_v(a), _v(b))  # IEEE: x/0 is inf or NaN, never ZeroDivisionError
+
+
+DIVIDE = np.frompyfunc(_divide, 2, 1)
+MAX = np.frompyfunc(_max, 2, 1)
+MIN = np.frompyfunc(_min, 2, 1)
+SELECT = np.frompyfunc(_select, 5, 1)
+
+# numpy functions a traced run replaces by an object-aware one (numpy's own object loops
+# for these return one operand, losing the operation)
+OBJECT_FUNCTIONS: dict[Any, Any] = {
+    np.fmax: MAX,
+    np.maximum: MAX,
+    np.fmin: MIN,
+    np.minimum: MIN,
+}
+
+
+def is_traced(t: CType) -> bool:
+    return t.dtype == OBJECT
+
+
+@cache
+def traced(t: CType) -> CType:
+    """The traced counterpart of a floating-point type (same name, object storage)."""
+    return CType(t.name, "float", OBJECT, nominal=t.size)  # sizeof() as in the program
+
+
+def as_object(x: Any) -> Any:
+    """Numeric data as object data (numbers become Python numbers: constants in the trace)."""
+    a = np.asarray(x)
+    if a.dtype == OBJECT:
+        return x
+    out = a.astype(OBJECT)
+    return out if out.ndim else out[()]

@@ -1,0 +1,402 @@
+"""From traced output elements to one tensor program.
+
+1. `canon`: each element's expression DAG becomes a canonical tree: `+`/`-` chains flatten into
+   one sum, `*` chains into one product, `max`/`min` chains likewise (their identity constants,
+   `-FLT_MAX`, `-INFINITY`, dropped), constants folded, operands sorted. Whatever tree shape a
+   shuffle reduction, a shared-memory tree or a register tile gave the arithmetic, the sum over
+   `k` comes out as one flat list of terms.
+2. `fit_elements`: within a sum (product, max, min), terms with the same structure form a
+   reduction; sorted by the input elements they read, the k-th term binds a new reduction
+   variable to k. Every load's flat element is unravelled by its tensor's shape and each
+   coordinate fitted as an integer affine map of the output coordinates and the reduction
+   variables in scope (or a quasi-affine one, `(i // d) % m`), exactly, on every element.
+3. `merge`: the programs fitted at two size sets must agree in structure; each number that
+   differs between them (an extent, a stride, `1/N`) is replaced by the size expression that
+   gives both values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from migrator.contract import eval_expr
+from migrator.cuda.interp.traced import Sym
+from migrator.lift.program import Assign, Expr, IndexMap, LiftError, Program, Term
+
+Canon = tuple[Any, ...]
+OUT_VARS = ("i", "j", "l", "m", "n")
+RED_VARS = ("k", "q", "r", "s", "t", "u", "w")
+_FUNCS = {"exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "abs"}
+_NARY = ("sum", "prod", "max", "min")
+_OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+_IDENTITY_LIMIT = 1e30  # a max starting from -1e30 / -FLT_MAX / -INFINITY: no operand
+
+
+# --- 1. canonical trees ------------------------------------------------------------------------
+class Canonicaliser:
+    def __init__(self) -> None:
+        self.memo: dict[int, Canon] = {}
+        self.keys: dict[int, tuple[str, tuple[float, ...]]] = {}
+
+    def __call__(self, x: Any) -> Canon:
+        if not isinstance(x, Sym):
+            return ("c", float(x))
+        got = self.memo.get(id(x))
+        if got is not None:
+            return got
+        out = self._canon(x)
+        self.memo[id(x)] = out
+        return out
+
+    def _canon(self, x: Sym) -> Canon:
+        op, a = x.op, x.args
+        if op == "in":
+            return ("in", a[0], int(a[1]))
+        if op == "param":
+            return ("p", a[0])
+        if op == "+":
+            return self.nary("sum", [self(a[0]), self(a[1])])
+        if op == "-":
+            return self.nary("sum", [self(a[0]), self.neg(self(a[1]))])
+        if op == "neg":
+            return self.neg(self(a[0]))
+        if op == "*":
+            return self.nary("prod", [self(a[0]), self(a[1])])
+        if op == "/":
+            num, den = self(a[0]), self(a[1])
+            if den[0] == "c" and den[1] != 0:
+                return self.nary("prod", [num, ("c", 1.0 / den[1])])
+            return ("div", num, den)
+        if op in ("max", "min"):
+            return self.nary(op, [self(a[0]), self(a[1])])
+        if op in _FUNCS:
+            inner = self(a[0])
+            if inner[0] == "c":
+                return ("c", x.v)
+            return (op, inner)
+        if op == "pow":
+            return ("pow", self(a[0]), self(a[1]))
+        if op == "select":
+            return ("sel", a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4]))
+        raise LiftError(f"the traced operation {op!r} has no tensor-program form")
+
+    def neg(self, t: Canon) -> Canon:
+        return self.nary("prod", [("c", -1.0), t])
+
+    def nary(self, tag: str, items: list[Canon]) -> Canon:
+        flat: list[Canon] = []
+        for it in items:
+            flat.extend(it[1] if it[0] == tag else (it,))
+        consts = [c[1] for c in flat if c[0] == "c"]
+        rest = [c for c in flat if c[0] != "c"]
+        if tag == "sum":
+            c = math.fsum(consts)
+            if c != 0 or not rest:
+                rest.append(("c", c))
+        elif tag == "prod":
+            c = math.prod(consts)
+            if c == 0:
+                return ("c", 0.0)
+            if c != 1 or not rest:
+                rest.append(("c", c))
+        else:  # max/min: identity-like bounds are not operands
+            lim = -_IDENTITY_LIMIT if tag == "max" else _IDENTITY_LIMIT
+            keep = [c for c in consts if (c > lim if tag == "max" else c < lim)]
+            if keep:
+                rest.append(("c", max(keep) if tag == "max" else min(keep)))
+            if not rest:
+                rest.append(("c", lim))
+        if len(rest) == 1:
+            return rest[0]
+        rest.sort(key=self.key)
+        return (tag, tuple(rest))
+
+    def key(self, t: Canon) -> tuple[str, tuple[float, ...]]:
+        """Structure first (leaves abstracted), then the input elements read, in order."""
+        got = self.keys.get(id(t))
+        if got is not None:
+            return got
+        tag = t[0]
+        if tag == "in":
+            k = (str(t[1]), (float(t[2]),))
+        elif tag == "c":
+            k = ("c", (t[1],))
+        elif tag == "p":
+            k = (f"p:{t[1]}", ())
+        elif tag in _NARY:
+            ks = [self.key(x) for x in t[1]]
+            sigs: list[str] = []
+            for s, grp in itertools.groupby(k0 for k0, _ in ks):
+                n = len(list(grp))
+                sigs.append(f"{s}*" if n > 1 else s)
+            k = (f"{tag}({','.join(sigs)})", tuple(v for _, vs in ks for v in vs))
+        else:
+            parts = [x for x in t[1:] if isinstance(x, tuple)]
+            ks = [self.key(x) for x in parts]
+            head = t[0] if tag != "sel" else f"sel{t[1]}"
+            k = (f"{head}({','.join(s for s, _ in ks)})", tuple(v for _, vs in ks for v in vs))
+        self.keys[id(t)] = k
+        return k
+
+
+def _groups(c: Canonicaliser, t: Canon) -> list[tuple[str, list[Canon]]]:
+    """The operands of an n-ary node grouped by structure (already sorted by `key`)."""
+    out: list[tuple[str, list[Canon]]] = []
+    for sig, grp in itertools.groupby(t[1], key=lambda x: c.key(x)[0]):
+        out.append((sig, list(grp)))
+    return out
+
+
+# --- 2. fitting one size set ------------------------------------------------------------------
+Inst = tuple[dict[str, int], Canon]
+
+
+class Fitter:
+    def __init__(self, c: Canonicaliser, shapes: Mapping[str, tuple[int, ...]],
+                 sizes: Mapping[str, int]) -> None:  # fmt: skip
+        self.c = c
+        self.shapes = shapes
+        self.sizes = sizes
+        self.red_names = iter(RED_VARS)
+
+    def node(self, insts: list[Inst]) -> Expr:
+        # a subexpression the kernel computed once and used for many elements (a row's max in
+        # every term of its softmax) is one tree object: fitted once, with the first element
+        # that used it (an index cannot depend on what varies among identical trees)
+        seen: set[int] = set()
+        insts = [x for x in insts if id(x[1]) not in seen and not seen.add(id(x[1]))]
+        tag = insts[0][1][0]
+        if any(t[0] != tag for _, t in insts):
+            raise LiftError("output elements are computed by differently shaped expressions")
+        if tag == "in":
+            return self.load(insts)
+        if tag == "c":
+            vals = {t[1] for _, t in insts}
+            if len(vals) != 1:
+                raise LiftError("a constant of the computation changes from element to element")
+            return Expr(kind="const", value=_tidy(vals.pop()))
+        if tag == "p":
+            return Expr(kind="param", name=insts[0][1][1])
+        if tag in _NARY:
+            return self.nary(tag, insts)
+        if tag in ("div", "pow"):
+            parts = [self.node([(e, t[p]) for e, t in insts]) for p in (1, 2)]
+            return Expr(kind="op", op="/" if tag == "div" else "pow", args=parts)
+        if tag == "sel":
+            ops = {t[1] for _, t in insts}
+            if len(ops) != 1:
+                raise LiftError("a select compares differently from element to element")
+            args = [self.node([(e, t[p]) for e, t in insts]) for p in range(2, 6)]
+            return Expr(kind="op", op="select", name=ops.pop(), args=args)
+        if tag in _FUNCS:
+            return Expr(kind="op", op=tag, args=[self.node([(e, t[1]) for e, t in insts])])
+        raise LiftError(f"no tensor-program form for {tag!r}")
+
+    def nary(self, tag: str, insts: list[Inst]) -> Expr:
+        per = [(env, _groups(self.c, t)) for env, t in insts]
+        sigs = [s for s, _ in per[0][1]]
+        if any([s for s, _ in g] != sigs for _, g in per):
+            raise LiftError("output elements combine differently shaped terms")
+        args: list[Expr] = []
+        for gi in range(len(sigs)):
+            counts = [len(g[gi][1]) for _, g in per]
+            if max(counts) == 1:
+                args.append(self.node([(env, g[gi][1][0]) for env, g in per]))
+                continue
+            if len(set(counts)) == 1 and all(
+                all(x is g[gi][1][0] or x == g[gi][1][0] for x in g[gi][1]) for _, g in per
+            ):  # `x * x`: one operand repeated, not a reduction
+                one = self.node([(env, g[gi][1][0]) for env, g in per])
+                args.extend([one] * counts[0])
+                continue
+            if len(set(counts)) != 1:
+                raise LiftError(
+                    f"a {tag} runs over {min(counts)} to {max(counts)} terms depending on the "
+                    "element (a ragged or triangular range is not lifted yet)"
+                )
+            var = next(self.red_names)
+            body = [({**env, var: kk}, item) for env, g in per for kk, item in enumerate(g[gi][1])]
+            args.append(Expr(kind="reduce", op=tag, var=var, extent=counts[0],
+                             args=[self.node(body)]))  # fmt: skip
+        if len(args) == 1:
+            return args[0]
+        return Expr(kind="op", op=_OP_OF[tag], args=args)
+
+    def load(self, insts: list[Inst]) -> Expr:
+        tensor = insts[0][1][1]
+        if any(t[1] != tensor for _, t in insts):
+            raise LiftError("one operand reads different tensors for different elements")
+        shape = self.shapes[tensor]
+        flats = np.array([t[2] for _, t in insts], dtype=np.int64)
+        coords = np.unravel_index(flats, shape) if shape else ()
+        names = list(insts[0][0])
+        x = np.array([[env[v] for v in names] for env, _ in insts], dtype=np.int64)
+        index = [self.index(x, names, np.asarray(coords[d])) for d in range(len(shape))]
+        return Expr(kind="load", tensor=tensor, index=index)
+
+    def index(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap:
+        fit = _affine(x, y)
+        if fit is not None:
+            coefs, const = fit
+            return IndexMap(terms=[Term(coef=c, var=v) for c, v in zip(coefs, names,
+                                   strict=True) if c], const=const)  # fmt: skip
+        extents = x.max(axis=0) + 1 if len(x) else np.zeros(0, dtype=np.int64)
+        for j, v in enumerate(names):
+            cands = sorted({d for d in range(2, int(extents[j]))}
+                           | {s for s in self.sizes.values() if 1 < s < extents[j]})  # fmt: skip
+            others = np.delete(x, j, axis=1)
+            for d in cands:
+                col = x[:, j]
+                feats = np.column_stack([others, col // d, col % d])
+                fit = _affine(feats, y)
+                if fit is None:
+                    continue
+                coefs, const = fit
+                onames = [n for n in names if n != v]
+                terms = [Term(coef=c, var=n) for c, n in zip(coefs[:-2], onames, strict=True) if c]
+                if coefs[-2]:
+                    terms.append(Term(coef=coefs[-2], var=v, div=d))
+                if coefs[-1]:
+                    terms.append(Term(coef=coefs[-1], var=v, mod=d))
+                return IndexMap(terms=terms, const=const)
+        raise LiftError("an index that is not an affine (or div/mod) map of the coordinates")
+
+
+def _affine(x: np.ndarray, y: np.ndarray) -> tuple[list[int], int] | None:
+    a = np.column_stack([x.astype(np.float64), np.ones(len(y))])
+    sol, *_ = np.linalg.lstsq(a, y.astype(np.float64), rcond=None)
+    r = np.rint(sol).astype(np.int64)
+    if not np.array_equal(x @ r[:-1] + r[-1], y):
+        return None
+    return [int(c) for c in r[:-1]], int(r[-1])
+
+
+def _tidy(v: float) -> int | float:
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
+
+
+def fit_elements(
+    c: Canonicaliser,
+    tensor: str,
+    values: np.ndarray,
+    shapes: Mapping[str, tuple[int, ...]],
+    sizes: Mapping[str, int],
+) -> Assign:
+    """The one expression, over the output coordinates, that every element of `values` is."""
+    shape = values.shape
+    if len(shape) > len(OUT_VARS):
+        raise LiftError(f"{tensor} has more than {len(OUT_VARS)} dimensions")
+    names = list(OUT_VARS[: len(shape)])
+    flat = values.reshape(-1)
+    unwritten = [i for i, v in enumerate(flat) if not isinstance(v, Sym) and v != v]
+    if unwritten:
+        raise LiftError(f"{len(unwritten)} of {flat.size} elements of {tensor} are never written")
+    insts: list[Inst] = []
+    by_sig: dict[str, int] = {}
+    for i in sample(shape):
+        t = c(flat[i])
+        by_sig[c.key(t)[0]] = by_sig.get(c.key(t)[0], 0) + 1
+        coord = np.unravel_index(i, shape)
+        insts.append(({n: int(x) for n, x in zip(names, coord, strict=True)}, t))
+    if len(by_sig) > 1:
+        common = sorted(by_sig.items(), key=lambda kv: -kv[1])
+        raise LiftError(
+            f"the elements of {tensor} are computed by {len(by_sig)} different expressions "
+            f"(the most common covers {common[0][1]} of {len(insts)} sampled)"
+        )
+    expr = Fitter(c, shapes, sizes).node(insts)
+    return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+def sample(shape: tuple[int, ...], per_dim: int = 7) -> list[int]:
+    """Flat indices of the elements fitted: the edges, second and middle of every dimension and
+    two more per dimension, all combined (the fit is then verified on every element at other
+    sizes, so a sample that covers each coordinate's variation is enough)."""
+    rng = np.random.default_rng(len(shape) * 1000 + sum(shape))
+    axes = []
+    for n in shape:
+        pick = {0, 1, n // 2, n - 2, n - 1, *rng.integers(0, n, size=2).tolist()}
+        axes.append(sorted(x for x in pick if 0 <= x < n)[: per_dim + 2])
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(shape))
+    return sorted({int(np.ravel_multi_index(tuple(g), shape)) for g in grid})
+
+
+# --- 3. size expressions from two fits ---------------------------------------------------------
+def _candidates(names: list[str]) -> list[str]:
+    base: list[str] = []
+    for n in names:
+        base += [n, f"{n} - 1", f"{n} + 1", f"2 * {n}"]
+    for a, b in itertools.combinations(names, 2):
+        base += [f"{a} * {b}", f"{a} - {b}", f"{b} - {a}"]
+    for a, b, d in itertools.combinations(names, 3):
+        base.append(f"{a} * {b} * {d}")
+    out = list(base)
+    out += [f"-({e})" if " " in e else f"-{e}" for e in base]
+    out += [f"1.0 / ({e})" if " " in e else f"1.0 / {e}" for e in base]
+    out += [f"-1.0 / ({e})" if " " in e else f"-1.0 / {e}" for e in base]
+    return out
+
+
+def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str, int]) -> str:
+    for e in _candidates(sorted(s1)):
+        try:
+            a, b = eval_expr(e, s1), eval_expr(e, s2)
+        except (ZeroDivisionError, ValueError):
+            continue
+        if math.isclose(a, v1, rel_tol=1e-9, abs_tol=1e-12) and math.isclose(
+            b, v2, rel_tol=1e-9, abs_tol=1e-12
+        ):
+            return e
+    raise LiftError(
+        f"a number of the computation ({v1} at sizes {dict(s1)}, {v2} at {dict(s2)}) is no "
+        "size expression the lifter knows"
+    )
+
+
+def symbolise(a: Any, s1: Mapping[str, int]) -> Any:
+    """The program of one size set with each number that is a size (or `1 / size`, `size - 1`
+    ...) at those sizes written as that size expression. Small integers (< 8, below every
+    traced size) stay literals. A coincidence (a literal stride of 16 where a size is 16) is
+    possible: verification at other sizes finds it, and two fits (`merge`) settle it."""
+    if isinstance(a, (int, float)) and not isinstance(a, bool):
+        if isinstance(a, int) and abs(a) < 8 or a == 0:
+            return a
+        for e in _candidates(sorted(s1)):
+            try:
+                v = eval_expr(e, s1)
+            except (ZeroDivisionError, ValueError):
+                continue
+            if math.isclose(v, a, rel_tol=1e-12, abs_tol=1e-15):
+                return e
+        return a
+    if isinstance(a, list):
+        return [symbolise(x, s1) for x in a]
+    if isinstance(a, (Expr, IndexMap, Term, Assign, Program)):
+        return type(a)(**{f: symbolise(getattr(a, f), s1) for f in type(a).model_fields})
+    return a
+
+
+def merge(a: Any, b: Any, s1: Mapping[str, int], s2: Mapping[str, int]) -> Any:
+    """One program from the fits at two size sets (same structure; numbers that differ become
+    size expressions)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return a if a == b else size_expression(a, b, s1, s2)
+    if isinstance(a, list):
+        if not isinstance(b, list) or len(a) != len(b):
+            raise LiftError("the computation found at two sizes differs in structure")
+        return [merge(x, y, s1, s2) for x, y in zip(a, b, strict=True)]
+    if isinstance(a, (Expr, IndexMap, Term, Assign, Program)):
+        if type(a) is not type(b):
+            raise LiftError("the computation found at two sizes differs in structure")
+        fields = {}
+        for f in type(a).model_fields:
+            fields[f] = merge(getattr(a, f), getattr(b, f), s1, s2)
+        return type(a)(**fields)
+    if a != b:
+        raise LiftError(f"the computation found at two sizes differs ({a!r} vs {b!r})")
+    return a

@@ -1,0 +1,274 @@
+"""`lift_task`: the tensor program a task's kernel computes, fitted and then verified.
+
+The kernel is traced at two small size sets (every size distinct, the spec's relations obeyed),
+a program fitted at each and merged into one whose numbers are size expressions; the program then
+runs with numpy against the CUDA interpreter on the same inputs at other sizes, ragged ones and
+the task's own size sets included, before anything downstream may rely on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from migrator.contract import TaskSpec, np_dtype
+from migrator.cuda.interp.findings import InterpError
+from migrator.cuda.interp.spec_run import run_spec_full
+from migrator.cuda.interp.traced import TraceEscape
+from migrator.lift.fit import Canonicaliser, fit_elements, merge, symbolise
+from migrator.lift.program import LiftError, Program, evaluate
+from migrator.lift.trace import trace_run
+
+# evaluation of a program broadcasts over output x reduction axes: sets beyond this many
+# elements are left out of verification (and named as such)
+MAX_EVAL_ELEMENTS = 20_000_000
+
+
+class Verification(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    sizes: dict[str, int]
+    ok: bool
+    max_abs_error: float = 0.0
+    note: str | None = None
+
+
+class LiftResult(BaseModel):
+    """What the kernel computes (`program`), at which sizes it was fitted and verified, or
+    why it could not be lifted (`error`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    program: Program | None = None
+    fitted_at: list[dict[str, int]] = Field(default_factory=list)
+    verified: list[Verification] = Field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.program is not None
+            and self.error is None
+            and bool(self.verified)
+            and all(v.ok for v in self.verified)
+        )
+
+    def render(self) -> str:
+        lines = [f"kernel {self.kernel}"]
+        if self.program is not None:
+            lines += ["computes:"] + [f"  {x}" for x in self.program.render().splitlines()]
+        if self.fitted_at:
+            lines.append("fitted at: " + "; ".join(_fmt(s) for s in self.fitted_at))
+        for v in self.verified:
+            status = "ok" if v.ok else "MISMATCH"
+            extra = f" ({v.note})" if v.note else ""
+            lines.append(f"verified at {_fmt(v.sizes)}: {status}, max |error| "
+                         f"{v.max_abs_error:.2e}{extra}")  # fmt: skip
+        if self.error:
+            lines.append(f"not lifted: {self.error}")
+        return "\n".join(lines)
+
+
+def _fmt(s: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in s.items())
+
+
+TRACE_BUDGET = 2_000_000  # product of the traced sizes beyond which a pair is not traced
+
+
+def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
+    """Pairs of small size sets to trace, in the order tried: every size distinct within a set
+    and different between the sets (so that each number of the program names one size
+    expression), multiples of 4 first (vectorised kernels often write only whole vectors).
+
+    Sizes that obey the kernel's relations (`M % 128 == 0`) come first; the smallest sizes,
+    relations set aside, after them (a whole-tile kernel then reads and writes past the edges,
+    reported and not stored, and may compute its stored elements differently: verification at
+    sizes that obey the relations decides)."""
+    out: list[list[dict[str, int]]] = []
+    for obey in (True, False):
+        pair = _pair(spec, obey)
+        if pair is not None and pair not in out and math.prod(pair[1].values()) <= TRACE_BUDGET:
+            out.append(pair)
+    if not out:
+        raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
+    return out
+
+
+def trace_sizes(spec: TaskSpec) -> list[dict[str, int]]:
+    return trace_pairs(spec)[0]
+
+
+def _pair(spec: TaskSpec, obey: bool) -> list[dict[str, int]] | None:
+    names = list(spec.sizes)
+    for base, step in ((8, 4), (5, 1)):
+        out: list[dict[str, int]] = []
+        start = {n: base + step * i for i, n in enumerate(names)}
+        for shift in range(0, 12 * step, step):
+            got = _distinct(spec, {n: v + shift for n, v in start.items()}, obey)
+            if got is None:
+                continue
+            if out and any(got[n] == out[0][n] for n in names):
+                continue
+            out.append(got)
+            if len(out) == 2:
+                return out
+            start = {n: v - shift for n, v in got.items()}  # the second set: one step up
+    return None
+
+
+def _distinct(spec: TaskSpec, sizes: dict[str, int], obey: bool) -> dict[str, int] | None:
+    """`_launchable` sizes with no two sizes equal (a later size raised past an equal one)."""
+    for _ in range(24):
+        got = _launchable(spec, sizes, obey)
+        if got is None:
+            return None
+        seen: dict[int, str] = {}
+        clash = None
+        for n, v in got.items():
+            if v in seen:
+                clash = n
+                break
+            seen[v] = n
+        if clash is None:
+            return got
+        sizes = {**got, clash: got[clash] + 1}
+    return None
+
+
+def _launchable(spec: TaskSpec, sizes: dict[str, int], obey: bool = True) -> dict[str, int] | None:
+    """`sizes` obeying the relations (unless not `obey`) and scaled up until the launch has at
+    least one block and one thread in every dimension (`N / 256` blocks needs N >= 256)."""
+    for _ in range(10):
+        got = spec.satisfy(sizes) if obey else dict(sizes)
+        if got is None:
+            return None
+        try:
+            grid, block, _smem = spec.launch_config(got)
+            for t in spec.tensors:
+                if min(spec.shape_of(t, got), default=1) < 1:
+                    raise ValueError("an empty tensor")
+        except (ValueError, ZeroDivisionError, ArithmeticError):
+            return None
+        if min(grid) >= 1 and min(block) >= 1:
+            return got
+        sizes = {n: 2 * v for n, v in got.items()}
+    return None
+
+
+def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, int]]:
+    """Where to verify: a ragged small set, a larger one, and the task's own size sets."""
+    base = fitted[0]
+    out: list[dict[str, int]] = []
+    for cand in ({n: v * 2 + 3 for n, v in base.items()}, {n: v + 1 for n, v in base.items()},
+                 *spec.all_size_sets()):  # fmt: skip
+        s = _launchable(spec, dict(cand))
+        if s is not None and s not in out and s not in fitted:
+            out.append(s)
+    return out
+
+
+def lift_task(spec: TaskSpec, seed: int = 0) -> LiftResult:
+    name = spec.kernel.name
+    try:
+        pairs = trace_pairs(spec)
+    except LiftError as e:
+        return LiftResult(kernel=name, error=str(e))
+    first: LiftResult | None = None
+    for sets in pairs:
+        result = _lift_at(spec, sets, seed)
+        if result.ok:
+            return result
+        first = first or result
+    assert first is not None
+    return first
+
+
+def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResult:
+    """Fit at the first set and read its numbers as sizes (`symbolise`); if that program does
+    not verify, fit at the second set too and let the two fits decide (`merge`)."""
+    name = spec.kernel.name
+    try:
+        first = _fit(spec, sets[0], seed)
+        single = symbolise(first, sets[0])
+        checks = [verify(spec, single, s, seed + 1) for s in check_sizes(spec, sets)]
+        if checks and all(v.ok for v in checks):
+            return LiftResult(kernel=name, program=single, fitted_at=sets[:1], verified=checks)
+        program = merge(first, _fit(spec, sets[1], seed), sets[0], sets[1])
+    except LiftError as e:
+        return LiftResult(kernel=name, fitted_at=sets, error=str(e))
+    except TraceEscape as e:
+        return LiftResult(kernel=name, fitted_at=sets, error=str(e))
+    except (InterpError, ValueError, TypeError, ArithmeticError) as e:
+        # the kernel's own run at small sizes failed (a launch it cannot take, a construct the
+        # interpreter lacks): nothing to lift from, said as such
+        return LiftResult(kernel=name, fitted_at=sets, error=f"the traced run failed: {e}")
+    checks = [verify(spec, program, s, seed + 1) for s in check_sizes(spec, sets)]
+    return LiftResult(kernel=name, program=program, fitted_at=sets, verified=checks)
+
+
+def _fit(spec: TaskSpec, sizes: dict[str, int], seed: int) -> Program:
+    tr = trace_run(spec, sizes, seed)
+    c = Canonicaliser()
+    assigns = []
+    for t in spec.outputs_in_order:
+        if t.name in tr.int_tensors:
+            raise LiftError(f"{t.name} is an integer output (counts, indices): not lifted yet")
+        assigns.append(fit_elements(c, t.name, tr.outputs[t.name], tr.shapes, sizes))
+    return Program(assigns=assigns)
+
+
+def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
+    shapes = {t.name: spec.shape_of(t, sizes) for t in spec.tensors}
+    work = 0
+    for a in program.assigns:
+        red = 1
+        for e in a.expr.walk():
+            if e.kind == "reduce":
+                from migrator.lift.program import value_of
+
+                red *= max(1, int(value_of(e.extent or 1, sizes)))
+        work = max(work, math.prod(shapes[a.tensor]) * red)
+    if work > MAX_EVAL_ELEMENTS:
+        return Verification(sizes=sizes, ok=True, note="skipped: too large to evaluate densely")
+    try:
+        run = run_spec_full(spec, sizes, seed)
+    except InterpError as e:
+        return Verification(sizes=sizes, ok=False, note=f"the interpreter failed: {e}")
+    params = {s.name: float(spec.scalar_value(s, sizes)) for s in spec.scalars
+              if s.value is not None}  # fmt: skip
+    tensors = {n: np.asarray(v, dtype=np.float64) if np.issubdtype(v.dtype, np.floating) else v
+               for n, v in run.inputs.items()}  # fmt: skip
+    try:
+        got = evaluate(program, tensors, shapes, sizes, params)
+    except LiftError as e:
+        return Verification(sizes=sizes, ok=False, note=str(e))
+    worst = 0.0
+    ok = True
+    unwritten: list[np.ndarray] | None = None
+    for n, (t, ref) in enumerate(zip(spec.outputs_in_order, run.outputs, strict=True)):
+        ref64 = np.asarray(ref, dtype=np.float64)
+        mine = got[t.name]
+        if t.role == "out" and np.isnan(ref64).any() and not np.isnan(mine).all():
+            # NaN where the program has a value: an element the kernel never wrote (a float4
+            # kernel at a size that is no multiple of 4), or a NaN it computed? A second run
+            # with another fill tells them apart; unwritten elements are not compared
+            if unwritten is None:
+                again = run_spec_full(spec, sizes, seed, out_fill=7.25).outputs
+                unwritten = [np.isnan(a) & (np.asarray(b, dtype=np.float64) == 7.25)
+                             for a, b in zip(run.outputs, again, strict=True)]  # fmt: skip
+            ref64 = np.where(unwritten[n], mine, ref64)
+        scale = max(1.0, float(np.nanmax(np.abs(ref64))) if ref64.size else 1.0)
+        tol = 1e-5 * scale if np_dtype(t.dtype).itemsize >= 4 else 1e-2 * scale
+        both_nan = np.isnan(ref64) & np.isnan(mine)
+        err = np.where(both_nan, 0.0, np.abs(mine - ref64))
+        err = np.nan_to_num(err, nan=np.inf)
+        m = float(err.max()) if err.size else 0.0
+        worst = max(worst, m)
+        rel_ok = np.all(err <= tol + 1e-4 * np.abs(ref64))
+        ok = ok and bool(rel_ok)
+    return Verification(sizes=sizes, ok=ok, max_abs_error=worst)

@@ -1,0 +1,277 @@
+"""The tensor IR: what a kernel computes, free of threads, tiles and pointers.
+
+A `Program` is one `Assign` per output tensor: `out[i, j] = <expr>`, where an expression is a
+tree of loads (`x[i, k]`, each index an affine, or div/mod quasi-affine, map of the output
+coordinates and the reduction variables in scope), constants, scalar parameters, elementwise
+operations and reductions along a variable (`sum_k`, `max_k`). Every number that depends on the
+problem size (an extent, a stride, `1/N`) is kept as a size expression, so the program holds at
+every size. It prints as math (`render`) and runs with numpy (`evaluate`), which is how the lifter
+verifies it against the CUDA interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from migrator.contract import eval_expr
+
+Number = int | float | str  # a literal, or a size expression such as "N" or "1 / C"
+
+REDUCE_OPS = ("sum", "prod", "max", "min")
+FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "abs")
+
+
+class LiftError(ValueError):
+    """The kernel's traced outputs are not (yet) expressible as a tensor program."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Term(_Model):
+    """`coef * var`, where `var` may be taken `// div` then `% mod` (quasi-affine indices)."""
+
+    coef: Number
+    var: str
+    div: Number | None = None
+    mod: Number | None = None
+
+    def render(self) -> str:
+        v = self.var
+        if self.div is not None:
+            v = f"({v} // {self.div})"
+        if self.mod is not None:
+            v = f"({v} % {self.mod})"
+        c = self.coef
+        if c == 1:
+            return v
+        if c == -1:
+            return f"-{v}"
+        return f"{_paren(c)}*{v}"
+
+
+class IndexMap(_Model):
+    """One coordinate of a load: `const + sum(terms)`."""
+
+    terms: list[Term] = Field(default_factory=list)
+    const: Number = 0
+
+    def render(self) -> str:
+        parts = [t.render() for t in self.terms]
+        if self.const != 0 or not parts:
+            parts.append(str(self.const))
+        out = " + ".join(parts)
+        return out.replace("+ -", "- ")
+
+
+class Expr(_Model):
+    """One node. kind: load (tensor, index), const (value), param (name), op (op, args),
+    reduce (op, var, extent, args[0] the body)."""
+
+    kind: Literal["load", "const", "param", "op", "reduce"]
+    tensor: str | None = None
+    index: list[IndexMap] = Field(default_factory=list)
+    value: Number | None = None
+    name: str | None = None
+    op: str | None = None
+    args: list[Expr] = Field(default_factory=list)
+    var: str | None = None
+    extent: Number | None = None
+
+    def walk(self) -> list[Expr]:
+        out = [self]
+        for a in self.args:
+            out.extend(a.walk())
+        return out
+
+    def render(self) -> str:
+        k = self.kind
+        if k == "load":
+            return f"{self.tensor}[{', '.join(i.render() for i in self.index)}]"
+        if k == "const":
+            return str(self.value)
+        if k == "param":
+            return str(self.name)
+        if k == "reduce":
+            return f"{self.op}_{{{self.var} < {self.extent}}} {_atom(self.args[0])}"
+        op, a = self.op or "", self.args
+        if op == "+":  # `x + (-1 * y)` reads `x - y`
+            pos = [_atom(x) for x in a if negated(x) is None]
+            neg = [_atom(n) for x in a if (n := negated(x)) is not None]
+            head = " + ".join(pos) if pos else f"-{neg.pop(0)}"
+            return " - ".join([head, *neg])
+        if op == "*":
+            return f" {op} ".join(_atom(x) for x in a)
+        if op in ("-", "/"):
+            return f"{_atom(a[0])} {op} {_atom(a[1])}"
+        if op == "neg":
+            return f"-{_atom(a[0])}"
+        if op == "select":
+            return f"({_atom(a[0])} {self.name} {_atom(a[1])} ? {a[2].render()} : {a[3].render()})"
+        return f"{op}({', '.join(x.render() for x in a)})"
+
+
+Expr.model_rebuild()
+
+
+def negated(e: Expr) -> Expr | None:
+    """`y` when `e` is `-1 * y` (how the lifter's canonical form writes a subtraction)."""
+    if e.kind != "op" or e.op != "*" or len(e.args) < 2:
+        return None
+    minus = [x for x in e.args if x.kind == "const" and x.value == -1]
+    if len(minus) != 1:
+        return None
+    rest = [x for x in e.args if x is not minus[0]]
+    return rest[0] if len(rest) == 1 else Expr(kind="op", op="*", args=rest)
+
+
+class Assign(_Model):
+    """`tensor[vars] = expr` over the whole output (`vars` name its coordinates)."""
+
+    tensor: str
+    vars: list[str]
+    expr: Expr
+
+    def render(self) -> str:
+        return f"{self.tensor}[{', '.join(self.vars)}] = {self.expr.render()}"
+
+
+class Program(_Model):
+    assigns: list[Assign]
+
+    def render(self) -> str:
+        return "\n".join(a.render() for a in self.assigns)
+
+
+def _paren(c: Number) -> str:
+    s = str(c)
+    return f"({s})" if isinstance(c, str) and any(ch in s for ch in " +-/*") else s
+
+
+def _atom(e: Expr) -> str:
+    s = e.render()
+    if e.kind == "const" and isinstance(e.value, str) and any(ch in s for ch in " +-/*"):
+        return f"({s})"
+    if e.kind == "op" and e.op in ("+", "-", "*", "/", "neg", "select"):
+        return f"({s})"
+    if e.kind == "reduce":
+        return f"({s})"
+    return s
+
+
+# --- evaluation ------------------------------------------------------------------------------
+_NP_FUNCS = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+             "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "abs": np.abs}  # fmt: skip
+_NP_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+_NP_BINARY = {"+": np.add, "*": np.multiply, "-": np.subtract, "/": np.divide,
+              "max": np.maximum, "min": np.minimum, "pow": np.power}  # fmt: skip
+
+
+def value_of(n: Number, sizes: Mapping[str, int]) -> float | int:
+    return eval_expr(n, sizes) if isinstance(n, str) else n
+
+
+def evaluate(
+    program: Program,
+    tensors: Mapping[str, np.ndarray],
+    shapes: Mapping[str, tuple[int, ...]],
+    sizes: Mapping[str, int],
+    params: Mapping[str, float],
+) -> dict[str, np.ndarray]:
+    """Run the program with numpy in float64: one array per assigned tensor (its `shapes`)."""
+    out: dict[str, np.ndarray] = {}
+    for a in program.assigns:
+        shape = shapes[a.tensor]
+        depth = _depth(a.expr)
+        nd = len(shape) + depth
+        env: dict[str, np.ndarray] = {}
+        for ax, (v, n) in enumerate(zip(a.vars, shape, strict=True)):
+            env[v] = np.arange(n).reshape([n if d == ax else 1 for d in range(nd)])
+        val = _eval(a.expr, env, len(shape), nd, tensors, sizes, params)
+        full = np.broadcast_to(np.asarray(val, dtype=np.float64), tuple(shape) + (1,) * depth)
+        out[a.tensor] = full.reshape(shape).copy()
+    return out
+
+
+def _depth(e: Expr) -> int:
+    inner = max((_depth(a) for a in e.args), default=0)
+    return inner + (1 if e.kind == "reduce" else 0)
+
+
+def _eval(
+    e: Expr,
+    env: dict[str, np.ndarray],
+    level: int,
+    nd: int,
+    tensors: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int],
+    params: Mapping[str, float],
+) -> np.ndarray:
+    def ev(x: Expr, lv: int = level) -> np.ndarray:
+        return _eval(x, env, lv, nd, tensors, sizes, params)
+
+    k = e.kind
+    if k == "const":
+        return np.float64(value_of(e.value if e.value is not None else 0, sizes))
+    if k == "param":
+        if e.name not in params:
+            raise LiftError(f"no value for the scalar {e.name!r}")
+        return np.float64(params[e.name or ""])
+    if k == "load":
+        arr = tensors[e.tensor or ""]
+        idx = [_index(m, env, sizes) for m in e.index]
+        if len(idx) != arr.ndim:
+            raise LiftError(f"{e.tensor} has {arr.ndim} dimensions, the load {len(idx)}")
+        for d, (ix, n) in enumerate(zip(idx, arr.shape, strict=True)):
+            if np.any(ix < 0) or np.any(ix >= n):
+                raise LiftError(f"{e.render()} reads outside {e.tensor} (dimension {d})")
+        return np.asarray(arr[tuple(idx)], dtype=np.float64)
+    if k == "reduce":
+        n = int(value_of(e.extent or 0, sizes))
+        if n <= 0:
+            raise LiftError(f"reduction over an empty range ({e.var} < {e.extent})")
+        rv = np.arange(n).reshape([n if d == level else 1 for d in range(nd)])
+        env[e.var or ""] = rv
+        body = np.asarray(ev(e.args[0], level + 1))
+        del env[e.var or ""]
+        body = np.broadcast_to(body, np.broadcast_shapes(body.shape, rv.shape))
+        return _NP_REDUCE[e.op or ""](body, axis=level, keepdims=True)
+    args = [ev(a) for a in e.args]
+    op = e.op or ""
+    with np.errstate(all="ignore"):
+        if op == "neg":
+            return np.negative(args[0])
+        if op in _NP_FUNCS:
+            return _NP_FUNCS[op](args[0])
+        if op == "erf":
+            from migrator.cuda.interp.builtins import erf
+
+            return erf(args[0])
+        if op == "select":
+            cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+            return np.where(cmp[e.name or ""](args[0], args[1]), args[2], args[3])
+        if op in ("+", "*") and len(args) > 2:
+            acc = args[0]
+            for x in args[1:]:
+                acc = _NP_BINARY[op](acc, x)
+            return acc
+        if op in _NP_BINARY:
+            return _NP_BINARY[op](args[0], args[1])
+    raise LiftError(f"no numpy form for the operation {op!r}")
+
+
+def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:
+    acc: np.ndarray = np.int64(value_of(m.const, sizes))  # type: ignore[assignment]
+    for t in m.terms:
+        v = env[t.var]
+        if t.div is not None:
+            v = v // int(value_of(t.div, sizes))
+        if t.mod is not None:
+            v = v % int(value_of(t.mod, sizes))
+        acc = acc + int(value_of(t.coef, sizes)) * v
+    return np.asarray(acc, dtype=np.int64)

@@ -1,0 +1,84 @@
+"""Run a task's kernel once with traced values: each output element as an expression.
+
+Float inputs become leaves (`x[17]`, the flat element), float scalar parameters named leaves;
+integer inputs (indices, labels) and sizes stay concrete. The run is the CUDA interpreter's own
+(same semantics, same launch), in its traced mode (`migrator.cuda.interp.traced`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from migrator.contract import TaskSpec, make_inputs, np_dtype
+from migrator.cuda.interp.options import InterpOptions
+from migrator.cuda.interp.runner import run_kernel
+from migrator.cuda.interp.spec_run import _parsed
+from migrator.cuda.interp.traced import Sym
+
+
+@dataclass
+class Trace:
+    sizes: dict[str, int]
+    outputs: dict[str, np.ndarray]  # object arrays of Sym (or numbers where never computed)
+    shapes: dict[str, tuple[int, ...]]  # every tensor's shape at these sizes
+    inputs: dict[str, np.ndarray]  # the concrete inputs the leaves stand for
+    params: dict[str, float]  # float scalar parameters (named leaves)
+    int_tensors: set[str]
+
+
+def _is_float(dtype: str) -> bool:
+    return np_dtype(dtype).kind == "f" or dtype.startswith(("bfloat", "float"))
+
+
+def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
+    sz = dict(sizes)
+    ins = make_inputs(spec, sz, seed)
+    args: dict[str, Any] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    ints: set[str] = set()
+    for t in spec.tensors:
+        shape = spec.shape_of(t, sz)
+        shapes[t.name] = shape
+        if not _is_float(t.dtype):
+            ints.add(t.name)
+            if t.role == "out":
+                args[t.cuda_param] = np.zeros(shape, dtype=np_dtype(t.dtype))
+            else:
+                args[t.cuda_param] = ins[t.name].copy()
+            continue
+        if t.role == "out":
+            args[t.cuda_param] = np.full(shape, np.nan, dtype=object)
+            continue
+        vals = np.asarray(ins[t.name], dtype=np.float64).reshape(-1)
+        leaves = np.empty(vals.size, dtype=object)
+        for i, v in enumerate(vals):
+            leaves[i] = Sym.leaf(t.name, i, v)
+        args[t.cuda_param] = leaves.reshape(shape)
+    params: dict[str, float] = {}
+    for s in spec.scalars:
+        v = spec.scalar_value(s, sz)
+        if s.value is not None and _is_float(s.dtype):
+            params[s.name] = float(v)
+            args[s.cuda_param] = Sym.param(s.name, float(v))
+        else:
+            args[s.cuda_param] = v
+    grid, block, smem = spec.launch_config(sz)
+    result = run_kernel(
+        _parsed(spec.cuda_source_path(), *spec.preprocessor()),
+        spec.kernel.name,
+        grid,
+        block,
+        args,
+        shared_bytes=smem,
+        template_args=list(spec.kernel.template_args),
+        options=InterpOptions(trace=True, oob="report", races=False, compact=False),
+    )
+    outs = {
+        t.name: np.asarray(result.outputs.get(t.cuda_param, args[t.cuda_param]))
+        for t in spec.outputs_in_order
+    }
+    return Trace(sz, outs, shapes, ins, params, ints)

@@ -1,0 +1,471 @@
+"""Lowering rules over lifted tensor programs (`migrator.lift`): a family by what a kernel
+computes, whatever its CUDA spelling.
+
+Each rule looks at the verified program's shape and fills the plan of a template:
+
+- map: every load reads the output element itself (`x[i]`, `x[i, j]`), a row vector (`b[j]`) or
+  a column vector (`s[i]`) -> the elementwise template;
+- transpose: `out[i, j] = x[j, i]` -> the transpose template;
+- matmul: `f(sum_k A[i, k] * B[k, j])` with either operand stored transposed, and any epilogue
+  `f` over the accumulator and loads at the output element, its row or its column -> the matmul
+  template (PSUM accumulation over K tiles);
+- rows: `out[i, j]` (or a row result `out[i]`) from reductions along the row of 2-D inputs
+  (`sum_k`, `max_k` of anything computed from `x[i, k]`) and a map of the row -> one row per
+  partition, each reduction one free-axis instruction (softmax, layernorm, rmsnorm ... in any
+  spelling).
+
+A program no rule fits raises `PlanError` whose diagnostic shows the program, so the report says
+what the kernel computes and why it was not emitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from migrator import diagnostics as diag
+from migrator import nkiexpr
+from migrator.contract import TaskSpec
+from migrator.cuda.ir import Expr as CExpr
+from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
+from migrator.lift.program import Expr, IndexMap, Program, negated
+from migrator.nkiexpr import Untranslatable
+from migrator.plan import (
+    ELEMENTWISE_FREE,
+    MAX_ROW_FREE,
+    MOVING_FMAX,
+    PMAX,
+    SIZE_RESERVED,
+    STATIONARY_FMAX,
+    Plan,
+    PlanError,
+    bind,
+    note,
+)
+
+_CALL = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt": "sqrtf",
+         "tanh": "tanhf", "sin": "sinf", "cos": "cosf", "erf": "erff", "abs": "fabsf",
+         "max": "fmaxf", "min": "fminf", "pow": "powf"}  # fmt: skip
+
+
+def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """The plan of the first lowering rule that fits `program`."""
+    why: list[str] = []
+    for rule in (_map, _transpose, _matmul, _rows):
+        try:
+            return rule(program, tu, k, spec)
+        except _NoFit as e:
+            why.append(f"{rule.__name__.strip('_')}: {e}")
+    raise PlanError(
+        diag.make(
+            "NOT_EMITTED",
+            k.span,
+            what=f"the lifted program `{_clip(program.render())}` (no lowering rule fits: "
+            + "; ".join(why)
+            + ")",
+        )
+    )
+
+
+class _NoFit(ValueError):
+    pass
+
+
+def _clip(s: str, n: int = 240) -> str:
+    s = s.replace("\n", "; ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+# --- shapes of index maps ------------------------------------------------------------------------
+def _unit_var(m: IndexMap) -> str | None:
+    """The variable a coordinate is exactly (`k`), or None (`k + 1`, `2*k`, `k % 4` ...)."""
+    if m.const != 0 or len(m.terms) != 1:
+        return None
+    t = m.terms[0]
+    return t.var if t.coef == 1 and t.div is None and t.mod is None else None
+
+
+def _is_var(m: IndexMap, var: str) -> bool:
+    return _unit_var(m) == var
+
+
+def _reads(e: Expr, *vars_: str) -> bool:
+    """Whether the load reads exactly `tensor[vars...]`."""
+    return [_unit_var(m) for m in e.index] == list(vars_)
+
+
+def _loads(e: Expr) -> list[Expr]:
+    return [n for n in e.walk() if n.kind == "load"]
+
+
+def _reduces(e: Expr) -> list[Expr]:
+    return [n for n in e.walk() if n.kind == "reduce"]
+
+
+# --- lifted expression -> CUDA-IR expression, rendered by nkiexpr --------------------------------
+class _Renderer:
+    """Renders lifted expressions through `nkiexpr` (activations recognised, maxNum selects,
+    scalar fusion), naming each load's tile with `tile_of` and sizes as the NKI kernel does."""
+
+    def __init__(self, p: Plan, spec: TaskSpec, tile_of: Callable[[Expr], str]) -> None:
+        self.p = p
+        self.tile_of = tile_of
+        self.sizes = {n: (f"{n}_" if n in SIZE_RESERVED else n) for n in spec.sizes}
+        self.params = {s.name: s.name for s in spec.scalars if s.value is not None}
+        self.by_key: dict[str, Expr] = {}
+        self.reduced: dict[str, str] = {}  # key of a reduce node -> NKI expression
+
+    def number(self, v: Any) -> CExpr:
+        if isinstance(v, str):
+            src = v
+            for n, nki in self.sizes.items():
+                src = _replace_word(src, n, nki)
+            name = f"({src})"
+            self.params.setdefault(name, name)
+            return CExpr(kind="param", name=name, text=name)
+        return CExpr(kind="const", value=float(v), dtype="float", text=repr(float(v)))
+
+    def convert(self, e: Expr) -> CExpr:
+        k = e.kind
+        if k == "const":
+            return self.number(e.value)
+        if k == "param":
+            return CExpr(kind="param", name=e.name, text=e.name or "")
+        if k == "load":
+            key = e.render()
+            self.by_key[key] = e
+            return CExpr(kind="load", name=key, space="global", text=key,
+                         index=[IndexExpr(text=key, affine=False, canonical=key)])  # fmt: skip
+        if k == "reduce":
+            key = reduce_key(e)
+            if key not in self.reduced:
+                raise Untranslatable(f"a reduction {e.render()} where none is expected")
+            name = self.reduced[key]
+            self.params.setdefault(name, name)
+            return CExpr(kind="param", name=name, text=name)
+        if e.op == "+":  # `x + (-1 * y)` as `x - y`
+            pos = [self.convert(a) for a in e.args if negated(a) is None]
+            neg = [self.convert(n) for a in e.args if (n := negated(a)) is not None]
+            acc = pos[0] if pos else CExpr(kind="unary", op="-", args=[neg.pop(0)], text="-")
+            for a in pos[1:]:
+                acc = CExpr(kind="binary", op="+", args=[acc, a], text="+")
+            for a in neg:
+                acc = CExpr(kind="binary", op="-", args=[acc, a], text="-")
+            return acc
+        op, args = e.op or "", [self.convert(a) for a in e.args]
+        if op in ("+", "*"):
+            acc = args[0]
+            for a in args[1:]:
+                acc = CExpr(kind="binary", op=op, args=[acc, a], text=op)
+            return acc
+        if op in ("-", "/"):
+            return CExpr(kind="binary", op=op, args=args, text=op)
+        if op == "neg":
+            return CExpr(kind="unary", op="-", args=args, text="-")
+        if op == "select":
+            cond = CExpr(kind="binary", op=e.name, args=args[:2], text=e.name or "")
+            return CExpr(kind="select", args=[cond, args[2], args[3]], text="?:")
+        if op in ("max", "min") and len(args) > 2:
+            acc = args[0]
+            for a in args[1:]:
+                acc = CExpr(kind="call", op=_CALL[op], args=[acc, a], text=op)
+            return acc
+        if op in _CALL:
+            return CExpr(kind="call", op=_CALL[op], args=args, text=op)
+        raise Untranslatable(f"the operation {op} has no NKI rendering")
+
+    def render(self, e: Expr, fuse: bool = False) -> str:
+        c = self.convert(e)
+        return nkiexpr.render(c, lambda ld: self.tile_of(self.by_key[ld.name or ""]),
+                              self.params, fuse=fuse)  # fmt: skip
+
+
+def reduce_key(e: Expr) -> str:
+    """A reduction's identity whatever its variable is called (`max_q x[i, q]` is
+    `max_r x[i, r]`): computed once however often the program uses it."""
+    import re
+
+    return re.sub(rf"\b{re.escape(e.var or '')}\b", "_", e.render())
+
+
+def _replace_word(src: str, word: str, new: str) -> str:
+    import re
+
+    return re.sub(rf"\b{re.escape(word)}\b", new, src) if word != new else src
+
+
+def _bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: str) -> Plan:
+    p = bind(tu, k, spec, family, variant)
+    p.fields["lifted"] = True
+    return p
+
+
+def _tensor(p: Plan, name: str | None) -> Any:
+    t = next((t for t in p.tensors if t.name == name or t.name == f"{name}_in"), None)
+    if t is None:
+        raise _NoFit(f"{name} is not a tensor of the task")
+    return t
+
+
+def _lift_note(k: Kernel, program: Program) -> str:
+    return note(k.span, f"lifted: {_clip(program.render(), 160)}")
+
+
+# --- map ---------------------------------------------------------------------------------------
+def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    ndims = {len(a.vars) for a in program.assigns}
+    if len(ndims) != 1 or ndims.pop() not in (1, 2):
+        raise _NoFit("outputs are not all 1-D or all 2-D")
+    if any(_reduces(a.expr) for a in program.assigns):
+        raise _NoFit("it reduces")
+    first = program.assigns[0]
+    two_d = len(first.vars) == 2
+    shapes = {tuple(spec.shape_of(next(t for t in spec.tensors if t.name == a.tensor),
+                                  spec.sizes)) for a in program.assigns}  # fmt: skip
+    if len(shapes) != 1:
+        raise _NoFit("outputs of different shapes")
+    p = _bind(tu, k, spec, "elementwise", "lifted")
+    loads: dict[str, dict[str, Any]] = {}
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        if two_d and _reads(ld, "i", "j"):
+            index = "i_p, i_f"
+        elif two_d and _reads(ld, "j"):
+            index = "i_f"
+        elif two_d and _reads(ld, "i"):
+            index = "i_p"
+        elif not two_d and _reads(ld, "i"):
+            index = "idx"
+        else:
+            raise Untranslatable(f"{ld.render()} is not the output element, its row or column")
+        key = f"{t.name}:{index}"
+        if key not in loads:
+            var = f"{t.name}_tile" if not any(v["tensor"] == t.name for v in loads.values()) \
+                else f"{t.name}_{index.replace(', ', '_')}"  # fmt: skip
+            loads[key] = {"tensor": t.name, "var": var, "index": index,
+                          "masked": index in ("idx", "i_p, i_f")}  # fmt: skip
+        return loads[key]["var"]
+
+    r = _Renderer(p, spec, tile_of)
+    stores = []
+    try:
+        for a in program.assigns:
+            out = _tensor(p, a.tensor)
+            expr = r.render(a.expr)
+            legacy = r.render(a.expr, fuse=True)
+            stores.append({"tensor": out.name, "var": out.var, "expr": expr, "legacy": legacy,
+                           "local": None, "local_legacy": None,
+                           "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
+    except Untranslatable as e:
+        raise _NoFit(str(e)) from e
+    out = _tensor(p, first.tensor)
+    p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
+    p.notes = {"index": note(k.span, "one output element per CUDA thread (lifted program)"),
+               "guard": note(k.span, "the kernel's bounds become the tile mask")}  # fmt: skip
+    p.fields.update({
+        "uses_isa": any("nisa." in s["legacy"] for s in stores),
+        "kind": "2d" if two_d else "1d",
+        "summary": "; ".join(a.render() for a in program.assigns),
+        "loads": list(loads.values()),
+        "stores": stores,
+        "size_params": {},
+        "constant_notes": {"P_TILE": "partitions per tile (nl.tile_size.pmax)",
+                           "F_TILE": "elements per partition per tile: 2 KiB fp32 DMAs"},
+    })  # fmt: skip
+    if two_d:
+        p.fields["rows"], p.fields["cols"] = out.shape[0], out.shape[1]
+    else:
+        p.fields["extent"] = out.shape[0]
+    return p
+
+
+# --- transpose ---------------------------------------------------------------------------------
+def _transpose(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    e = a.expr
+    if e.kind != "load" or len(a.vars) != 2 or not _reads(e, "j", "i"):
+        raise _NoFit("not out[i, j] = x[j, i]")
+    p = _bind(tu, k, spec, "transpose", "lifted")
+    x, out = _tensor(p, e.tensor), _tensor(p, a.tensor)
+    p.constants = {"TILE": PMAX}
+    p.notes = {"tile": note(k.span, "128 x 128 tiles turned on the Tensor engine"),
+               "store": _lift_note(k, program)}  # fmt: skip
+    p.fields.update({"x": x.name, "out": out.var, "batch": None, "rows": x.shape[0],
+                     "cols": x.shape[1], "dtype": x.nl_dtype,
+                     "constant_notes": {"TILE": "rows and columns per tile (pmax)"}})  # fmt: skip
+    return p
+
+
+# --- matmul ------------------------------------------------------------------------------------
+def _matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    if len(a.vars) != 2:
+        raise _NoFit("the output is not a matrix")
+    reds = _reduces(a.expr)
+    if len(reds) != 1 or reds[0].op != "sum":
+        raise _NoFit("not exactly one sum")
+    red = reds[0]
+    body, kv = red.args[0], red.var or ""
+    if body.kind != "op" or body.op != "*":
+        raise _NoFit("the sum's term is not a product")
+    factors = [f for f in body.args if f.kind == "load"]
+    if len(factors) != 2 or len(body.args) != 2:
+        raise _NoFit("the sum's term is not a product of two loads")
+    a_ld = next((f for f in factors if _reads(f, "i", kv) or _reads(f, kv, "i")), None)
+    others = [f for f in factors if f is not a_ld]
+    b_ld = next((f for f in others if _reads(f, kv, "j") or _reads(f, "j", kv)), None)
+    if a_ld is None or b_ld is None:
+        raise _NoFit("operands are not A[i, k] (or A[k, i]) and B[k, j] (or B[j, k])")
+    p = _bind(tu, k, spec, "matmul", "lifted")
+    from migrator.patterns.matmul import MATMUL_LOCALS
+
+    p.avoid_names(MATMUL_LOCALS)
+    ta, tb, tc = _tensor(p, a_ld.tensor), _tensor(p, b_ld.tensor), _tensor(p, a.tensor)
+    a_t, b_t = _reads(a_ld, kv, "i"), _reads(b_ld, "j", kv)
+    m_size, k_size = (ta.shape[1], ta.shape[0]) if a_t else (ta.shape[0], ta.shape[1])
+    n_size = tb.shape[0] if b_t else tb.shape[1]
+    epi_loads: dict[str, dict[str, str]] = {}
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        kind = "same" if _reads(ld, "i", "j") else "row" if _reads(ld, "j") else \
+            "col" if _reads(ld, "i") else None  # fmt: skip
+        if kind is None:
+            raise Untranslatable(f"{ld.render()} is not at the output element, row or column")
+        entry = epi_loads.setdefault(t.name, {"tensor": t.name, "var": f"{t.name}_epi",
+                                              "kind": kind})  # fmt: skip
+        if entry["kind"] != kind:
+            raise Untranslatable(f"{t.name} is read at two different indices")
+        return entry["var"]
+
+    r = _Renderer(p, spec, tile_of)
+    r.reduced[reduce_key(red)] = nkiexpr.ACC
+    epilogue = None
+    if a.expr is not red:
+        try:
+            epilogue = r.render(a.expr)
+        except Untranslatable as e:
+            raise _NoFit(f"epilogue: {e}") from e
+    p.constants = {"TILE_M": STATIONARY_FMAX, "TILE_K": PMAX,
+                   "TILE_N": PMAX if b_t else MOVING_FMAX}  # fmt: skip
+    p.notes = {"acc": note(k.span, f"{red.render()} accumulates in PSUM over K tiles"),
+               "a": note(k.span, f"{ta.name} is " + ("stored [K, M]: loaded as A^T" if a_t
+                         else "row-major [M, K]: tiles turned on the Tensor engine")),
+               "store": _lift_note(k, program),
+               "guard": "ragged edges: masked loads into zeroed tiles, masked stores"}  # fmt: skip
+    p.fields.update({
+        "a": ta.name, "b": tb.name, "c_in": None, "out": tc.var,
+        "M": m_size, "K": k_size, "N": n_size, "a_transposed": a_t, "b_transposed": b_t,
+        "batch": None, "alpha": None, "beta": None,
+        "epilogue": epilogue, "epilogue_loads": list(epi_loads.values()), "epilogue_pre": [],
+        "epilogue_from": "acc" if epilogue else "res",
+        "dtype": ta.nl_dtype,
+        "constant_notes": {"TILE_M": "output rows per tile (gemm_stationary_fmax)",
+                           "TILE_K": "contraction per matmul = partitions (pmax)",
+                           "TILE_N": "output columns per tile (one PSUM bank of fp32)"},
+    })  # fmt: skip
+    return p
+
+
+# --- rows --------------------------------------------------------------------------------------
+def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    first = program.assigns[0]
+    if not _reduces(first.expr):
+        raise _NoFit("nothing is reduced along a row")
+    p = _bind(tu, k, spec, "rows", "lifted")
+    cols: Any = None
+    row_loads: dict[str, dict[str, str]] = {}
+
+    for a in program.assigns:
+        if len(a.vars) not in (1, 2):
+            raise _NoFit("outputs are not rows or row results")
+        for red in _reduces(a.expr):
+            if red.op not in ("sum", "max", "min"):
+                raise _NoFit(f"a {red.op} reduction")
+            if cols is None:
+                cols = red.extent
+            elif red.extent != cols:
+                raise _NoFit("reductions of different lengths")
+    two_d = [a for a in program.assigns if len(a.vars) == 2]
+    row_tensor = None
+    for ld in (ld for a in program.assigns for ld in _loads(a.expr)):
+        if len(ld.index) == 2:
+            row_tensor = row_tensor or ld.tensor
+    if row_tensor is None:
+        raise _NoFit("no 2-D input is read along its rows")
+    x = _tensor(p, row_tensor)
+    if isinstance(cols, str) and cols not in spec.sizes:
+        raise _NoFit(f"reductions over {cols}, not a size")
+    for a in two_d:
+        o = next(t for t in spec.tensors if t.name == a.tensor)
+        if [str(s) for s in o.shape[1:]] != [str(cols)]:
+            raise _NoFit(f"{a.tensor}'s rows are not the reduced length")
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        units = [_unit_var(m) for m in ld.index]
+        if len(units) == 2 and units[0] == "i" and units[1] not in (None, "i"):
+            kind, index = "row", "i_p, i_f"
+        elif units == ["i"]:
+            kind, index = "col", "i_p"
+        elif len(units) == 1 and units[0] is not None:
+            kind, index = "vec", "i_f"
+        else:
+            raise Untranslatable(f"{ld.render()} is not a row of a tile, a row vector or a "
+                                 "per-row value")  # fmt: skip
+        key = f"{t.name}:{kind}"
+        row_loads.setdefault(key, {"tensor": t.name, "var": f"{t.name}_{kind}",
+                                   "index": index, "kind": kind})  # fmt: skip
+        return row_loads[key]["var"]
+
+    r = _Renderer(p, spec, tile_of)
+    pre: list[dict[str, str]] = []
+    stores = []
+    try:
+        for a in program.assigns:
+            for red in _post_order_reduces(a.expr):
+                key = reduce_key(red)
+                if key in r.reduced:
+                    continue
+                body = r.render(red.args[0])
+                var = f"red{len(pre)}"
+                fn = {"sum": "nl.sum", "max": "nl.max", "min": "nl.min"}[red.op or ""]
+                pre.append(
+                    {
+                        "var": var,
+                        "expr": f"{fn}({body}, axis=1, keepdims=True)",
+                        "note": f"{red.op} along the row: {_clip(red.render(), 100)}",
+                    }
+                )
+                r.reduced[key] = var
+            out = _tensor(p, a.tensor)
+            stores.append({"tensor": out.name, "var": out.var, "expr": r.render(a.expr),
+                           "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
+                           "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
+    except Untranslatable as e:
+        raise _NoFit(str(e)) from e
+    p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
+    p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
+    p.fields.update({
+        "uses_isa": False,
+        "summary": "; ".join(a.render() for a in program.assigns),
+        "rows": x.shape[0], "cols": x.shape[1],
+        "loads": list(row_loads.values()), "reduces": pre, "stores": stores,
+        "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
+                           "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
+    })  # fmt: skip
+    return p
+
+
+def _post_order_reduces(e: Expr) -> list[Expr]:
+    out: list[Expr] = []
+    for a in e.args:
+        out.extend(_post_order_reduces(a))
+    if e.kind == "reduce":
+        out.append(e)
+    return out
