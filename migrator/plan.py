@@ -205,10 +205,9 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
     ]
     sizes: dict[str, str] = {}
     for name in spec.sizes:
-        for t in spec.inputs_in_order:
-            if name in t.shape:
-                sizes[name] = f"{t.name}.shape[{t.shape.index(name)}]"
-                break
+        found = _size_from_shapes(name, spec)
+        if found is not None:
+            sizes[name] = found
         else:
             raise PlanError(
                 diag.make(
@@ -245,6 +244,22 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
         sizes=sizes,
         params=params,
     )
+
+
+def _size_from_shapes(name: str, spec: TaskSpec) -> str | None:
+    """How the NKI kernel reads size `name` from its inputs' shapes: a dimension that is the
+    size (`x.shape[1]`), else one that is a multiple of it (`2 * C`: `x.shape[1] // 2`)."""
+    for t in spec.inputs_in_order:
+        if name in t.shape:
+            return f"{t.name}.shape[{t.shape.index(name)}]"
+    for t in spec.inputs_in_order:
+        for d, dim in enumerate(t.shape):
+            text = str(dim).replace(" ", "")
+            n = re.escape(name)
+            m = re.fullmatch(rf"(\d+)\*{n}", text) or re.fullmatch(rf"{n}\*(\d+)", text)
+            if m:
+                return f"{t.name}.shape[{d}] // {m.group(1)}"
+    return None
 
 
 def note(span: Span, what: str) -> str:

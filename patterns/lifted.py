@@ -9,6 +9,8 @@ Each rule looks at the verified program's shape and fills the plan of a template
 - matmul: `f(sum_k A[i, k] * B[k, j])` with either operand stored transposed, and any epilogue
   `f` over the accumulator and loads at the output element, its row or its column -> the matmul
   template (PSUM accumulation over K tiles);
+- total: `out[0] = sum_k f(x[k], y[k])` (plus the old `out[0]` where the kernel accumulates
+  into it with atomics) -> per-partition sums, then one ones-vector matmul across partitions;
 - rows: `out[i, j]` (or a row result `out[i]`) from reductions along the row of 2-D inputs
   (`sum_k`, `max_k` of anything computed from `x[i, k]`) and a map of the row -> one row per
   partition, each reduction one free-axis instruction (softmax, layernorm, rmsnorm ... in any
@@ -28,7 +30,7 @@ from migrator import nkiexpr
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
-from migrator.lift.program import Expr, IndexMap, Program, negated
+from migrator.lift.program import Expr, IndexMap, Program, Term, negated
 from migrator.nkiexpr import Untranslatable
 from migrator.plan import (
     ELEMENTWISE_FREE,
@@ -51,7 +53,7 @@ _CALL = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt":
 def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
     """The plan of the first lowering rule that fits `program`."""
     why: list[str] = []
-    for rule in (_map, _transpose, _matmul, _rows):
+    for rule in (_map, _transpose, _matmul, _rows, _total):
         try:
             return rule(program, tu, k, spec)
         except _NoFit as e:
@@ -92,6 +94,22 @@ def _is_var(m: IndexMap, var: str) -> bool:
 def _reads(e: Expr, *vars_: str) -> bool:
     """Whether the load reads exactly `tensor[vars...]`."""
     return [_unit_var(m) for m in e.index] == list(vars_)
+
+
+def _offset_reads(ld: Expr, vars_: list[str], offs: list[str], r: _Renderer) -> bool:
+    """Whether `ld` reads `tensor[v0 + c0, v1 + c1, ...]` with each c a constant or a size
+    expression; the offsets go in `offs` as NKI source ("" for none)."""
+    if len(ld.index) != len(vars_):
+        return False
+    for d, (m, v) in enumerate(zip(ld.index, vars_, strict=True)):
+        bare = IndexMap(terms=m.terms)
+        if _unit_var(bare) != v:
+            return False
+        if m.const != 0:
+            c = r.number(m.const)
+            offs[d] = str(int(c.value)) if c.kind == "const" and c.value is not None \
+                else c.name or ""  # fmt: skip
+    return True
 
 
 def _loads(e: Expr) -> list[Expr]:
@@ -229,22 +247,25 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
 
     def tile_of(ld: Expr) -> str:
         t = _tensor(p, ld.tensor)
-        if two_d and _reads(ld, "i", "j"):
-            index = "i_p, i_f"
-        elif two_d and _reads(ld, "j"):
+        offs = ["", ""]
+        if two_d and _reads(ld, "j"):
             index = "i_f"
         elif two_d and _reads(ld, "i"):
             index = "i_p"
-        elif not two_d and _reads(ld, "i"):
-            index = "idx"
+        elif _offset_reads(ld, ["i", "j"] if two_d else ["i"], offs, r):
+            index = "i_p, i_f" if two_d else "idx"  # the element, or a fixed shift of it
         else:
             raise Untranslatable(f"{ld.render()} is not the output element, its row or column")
-        key = f"{t.name}:{index}"
+        key = f"{t.name}:{index}:{offs}"
         if key not in loads:
             var = f"{t.name}_tile" if not any(v["tensor"] == t.name for v in loads.values()) \
-                else f"{t.name}_{index.replace(', ', '_')}"  # fmt: skip
+                else f"{t.name}_{len(loads)}"  # fmt: skip
             loads[key] = {"tensor": t.name, "var": var, "index": index,
                           "masked": index in ("idx", "i_p, i_f")}  # fmt: skip
+            if two_d:
+                loads[key].update(row_off=offs[0] or None, col_off=offs[1] or None)
+            else:
+                loads[key]["off"] = offs[0] or None
         return loads[key]["var"]
 
     r = _Renderer(p, spec, tile_of)
@@ -380,6 +401,10 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     p = _bind(tu, k, spec, "rows", "lifted")
     cols: Any = None
     row_loads: dict[str, dict[str, str]] = {}
+    flat = _flat_rows(program)  # rows of a flat tensor (`x[k + C*(i // C)]`): seen as 2-D
+    reshaped: set[str] = set()
+    if flat is not None:
+        program, reshaped = flat
 
     for a in program.assigns:
         if len(a.vars) not in (1, 2):
@@ -403,8 +428,12 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         raise _NoFit(f"reductions over {cols}, not a size")
     for a in two_d:
         o = next(t for t in spec.tensors if t.name == a.tensor)
-        if [str(s) for s in o.shape[1:]] != [str(cols)]:
+        if a.tensor not in reshaped and [str(s) for s in o.shape[1:]] != [str(cols)]:
             raise _NoFit(f"{a.tensor}'s rows are not the reduced length")
+    r_rows = f"({x.shape[0]}) // {cols}" if row_tensor in reshaped else x.shape[0]
+
+    def ref(name: str) -> str:  # a flat tensor as its [rows, cols] view
+        return f"{name}.reshape(({r_rows}, {cols}))"
 
     def tile_of(ld: Expr) -> str:
         t = _tensor(p, ld.tensor)
@@ -419,7 +448,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             raise Untranslatable(f"{ld.render()} is not a row of a tile, a row vector or a "
                                  "per-row value")  # fmt: skip
         key = f"{t.name}:{kind}"
-        row_loads.setdefault(key, {"tensor": t.name, "var": f"{t.name}_{kind}",
+        src = ref(t.name) if kind == "row" and ld.tensor in reshaped else t.name
+        row_loads.setdefault(key, {"tensor": src, "var": f"{t.name}_{kind}",
                                    "index": index, "kind": kind})  # fmt: skip
         return row_loads[key]["var"]
 
@@ -444,7 +474,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                 )
                 r.reduced[key] = var
             out = _tensor(p, a.tensor)
-            stores.append({"tensor": out.name, "var": out.var, "expr": r.render(a.expr),
+            dst = ref(out.var) if a.tensor in reshaped else out.var
+            stores.append({"tensor": out.name, "var": dst, "expr": r.render(a.expr),
                            "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:
@@ -454,12 +485,60 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     p.fields.update({
         "uses_isa": False,
         "summary": "; ".join(a.render() for a in program.assigns),
-        "rows": x.shape[0], "cols": x.shape[1],
+        "rows": r_rows, "cols": cols if row_tensor in reshaped else x.shape[1],
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores,
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
     return p
+
+
+def _flat_rows(program: Program) -> tuple[Program, set[str]] | None:
+    """A program over flat 1-D tensors whose rows have length L (`x[k + L*(i // L)]` the row,
+    `x[i]` the element, `w[i % L]` a row vector, `s[i // L]` a per-row value) rewritten over
+    [rows, L] views (`x[i, k]`, `x[i, j]`, `w[j]`, `s[i]`), with the names of the tensors
+    that are read or written through such a view; None if it is not one."""
+    if any(a.vars != ["i"] for a in program.assigns):
+        return None
+    divs = {t.div for a in program.assigns for e in a.expr.walk() for m in e.index
+            for t in m.terms if t.var == "i" and t.div is not None}  # fmt: skip
+    if len(divs) != 1:
+        return None
+    (L,) = divs
+    reshaped: set[str] = {a.tensor for a in program.assigns}
+
+    def one(var: str) -> IndexMap:
+        return IndexMap(terms=[Term(coef=1, var=var)])
+
+    def rewrite(e: Expr) -> Expr:
+        if e.kind != "load":
+            return e.model_copy(update={"args": [rewrite(a) for a in e.args]})
+        if len(e.index) != 1:
+            raise _NoFit(f"{e.render()} is not a flat access")
+        m = e.index[0]
+        terms = {(t.var, t.coef, t.div, t.mod) for t in m.terms}
+        if m.const != 0:
+            raise _NoFit(f"{e.render()} is not a flat row access")
+        if terms == {("i", 1, None, None)}:
+            reshaped.add(e.tensor or "")
+            return e.model_copy(update={"index": [one("i"), one("j")]})
+        if len(terms) == 2 and ("i", L, L, None) in terms:
+            (other,) = terms - {("i", L, L, None)}
+            if other[1:] == (1, None, None) and other[0] != "i":
+                reshaped.add(e.tensor or "")
+                return e.model_copy(update={"index": [one("i"), one(other[0])]})
+        if terms == {("i", 1, None, L)}:
+            return e.model_copy(update={"index": [one("j")]})
+        if terms == {("i", 1, L, None)}:
+            return e.model_copy(update={"index": [one("i")]})
+        raise _NoFit(f"{e.render()} is not a row, element, row vector or per-row value")
+
+    try:
+        assigns = [a.model_copy(update={"vars": ["i", "j"], "expr": rewrite(a.expr)})
+                   for a in program.assigns]  # fmt: skip
+    except _NoFit:
+        return None
+    return Program(assigns=assigns), reshaped
 
 
 def _post_order_reduces(e: Expr) -> list[Expr]:
@@ -469,3 +548,55 @@ def _post_order_reduces(e: Expr) -> list[Expr]:
     if e.kind == "reduce":
         out.append(e)
     return out
+
+
+# --- total -------------------------------------------------------------------------------------
+def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    o = next(t for t in spec.tensors if t.name == a.tensor)
+    if spec.shape_of(o, spec.sizes) != (1,):
+        raise _NoFit(f"{a.tensor} is not a single value")
+    e, carried = a.expr, None
+    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
+        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor]
+        red = [x for x in e.args if x.kind == "reduce"]
+        if len(old) == 1 and len(red) == 1 and [m.const for m in old[0].index] == [0] \
+                and not old[0].index[0].terms:  # fmt: skip
+            e, carried = red[0], old[0]
+    if e.kind != "reduce" or e.op != "sum":
+        raise _NoFit("not a sum over every element (plus the old total)")
+    body, kv = e.args[0], e.var or ""
+    if _reduces(body):
+        raise _NoFit("a reduction inside the sum")
+    p = _bind(tu, k, spec, "reduction", "atomic_total")
+    out = _tensor(p, a.tensor)
+    if carried is not None and out.role != "inout":
+        raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
+    loads: dict[str, str] = {}
+    first: list[Any] = []
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        if not _reads(ld, kv) or len(t.shape) != 1:
+            raise Untranslatable(f"{ld.render()} is not a 1-D tensor read at the summed index")
+        first.append(t)
+        loads.setdefault(t.name, f"{t.name}_tile")
+        return loads[t.name]
+
+    try:
+        term = _Renderer(p, spec, tile_of).render(body)
+    except Untranslatable as e2:
+        raise _NoFit(str(e2)) from e2
+    if not first:
+        raise _NoFit("the summed term reads no tensor")
+    p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
+    why = "the total over every element: per-partition sums, then one ones-vector matmul"
+    p.notes = {"reduce": note(k.span, why)}
+    p.fields.update({
+        "variant": "atomic_total", "term": term, "loads": loads, "n": first[0].shape[0],
+        "out": out.var, "out_in": out.name if carried is not None else None, "op": "sum",
+        "constant_notes": {"P_TILE": "partitions per tile", "F_TILE": "elements per partition"},
+    })  # fmt: skip
+    return p

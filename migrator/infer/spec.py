@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from migrator.contract import TaskSpec
+from migrator.contract import SpecError, TaskSpec, eval_expr
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
 from migrator.infer.error import GatherError, InferenceError
@@ -242,7 +242,7 @@ def infer_spec(
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
-    relations += [r for r in _vector_relations(k, tensors, sizes) if r not in relations]
+    relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
     spec = TaskSpec.model_validate(data)
@@ -317,14 +317,26 @@ def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],
     return out
 
 
-def _vector_relations(k: Kernel, tensors: list[dict[str, Any]], sizes: dict[str, int]) -> list[str]:
+def _vector_relations(
+    k: Kernel, tensors: list[dict[str, Any]], sizes: dict[str, int], block: list[Any]
+) -> list[str]:
     """`C % 4 == 0` where the kernel moves a tensor in vectors of 4 (`float4`, eight halves in
     a `float4`): the innermost dimension holds whole vectors, as the kernel assumes (without a
-    scalar tail a ragged size would read past the end)."""
+    scalar tail a ragged size would read past the end). A vector access under no guard at all
+    assumes whole blocks of them: `N % (8 * 256) == 0`."""
+    try:
+        threads = int(eval_expr(block[0], sizes)) if block else 1
+    except (SpecError, TypeError, ValueError):
+        threads = 1
     out: list[str] = []
     for t in tensors:
         vec = [a for a in k.accesses if a.array == t["param"] and a.space == "global"]
-        widths = [max(a.vector_width, _thread_stride(a)) for a in vec if a.vector_width > 1]
+        widths = [max(a.vector_width, _thread_stride(a)) * (1 if a.guards else max(1, threads))
+                  for a in vec if a.vector_width > 1]  # fmt: skip
+        # a thread's element read or written with no guard and no loop: the launch covers the
+        # tensor exactly, in whole blocks
+        widths += [_thread_stride(a) * threads for a in vec if not a.guards and not a.loops
+                   and a.vector_width == 1 and threads > 1 and _per_thread(a)]  # fmt: skip
         if not widths or not t.get("shape"):
             continue
         last = str(t["shape"][-1])
@@ -334,6 +346,15 @@ def _vector_relations(k: Kernel, tensors: list[dict[str, Any]], sizes: dict[str,
             if rel not in out:
                 out.append(rel)
     return out
+
+
+def _per_thread(a: Any) -> bool:
+    """Whether an access's index moves with the thread and block (`blockIdx.x * T + tid`)."""
+    idx = a.indices[0] if a.indices else None
+    if idx is None or not idx.affine:
+        return False
+    syms = {s for mono in idx.as_poly() for s in mono}
+    return "threadIdx.x" in syms and any(s.startswith("blockIdx.x") for s in syms)
 
 
 def _thread_stride(a: Any) -> int:

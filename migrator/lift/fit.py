@@ -166,10 +166,16 @@ class Fitter:
 
     def node(self, insts: list[Inst]) -> Expr:
         # a subexpression the kernel computed once and used for many elements (a row's max in
-        # every term of its softmax) is one tree object: fitted once, with the first element
-        # that used it (an index cannot depend on what varies among identical trees)
-        seen: set[int] = set()
-        insts = [x for x in insts if id(x[1]) not in seen and not seen.add(id(x[1]))]
+        # every term of its softmax) is one tree object: fitted with a few of the elements
+        # that used it, enough to show that its indices do not move with what varies among
+        # them (all of them would make the fit quadratic in the row length)
+        users: dict[int, list[int]] = {}
+        for n, x in enumerate(insts):
+            users.setdefault(id(x[1]), []).append(n)
+        keep: set[int] = set()
+        for idx in users.values():  # the first, middle and last user: spread, not clustered
+            keep.update(idx[int(q * (len(idx) - 1))] for q in (0.0, 0.5, 1.0))
+        insts = [x for n, x in enumerate(insts) if n in keep]
         tag = insts[0][1][0]
         if any(t[0] != tag for _, t in insts):
             raise LiftError("output elements are computed by differently shaped expressions")
@@ -219,10 +225,20 @@ class Fitter:
                     f"a {tag} runs over {min(counts)} to {max(counts)} terms depending on the "
                     "element (a ragged or triangular range is not lifted yet)"
                 )
+            # the same term object added m times (a shuffle tree that reads a lane twice):
+            # m times the reduction over the distinct terms
+            mult = {_multiplicity(g[gi][1]) for _, g in per}
+            m = mult.pop() if len(mult) == 1 else None
+            if m is None or (m > 1 and tag not in ("sum", "max", "min")):
+                raise LiftError(f"a {tag} repeats its terms unevenly across elements")
             var = next(self.red_names)
-            body = [({**env, var: kk}, item) for env, g in per for kk, item in enumerate(g[gi][1])]
-            args.append(Expr(kind="reduce", op=tag, var=var, extent=counts[0],
-                             args=[self.node(body)]))  # fmt: skip
+            body = [({**env, var: kk}, item) for env, g in per
+                    for kk, item in enumerate(_distinct(g[gi][1]))]  # fmt: skip
+            red = Expr(kind="reduce", op=tag, var=var, extent=counts[0] // m,
+                       args=[self.node(body)])  # fmt: skip
+            if m > 1 and tag == "sum":
+                red = Expr(kind="op", op="*", args=[Expr(kind="const", value=m), red])
+            args.append(red)
         if len(args) == 1:
             return args[0]
         return Expr(kind="op", op=_OP_OF[tag], args=args)
@@ -247,8 +263,11 @@ class Fitter:
                                    strict=True) if c], const=const)  # fmt: skip
         extents = x.max(axis=0) + 1 if len(x) else np.zeros(0, dtype=np.int64)
         for j, v in enumerate(names):
-            cands = sorted({d for d in range(2, int(extents[j]))}
-                           | {s for s in self.sizes.values() if 1 < s < extents[j]})  # fmt: skip
+            sizes = {s for s in self.sizes.values() if 1 < s < extents[j]}
+            # likely divisors first: sizes, powers of two, then any other (a sample of the
+            # elements can agree with several divisors; verification settles the choice)
+            cands = sorted({d for d in range(2, int(extents[j]))} | sizes,
+                           key=lambda d: (d not in sizes, d & (d - 1) != 0, d))  # fmt: skip
             others = np.delete(x, j, axis=1)
             for d in cands:
                 col = x[:, j]
@@ -265,6 +284,20 @@ class Fitter:
                     terms.append(Term(coef=coefs[-1], var=v, mod=d))
                 return IndexMap(terms=terms, const=const)
         raise LiftError("an index that is not an affine (or div/mod) map of the coordinates")
+
+
+def _distinct(items: list[Canon]) -> list[Canon]:
+    seen: set[int] = set()
+    return [x for x in items if id(x) not in seen and not seen.add(id(x))]  # type: ignore[func-returns-value]
+
+
+def _multiplicity(items: list[Canon]) -> int | None:
+    """How often each distinct term object occurs (None: unevenly)."""
+    counts: dict[int, int] = {}
+    for x in items:
+        counts[id(x)] = counts.get(id(x), 0) + 1
+    values = set(counts.values())
+    return values.pop() if len(values) == 1 else None
 
 
 def _affine(x: np.ndarray, y: np.ndarray) -> tuple[list[int], int] | None:
@@ -319,9 +352,10 @@ def sample(shape: tuple[int, ...], per_dim: int = 7) -> list[int]:
     sizes, so a sample that covers each coordinate's variation is enough)."""
     rng = np.random.default_rng(len(shape) * 1000 + sum(shape))
     axes = []
+    extra = max(2, 24 // len(shape) ** 2) if shape else 0  # 1-D outputs: more points
     for n in shape:
-        pick = {0, 1, n // 2, n - 2, n - 1, *rng.integers(0, n, size=2).tolist()}
-        axes.append(sorted(x for x in pick if 0 <= x < n)[: per_dim + 2])
+        pick = {0, 1, n // 2, n - 2, n - 1, *rng.integers(0, n, size=extra).tolist()}
+        axes.append(sorted(x for x in pick if 0 <= x < n)[: per_dim + extra])
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(shape))
     return sorted({int(np.ravel_multi_index(tuple(g), shape)) for g in grid})
 

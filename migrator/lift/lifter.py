@@ -9,6 +9,7 @@ the task's own size sets included, before anything downstream may rely on it.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -90,8 +91,10 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     reported and not stored, and may compute its stored elements differently: verification at
     sizes that obey the relations decides)."""
     out: list[list[dict[str, int]]] = []
-    for obey in (True, False):
-        pair = _pair(spec, obey)
+    for obey, scale in ((True, 1), (False, 1), (True, 16)):
+        # the larger pair: where the smallest sizes hide structure (one row of a whole-row
+        # block, one tile), sizes several blocks wide show it
+        pair = _pair(spec, obey, scale)
         if pair is not None and pair not in out and math.prod(pair[1].values()) <= TRACE_BUDGET:
             out.append(pair)
     if not out:
@@ -103,9 +106,9 @@ def trace_sizes(spec: TaskSpec) -> list[dict[str, int]]:
     return trace_pairs(spec)[0]
 
 
-def _pair(spec: TaskSpec, obey: bool) -> list[dict[str, int]] | None:
+def _pair(spec: TaskSpec, obey: bool, scale: int = 1) -> list[dict[str, int]] | None:
     names = list(spec.sizes)
-    for base, step in ((8, 4), (5, 1)):
+    for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
         start = {n: base + step * i for i, n in enumerate(names)}
         for shift in range(0, 12 * step, step):
@@ -172,14 +175,19 @@ def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, 
     return out
 
 
-def lift_task(spec: TaskSpec, seed: int = 0) -> LiftResult:
+def lift_task(spec: TaskSpec, seed: int = 0, budget_s: float = 3.0) -> LiftResult:
+    """The verified tensor program of `spec`'s kernel (or why there is none); pairs of size
+    sets are tried in `trace_pairs` order until one verifies or `budget_s` is spent."""
     name = spec.kernel.name
     try:
         pairs = trace_pairs(spec)
     except LiftError as e:
         return LiftResult(kernel=name, error=str(e))
     first: LiftResult | None = None
+    start = time.perf_counter()
     for sets in pairs:
+        if first is not None and time.perf_counter() - start > budget_s:
+            break  # the smallest pairs said why; larger ones would only cost more time
         result = _lift_at(spec, sets, seed)
         if result.ok:
             return result

@@ -134,7 +134,14 @@ class CallMixin:
             if not f.is_kernel and ("__device__" in f.qualifiers)
         ]
         if device:
-            fn = next((f for f in device if len(f.params) == len(arg_nodes)), device[0])
+            same = [f for f in device if len(f.params) == len(arg_nodes)]
+            if len(same) > 1:  # overloads (`f(float)`, `f(half)`): chosen by argument types
+                values = [self.ev(a, mask) for a in arg_nodes]
+                fn = max(same, key=lambda f: self._overload_score(f, values))
+                if not any(_is_reference(p) for p in fn.params):
+                    return self.call_device(fn, node, targs, arg_nodes, mask, values=values)
+                return self.call_device(fn, node, targs, arg_nodes, mask)
+            fn = same[0] if same else device[0]
             return self.call_device(fn, node, targs, arg_nodes, mask)
         builtin = self.builtins.get(name)
         if builtin is not None:
@@ -350,6 +357,28 @@ class CallMixin:
         if t.kind not in ("struct", "vec"):
             raise self.unsupported(a, f"brace-initialised argument of type {t}")
         return self._local(a, t, a, mask, False).val
+
+    def _overload_score(self: Machine, fn: Function, values: list[Val]) -> int:
+        """How well argument values fit a candidate's parameter types: the same type scores 2,
+        the same kind (both floating, both integer, both pointers) 1, template parameters 1."""
+        score = 0
+        for p, v in zip(fn.params, values, strict=False):
+            tnode, decl = p.child_by_field_name("type"), p.child_by_field_name("declarator")
+            if tnode is None or decl is None:
+                continue
+            try:
+                _, t, _, _ = self.declarator_type(self.base_type(tnode), decl)
+            except Exception:  # a template parameter or an unknown type: neutral
+                score += 1
+                continue
+            a = v.ctype
+            if t.name == a.name or (t.kind in ("ptr", "array") and a.kind in ("ptr", "array")
+                                    and t.elem is not None and a.elem is not None
+                                    and t.elem.name == a.elem.name):  # fmt: skip
+                score += 2
+            elif t.kind == a.kind:
+                score += 1
+        return score
 
     def _bind_param(
         self: Machine,
@@ -652,3 +681,8 @@ def _call_operator(m: Machine, body: Node) -> Function | None:
         if name is not None and m.parsed.text(name).replace(" ", "") == "operator()":
             return Function("operator()", child, None, frozenset({"__device__"}))
     return None
+
+
+def _is_reference(p: Node) -> bool:
+    decl = p.child_by_field_name("declarator")
+    return decl is not None and decl.type == "reference_declarator"

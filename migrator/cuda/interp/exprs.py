@@ -19,7 +19,7 @@ from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
 from migrator.cuda.interp.traced import SELECT, as_object, is_traced
-from migrator.cuda.interp.values import Val, convert, scalar, select
+from migrator.cuda.interp.values import Val, convert, lanes, scalar, select
 from migrator.cuda.parse import unparen
 
 if TYPE_CHECKING:
@@ -618,21 +618,54 @@ class ExprMixin:
         except TypeError as e:
             raise self.unsupported(node, str(e)) from e
 
-    def _traced_select(self: Machine, cond: Node, a_node: Node, b_node: Node,
-                       mask: np.ndarray) -> Val | None:  # fmt: skip
-        """`x > y ? a : b` comparing traced values, in a traced run: a select node (the
-        condition is part of what the kernel computes, as in `v > 0 ? v : alpha * v`)."""
+    def traced_condition(self: Machine, cond: Node, mask: np.ndarray) -> TracedCond | None:
+        """A condition on traced values, in a traced run: comparisons (`x > t`, `__hgt(x, t)`)
+        joined by `&&`, `||` and `!`, with the lanes where it holds; None for any condition
+        that does not compare traced values (the usual lane masking then applies)."""
         cond = unparen(cond)
-        op = cond.child_by_field_name("operator")
-        if cond.type != "binary_expression" or op is None:
+        if cond.type == "unary_expression":
+            op = cond.child_by_field_name("operator")
+            arg = cond.child_by_field_name("argument")
+            if op is not None and arg is not None and self.parsed.text(op) == "!":
+                inner = self.traced_condition(arg, mask)
+                return None if inner is None else TracedCond("not", (inner,), mask & ~inner.holds)
             return None
-        sym = self.parsed.text(op)
-        if sym not in ("<", "<=", ">", ">="):
+        if cond.type == "call_expression":
+            fn = cond.child_by_field_name("function")
+            args = cond.child_by_field_name("arguments")
+            sym = _HALF_COMPARE.get(self.parsed.text(fn) if fn is not None else "")
+            if sym is None or args is None or len(args.named_children) != 2:
+                return None
+            lhs, rhs = args.named_children
+        elif cond.type == "binary_expression":
+            op = cond.child_by_field_name("operator")
+            sym = self.parsed.text(op) if op is not None else ""
+            lhs, rhs = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+            assert lhs is not None and rhs is not None
+            if sym in ("&&", "||"):
+                a = self.traced_condition(lhs, mask)
+                b = self.traced_condition(rhs, mask) if a is not None else None
+                if a is None or b is None:
+                    return None
+                holds = (a.holds & b.holds) if sym == "&&" else (a.holds | b.holds)
+                return TracedCond("and" if sym == "&&" else "or", (a, b), mask & holds)
+            if sym not in ("<", "<=", ">", ">="):
+                return None
+        else:
             return None
-        lhs, rhs = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        assert lhs is not None and rhs is not None
         left, right = self.ev(lhs, mask), self.ev(rhs, mask)
         if not (is_traced(left.ctype) or is_traced(right.ctype)):
+            return None
+        lv, rv = as_object(lanes(left, self.geo.n)), as_object(lanes(right, self.geo.n))
+        holds = np.asarray(COMPARE[sym](lv, rv), dtype=bool)
+        return TracedCond(sym, (lv, rv), mask & holds)
+
+    def _traced_select(self: Machine, cond: Node, a_node: Node, b_node: Node,
+                       mask: np.ndarray) -> Val | None:  # fmt: skip
+        """`x > y ? a : b` on traced values, in a traced run: a select node (the condition is
+        part of what the kernel computes, as in `v > 0 ? v : alpha * v`)."""
+        c = self.traced_condition(cond, mask)
+        if c is None:
             return None
         a, b = self.ev(a_node, mask), self.ev(b_node, mask)
         if not (a.ctype.is_arith and b.ctype.is_arith):
@@ -641,8 +674,8 @@ class ExprMixin:
         if not is_traced(t):
             return None
         a, b = convert(a, t), convert(b, t)
-        data = SELECT(sym, as_object(left.data), as_object(right.data), a.data, b.data)
-        return Val(t, data)
+        n = self.geo.n
+        return Val(t, c.select(as_object(lanes(a, n)), as_object(lanes(b, n))))
 
     def _e_cast(self: Machine, node: Node, mask: np.ndarray) -> Val:
         tnode = node.child_by_field_name("type")
@@ -690,6 +723,30 @@ class ExprMixin:
     def truth(self: Machine, node: Node, mask: np.ndarray) -> np.ndarray:
         """Lanes of `mask` where the condition holds (a bool array over all lanes)."""
         return mask_and(mask, truthy(self.ev(node, mask)))
+
+
+_HALF_COMPARE = {"__hgt": ">", "__hge": ">=", "__hlt": "<", "__hle": "<="}
+
+
+class TracedCond:
+    """A condition over traced values: a comparison (`op` with its two operands' lane arrays)
+    or `and`/`or`/`not` of conditions; `holds`: the lanes where it is true."""
+
+    def __init__(self, op: str, parts: tuple[Any, ...], holds: np.ndarray) -> None:
+        self.op, self.parts, self.holds = op, parts, holds
+
+    def select(self, then: Any, other: Any) -> Any:
+        """Per lane `cond ? then : other`, as select nodes over traced values."""
+        if self.op == "not":
+            return self.parts[0].select(other, then)
+        if self.op == "or":
+            a, b = self.parts
+            return a.select(then, b.select(then, other))
+        if self.op == "and":
+            a, b = self.parts
+            return a.select(b.select(then, other), other)
+        lhs, rhs = self.parts
+        return SELECT(self.op, lhs, rhs, then, other)
 
 
 _NULL = Val(ct.ptr(ct.VOID), np.int64(0))  # `NULL` / `nullptr`: a pointer naming no buffer

@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, traced
+from migrator.cuda.interp.traced import OBJECT, OBJECT_FUNCTIONS, traced
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -68,7 +68,11 @@ def _pairwise(fn: Callable[[list[Val]], Val]) -> Callable[[list[Val]], Val]:
 def _arith(op: Callable[..., Any]) -> Builtin:
     def scalar(args: list[Val]) -> Val:
         t = _low(args[0])
-        return _round(op(*(_f32(a) for a in args)), t)
+        xs = [_f32(a) for a in args]
+        if any(np.asarray(x).dtype == OBJECT for x in xs):  # traced: element by element
+            f = OBJECT_FUNCTIONS.get(op) or np.frompyfunc(op, len(xs), 1)
+            return _round(f(*xs), t)
+        return _round(op(*xs), t)
 
     f = _pairwise(scalar)
     return lambda m, args, mask, node: f(args)

@@ -20,7 +20,7 @@ from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
 from migrator.cuda.interp.span import Span, put, span_of, take
-from migrator.cuda.interp.traced import OBJECT, TraceEscape
+from migrator.cuda.interp.traced import OBJECT, Packed, TraceEscape, unpack
 from migrator.cuda.interp.values import Val, lanes
 
 if TYPE_CHECKING:
@@ -101,11 +101,12 @@ class Access(NamedTuple):
     span: Span | None  # run structure of `flat` (span.py); None: irregular, or a vector access
     ctype: CType
     node: object  # the statement's AST node, for findings
+    pack: int = 1  # traced runs: buffer elements per accessed element (a float4 of 8 halves)
 
     def components(self) -> Iterator[np.ndarray]:
         """Flat indices of each component (one for scalars, `count` for vector types)."""
         for k in range(_width(self.ctype)):
-            yield self.flat + k if k else self.flat
+            yield self.flat + k * self.pack if k else self.flat
 
 
 def _resolve(
@@ -125,9 +126,18 @@ def _resolve(
     if buf.track and off.size:  # before any bounds check: how far the kernel reaches
         end = (int(off.max()) * buf.elem.size) + w * ctype.scalar.size
         buf.hi_bytes = max(buf.hi_bytes, end)
+    pack = 1
     if buf.elem.dtype == OBJECT and ctype.scalar.size != buf.elem.size:
-        # traced values have no bytes: a float4 view of eight halves cannot be followed
-        raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype.scalar}")
+        # traced values have no bytes: a wider type over them (`float4` over eight halves, the
+        # 128-bit copy idiom) moves groups of elements (`Packed`); narrower views cannot be
+        # followed
+        if ctype.scalar.size % buf.elem.size or buf.per != "grid" and buf.base is not None:
+            raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype.scalar}")
+        pack = ctype.scalar.size // buf.elem.size
+        bad_align = (off % (pack * w)) != 0
+        if bad_align.any():
+            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
+        return _resolve_packed(m, buf, off, idx, ctype, node, write, pack)
     if ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
         byte = off * buf.elem.size
@@ -161,6 +171,32 @@ def _resolve(
     else:
         flat = off
     return Access(buf, idx, flat, span, ctype, node)
+
+
+def _resolve_packed(
+    m: Machine,
+    buf: Buffer,
+    off: np.ndarray,
+    idx: np.ndarray | None,
+    ctype: CType,
+    node: object,
+    write: bool,
+    pack: int,
+) -> Access:
+    """`_resolve` for a traced access whose element spans `pack` buffer elements."""
+    last = buf.size - _width(ctype) * pack
+    bad = (off < 0) | (off > last)
+    if bad.any():
+        m.oob(node, buf, off, bad, idx, write)
+        keep = ~bad
+        idx = (np.flatnonzero(np.ones(off.size, bool))[keep]) if idx is None else idx[keep]
+        off = off[keep]
+    if buf.per in ("block", "lane"):
+        base = m.geo.row_base(buf.per, buf.size)
+        flat = (base if idx is None else base[idx]) + off
+    else:
+        flat = off
+    return Access(buf, idx, flat, None, ctype, node, pack)
 
 
 def view_of(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
@@ -240,7 +276,13 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
 def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | None = None) -> Val:
     """Values at `flat` for the access's active lanes (the others hold poison)."""
     data = acc.buf.data
-    values = take(data, flat, span)
+    if acc.pack > 1:  # traced: each value is a group of buffer elements
+        parts = [data[flat + j] for j in range(acc.pack)]
+        values = np.empty(flat.size, dtype=object)
+        for i in range(flat.size):
+            values[i] = Packed(tuple(p[i] for p in parts))
+    else:
+        values = take(data, flat, span)
     if acc.idx is None:
         return Val(ct, values)
     out = np.full(m.geo.n, poison(data.dtype, m.options.uninit), dtype=data.dtype)
@@ -274,7 +316,12 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     parts = value.comps if value.comps is not None else (value,)
     for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)
-        put(buf.data, f, span, d if idx is None else d[idx])
+        d = d if idx is None else d[idx]
+        if acc.pack > 1:  # traced: unpack each group into its buffer elements
+            for j in range(acc.pack):
+                buf.data[f + j] = [unpack(v, j, acc.pack) for v in d]
+        else:
+            put(buf.data, f, span, d)
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:

@@ -10,7 +10,7 @@ its mask from them, so parked lanes skip the rest of the body.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tree_sitter import Node
@@ -20,14 +20,13 @@ from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.memory import Buffer, poison
-from migrator.cuda.interp.ops import COMPARE
 from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
-from migrator.cuda.interp.traced import SELECT, as_object, is_traced
+from migrator.cuda.interp.traced import as_object, is_traced
 from migrator.cuda.interp.values import Val, convert, lanes, select
 from migrator.cuda.interp.values import scalar as ct_scalar
-from migrator.cuda.parse import unparen
 
 if TYPE_CHECKING:
+    from migrator.cuda.interp.exprs import TracedCond
     from migrator.cuda.interp.machine import Machine
 
 DECL_WORDS = (
@@ -294,7 +293,7 @@ class StmtMixin:
         other = node.child_by_field_name("alternative")
         assert cond is not None and then is not None
         if self.options.trace:
-            traced_cond = self._traced_comparison(self._cond_expr(cond), mask)
+            traced_cond = self.traced_condition(self._cond_expr(cond), mask)
             if traced_cond is not None:
                 self._traced_if(traced_cond, then, other, mask)
                 return
@@ -306,30 +305,9 @@ class StmtMixin:
             if rest.any():
                 self.exec(other, rest)
 
-    def _traced_comparison(
-        self: Machine, cond: Node, mask: np.ndarray
-    ) -> tuple[str, Any, Any, np.ndarray] | None:
-        """In a traced run, `if (x > t)` comparing traced values: (op, lhs, rhs, lanes where it
-        holds), so the branches' results become select nodes (`_traced_if`)."""
-        cond = unparen(cond)
-        op = cond.child_by_field_name("operator")
-        if cond.type != "binary_expression" or op is None:
-            return None
-        sym = self.parsed.text(op)
-        if sym not in ("<", "<=", ">", ">="):
-            return None
-        lhs, rhs = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        assert lhs is not None and rhs is not None
-        left, right = self.ev(lhs, mask), self.ev(rhs, mask)
-        if not (is_traced(left.ctype) or is_traced(right.ctype)):
-            return None
-        a, b = as_object(lanes(left, self.geo.n)), as_object(lanes(right, self.geo.n))
-        holds = np.asarray(COMPARE[sym](a, b), dtype=bool)
-        return sym, a, b, mask & holds
-
     def _traced_if(
         self: Machine,
-        cond: tuple[str, Any, Any, np.ndarray],
+        cond: TracedCond,
         then: Node,
         other: Node | None,
         mask: np.ndarray,
@@ -337,7 +315,7 @@ class StmtMixin:
         """Both branches run on their lanes as usual; then every traced scalar variable (and
         the return value) they changed becomes `select(lhs op rhs, value after then, value
         after else)`: what the kernel computes includes the condition, for every element."""
-        sym, lhs, rhs, c = cond
+        c = cond.holds
         f = self.frame
         names = [v for scope in f.scopes for v in scope.values() if isinstance(v, Var)]
         before = [v.val for v in names]
@@ -374,7 +352,7 @@ class StmtMixin:
                 return final
             t = lanes(then_v, self.geo.n)
             e = lanes(final, self.geo.n)
-            return Val(final.ctype, SELECT(sym, lhs, rhs, as_object(t), as_object(e)))
+            return Val(final.ctype, cond.select(as_object(t), as_object(e)))
 
         for v, old, t in zip(names, before, after_then, strict=True):
             new = merged(t, v.val, old)

@@ -162,6 +162,31 @@ class Sym:
         return f"{self.op}({', '.join(map(repr, self.args))})"
 
 
+class Packed:
+    """A group of traced elements moved as one wider value (`float4` over eight halves): it can
+    be copied and stored back as its elements; any arithmetic on it raises."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: tuple[Any, ...]) -> None:
+        self.items = items
+
+    def __float__(self) -> float:
+        raise TraceEscape("a packed group of traced values used as one number")
+
+    def __repr__(self) -> str:
+        return f"Packed{self.items!r}"
+
+
+def unpack(v: Any, j: int, n: int) -> Any:
+    """Element `j` of a packed group of `n` (what a store of it writes)."""
+    if isinstance(v, Packed) and len(v.items) == n:
+        return v.items[j]
+    if isinstance(v, (Sym, Packed)):
+        raise TraceEscape("a value stored as a packed group of traced elements is not one")
+    return v  # a number (poison of a lane that loaded nothing, a zero fill): each element
+
+
 def _safe(f: Any) -> Any:
     def g(x: float) -> float:
         try:
