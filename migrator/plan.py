@@ -203,12 +203,23 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
         )
         for t in spec.tensors
     ]
+    # a dimension an input has whole (`B * T`) is read from that input, so the sizes inside
+    # it need not be known one by one
+    whole = {size_expr_to_python(d): f"{t.name}.shape[{i}]"
+             for t in reversed(spec.inputs_in_order) for i, d in enumerate(t.shape)
+             if not isinstance(d, int) and not str(d).isidentifier()}  # fmt: skip
     sizes: dict[str, str] = {}
+    needed: set[str] = set()
+    for t in spec.tensors:  # where a size is used other than inside a whole dimension
+        for d in t.shape:
+            if size_expr_to_python(d) not in whole:
+                needed |= set(re.findall(r"[A-Za-z_]\w*", str(d)))
+    unknown: set[str] = set()  # sizes the NKI kernel cannot read (only a scalar names them)
     for name in spec.sizes:
         found = _size_from_shapes(name, spec)
         if found is not None:
             sizes[name] = found
-        else:
+        elif name in needed:
             raise PlanError(
                 diag.make(
                     "NOT_EMITTED",
@@ -217,10 +228,15 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
                     "the NKI kernel cannot read it)",
                 )
             )
+        else:  # only the launch uses it (a block size), only whole dimensions, or a scalar
+            unknown.add(name)
     params: dict[str, str] = {}
     for s in spec.scalars:
         if s.size is not None:
-            params[s.cuda_param] = size_expr_to_python(s.size)
+            expr = size_expr_to_python(s.size)
+            expr = expr if expr in sizes else whole.get(expr, expr)
+            if not set(re.findall(r"[A-Za-z_]\w*", expr)) & unknown:
+                params[s.cuda_param] = expr  # else: an expression that uses it is refused
         else:
             params[s.cuda_param] = s.name
     cuda_params = {p.name for p in k.params}
@@ -233,6 +249,8 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
                     what=f"tensor {t.name} (no CUDA parameter {t.cuda_param})",
                 )
             )
+    for ta in tensors:
+        ta.shape = [d if d in sizes or d.isdigit() else whole.get(d, d) for d in ta.shape]
     return Plan(
         family=family,
         variant=variant,

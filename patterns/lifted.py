@@ -236,6 +236,10 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         raise _NoFit("outputs are not all 1-D or all 2-D")
     if any(_reduces(a.expr) for a in program.assigns):
         raise _NoFit("it reduces")
+    flat = _flat_rows(program)  # `bias[i % OC]` over a flat output: a [rows, OC] view
+    reshaped: set[str] = set()
+    if flat is not None:
+        program, reshaped = flat[0], flat[1]
     first = program.assigns[0]
     two_d = len(first.vars) == 2
     shapes = {tuple(spec.shape_of(next(t for t in spec.tensors if t.name == a.tensor),
@@ -244,6 +248,12 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         raise _NoFit("outputs of different shapes")
     p = _bind(tu, k, spec, "elementwise", "lifted")
     loads: dict[str, dict[str, Any]] = {}
+    flat_len = flat[2] if flat is not None else None
+    out0 = _tensor(p, first.tensor)
+    rows_expr = f"({out0.shape[0]}) // {flat_len}" if flat is not None else None
+
+    def view(name: str) -> str:  # a flat tensor as its [rows, L] view
+        return f"{name}.reshape(({rows_expr}, {flat_len}))"
 
     def tile_of(ld: Expr) -> str:
         t = _tensor(p, ld.tensor)
@@ -260,7 +270,8 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         if key not in loads:
             var = f"{t.name}_tile" if not any(v["tensor"] == t.name for v in loads.values()) \
                 else f"{t.name}_{len(loads)}"  # fmt: skip
-            loads[key] = {"tensor": t.name, "var": var, "index": index,
+            src = view(t.name) if ld.tensor in reshaped and index == "i_p, i_f" else t.name
+            loads[key] = {"tensor": src, "var": var, "index": index,
                           "masked": index in ("idx", "i_p, i_f")}  # fmt: skip
             if two_d:
                 loads[key].update(row_off=offs[0] or None, col_off=offs[1] or None)
@@ -275,7 +286,8 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
             out = _tensor(p, a.tensor)
             expr = r.render(a.expr)
             legacy = r.render(a.expr, fuse=True)
-            stores.append({"tensor": out.name, "var": out.var, "expr": expr, "legacy": legacy,
+            dst = view(out.var) if a.tensor in reshaped else out.var
+            stores.append({"tensor": out.name, "var": dst, "expr": expr, "legacy": legacy,
                            "local": None, "local_legacy": None,
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:
@@ -294,7 +306,9 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         "constant_notes": {"P_TILE": "partitions per tile (nl.tile_size.pmax)",
                            "F_TILE": "elements per partition per tile: 2 KiB fp32 DMAs"},
     })  # fmt: skip
-    if two_d:
+    if flat is not None:
+        p.fields["rows"], p.fields["cols"] = rows_expr, str(flat_len)
+    elif two_d:
         p.fields["rows"], p.fields["cols"] = out.shape[0], out.shape[1]
     else:
         p.fields["extent"] = out.shape[0]
@@ -404,7 +418,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     flat = _flat_rows(program)  # rows of a flat tensor (`x[k + C*(i // C)]`): seen as 2-D
     reshaped: set[str] = set()
     if flat is not None:
-        program, reshaped = flat
+        program, reshaped = flat[0], flat[1]
 
     for a in program.assigns:
         if len(a.vars) not in (1, 2):
@@ -493,15 +507,16 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     return p
 
 
-def _flat_rows(program: Program) -> tuple[Program, set[str]] | None:
+def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
     """A program over flat 1-D tensors whose rows have length L (`x[k + L*(i // L)]` the row,
     `x[i]` the element, `w[i % L]` a row vector, `s[i // L]` a per-row value) rewritten over
     [rows, L] views (`x[i, k]`, `x[i, j]`, `w[j]`, `s[i]`), with the names of the tensors
     that are read or written through such a view; None if it is not one."""
     if any(a.vars != ["i"] for a in program.assigns):
         return None
-    divs = {t.div for a in program.assigns for e in a.expr.walk() for m in e.index
-            for t in m.terms if t.var == "i" and t.div is not None}  # fmt: skip
+    divs = {t.div if t.div is not None else t.mod for a in program.assigns
+            for e in a.expr.walk() for m in e.index for t in m.terms
+            if t.var == "i" and (t.div is not None or t.mod is not None)}  # fmt: skip
     if len(divs) != 1:
         return None
     (L,) = divs
@@ -538,7 +553,7 @@ def _flat_rows(program: Program) -> tuple[Program, set[str]] | None:
                    for a in program.assigns]  # fmt: skip
     except _NoFit:
         return None
-    return Program(assigns=assigns), reshaped
+    return Program(assigns=assigns), reshaped, L
 
 
 def _post_order_reduces(e: Expr) -> list[Expr]:

@@ -95,11 +95,20 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         # the larger pair: where the smallest sizes hide structure (one row of a whole-row
         # block, one tile), sizes several blocks wide show it
         pair = _pair(spec, obey, scale)
-        if pair is not None and pair not in out and math.prod(pair[1].values()) <= TRACE_BUDGET:
+        if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
             out.append(pair)
     if not out:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
     return out
+
+
+def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
+    """The product of the sizes that shape the data (launch-only sizes, a block size, excluded):
+    an upper bound of the traced run's operations for a contraction over them."""
+    import re
+
+    used = {w for t in spec.tensors for d in t.shape for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+    return math.prod(v for n, v in sizes.items() if n in used)
 
 
 def trace_sizes(spec: TaskSpec) -> list[dict[str, int]]:
@@ -158,7 +167,7 @@ def _launchable(spec: TaskSpec, sizes: dict[str, int], obey: bool = True) -> dic
         except (ValueError, ZeroDivisionError, ArithmeticError):
             return None
         if min(grid) >= 1 and min(block) >= 1:
-            return got
+            return got if math.prod(block) <= 1024 else None  # CUDA's threads per block
         sizes = {n: 2 * v for n, v in got.items()}
     return None
 

@@ -111,3 +111,49 @@ def test_flat_rows_lift_and_lower_as_rows(tmp_path: Path) -> None:
     (k,) = migrate(src, out_dir=tmp_path / "out").kernels
     assert k.family == "rows" and k.status == "complete", [d.render() for d in k.diagnostics]
     assert "reshape" in (k.nki_source or "")
+
+
+def test_linear_layer_and_flat_bias_migrate_without_a_spec(tmp_path: Path) -> None:
+    """`out = inp @ weight^T + bias` with the weight stored (OC, C) and rows flattened as
+    `B * T` (one thread per output, bias optional), and a bias added over the flat output
+    (`out[i] += bias[i % OC]`): both complete, the first as a matmul with B stored [N, K]."""
+    cuda = """
+    __global__ void linear(float* out, const float* inp, const float* weight,
+                           const float* bias, int BT, int C, int OC) {
+        int bt = blockIdx.x * blockDim.x + threadIdx.x;
+        int oc = blockIdx.y * blockDim.y + threadIdx.y;
+        if (bt < BT && oc < OC) {
+            float val = (bias != NULL) ? bias[oc] : 0.0f;
+            const float* wrow = weight + oc * C;
+            const float* inp_bt = inp + bt * C;
+            for (int i = 0; i < C; i++) val += inp_bt[i] * wrow[i];
+            out[bt * OC + oc] = val;
+        }
+    }
+    __global__ void add_bias(float* out, const float* bias, int B, int T, int OC) {
+        int idx = blockIdx.x * blockDim.x + threadIdx.x;
+        for (int i = idx; i < B * T * OC; i += gridDim.x * blockDim.x) out[i] += bias[i % OC];
+    }
+    int main() {
+        int B = 4, T = 32, C = 96, OC = 80;
+        float *out, *inp, *w, *b;
+        cudaMalloc(&out, B * T * OC * sizeof(float));
+        cudaMalloc(&inp, B * T * C * sizeof(float));
+        cudaMalloc(&w, OC * C * sizeof(float));
+        cudaMalloc(&b, OC * sizeof(float));
+        dim3 grid((B * T + 7) / 8, (OC + 7) / 8), block(8, 8);
+        linear<<<grid, block>>>(out, inp, w, b, B * T, C, OC);
+        add_bias<<<(B * T * OC + 255) / 256, 256>>>(out, b, B, T, OC);
+        return 0;
+    }
+    """
+    src = tmp_path / "linear.cu"
+    src.write_text(textwrap.dedent(cuda))
+    m = migrate(src, out_dir=tmp_path / "out")
+    by = {k.kernel: k for k in m.kernels}
+    lin, bias = by["linear"], by["add_bias"]
+    assert lin.status == "complete" and lin.family == "matmul", [
+        d.render() for d in lin.diagnostics
+    ]
+    assert lin.plan is not None and lin.plan["fields"]["b_transposed"]
+    assert bias.status == "complete", [d.render() for d in bias.diagnostics]
