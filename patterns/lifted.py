@@ -30,7 +30,7 @@ from migrator import nkiexpr
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
-from migrator.lift.program import Expr, IndexMap, Program, Term, negated
+from migrator.lift.program import Expr, IndexMap, Program, Term, negated, value_of
 from migrator.nkiexpr import Untranslatable
 from migrator.plan import (
     ELEMENTWISE_FREE,
@@ -445,6 +445,11 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         if a.tensor not in reshaped and [str(s) for s in o.shape[1:]] != [str(cols)]:
             raise _NoFit(f"{a.tensor}'s rows are not the reduced length")
     r_rows = f"({x.shape[0]}) // {cols}" if row_tensor in reshaped else x.shape[0]
+    for sset in spec.all_size_sets():  # a whole row on one partition
+        n = int(value_of(cols, sset)) if cols is not None else 0
+        if n > MAX_ROW_FREE:
+            raise _NoFit(f"rows of {n} elements (at {sset}) exceed one partition's "
+                         f"{MAX_ROW_FREE}; a blocked two-pass form is not emitted yet")  # fmt: skip
 
     def ref(name: str) -> str:  # a flat tensor as its [rows, cols] view
         return f"{name}.reshape(({r_rows}, {cols}))"

@@ -59,10 +59,8 @@ class Canonicaliser:
             return ("in", a[0], int(a[1]))
         if op == "param":
             return ("p", a[0])
-        if op == "+":
-            return self.nary("sum", [self(a[0]), self(a[1])])
-        if op == "-":
-            return self.nary("sum", [self(a[0]), self.neg(self(a[1]))])
+        if op in ("+", "-"):  # a chain of thousands of sequential additions: no recursion
+            return self.nary("sum", self._chain(x))
         if op == "neg":
             return self.neg(self(a[0]))
         if op == "*":
@@ -84,6 +82,23 @@ class Canonicaliser:
         if op == "select":
             return ("sel", a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4]))
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
+
+    def _chain(self, x: Sym) -> list[Canon]:
+        """The operands of a `+`/`-` chain (each negated where it is subtracted), walked with
+        an explicit stack: a loop that accumulates one term per iteration nests as deep as the
+        loop is long."""
+        out: list[Canon] = []
+        stack: list[tuple[Any, bool]] = [(x, False)]
+        while stack:
+            v, negate = stack.pop()
+            if isinstance(v, Sym) and v.op in ("+", "-") and id(v) not in self.memo:
+                left, right = v.args
+                stack.append((right, negate != (v.op == "-")))
+                stack.append((left, negate))
+                continue
+            t = self(v)
+            out.append(self.neg(t) if negate else t)
+        return out
 
     def neg(self, t: Canon) -> Canon:
         return self.nary("prod", [("c", -1.0), t])

@@ -220,6 +220,9 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
         return LiftResult(kernel=name, fitted_at=sets, error=str(e))
     except TraceEscape as e:
         return LiftResult(kernel=name, fitted_at=sets, error=str(e))
+    except RecursionError:
+        return LiftResult(kernel=name, fitted_at=sets,
+                          error="the traced expressions nest too deeply to lift")  # fmt: skip
     except (InterpError, ValueError, TypeError, ArithmeticError) as e:
         # the kernel's own run at small sizes failed (a launch it cannot take, a construct the
         # interpreter lacks): nothing to lift from, said as such
