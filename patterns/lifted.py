@@ -614,7 +614,10 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
     why = "the total over every element: per-partition sums, then one ones-vector matmul"
     p.notes = {"reduce": note(k.span, why)}
+    square = body.kind == "op" and body.op == "*" and len(body.args) == 2 \
+        and body.args[0] == body.args[1] and body.args[0].kind == "load"  # fmt: skip
     p.fields.update({
+        "square_of": loads[first[0].name] if square else None, "uses_isa": square,
         "variant": "atomic_total", "term": term, "loads": loads, "n": first[0].shape[0],
         "out": out.var, "out_in": out.name if carried is not None else None, "op": "sum",
         "constant_notes": {"P_TILE": "partitions per tile", "F_TILE": "elements per partition"},
