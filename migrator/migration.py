@@ -189,6 +189,19 @@ def _migrate_kernel(
     _emit(km, plan, tu, k, spec, inferred, out, nki_path, options)
     if check and spec is not None:
         _check(km, plan, k, spec, nki_path, target, options)
+        if km.status == "failed" and plan.fields.get("lifted"):
+            # the program verified against the interpreter, but the NKI emitted from it does not
+            # pass the check: no kernel is handed out as done; the skeleton names what was found
+            km.diagnostics.append(diag.make(
+                "NOT_LIFTED", k.span, kernel=k.name,
+                why="the NKI emitted from the lifted program did not pass the check "
+                    "(see the check's diagnostics)"))  # fmt: skip
+            km.plan = None
+            km.constructs = [c.model_copy(update={"mapped": False}) for c in km.constructs]
+            km.nki_source = render_skeleton(tu, k, km)
+            km.status = "partial"
+            nki_path.write_text(km.nki_source, encoding="utf-8")
+            return km
         if km.status == "failed" and km.lifted is None:
             # the family the matchers chose does not compute what the kernel does: try the
             # lifted program before giving up
@@ -285,9 +298,14 @@ def _check(
     options: dict[str, Any],
 ) -> None:
     extra = [spec.resolve_sizes(options["sizes"])] if options.get("sizes") else []
-    km.check = check_kernel(
-        nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
-    )
+    try:
+        km.check = check_kernel(
+            nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
+        )
+    except Exception as e:  # the emitted kernel broke a rule outside the per-size checks
+        km.status = "failed"
+        km.diagnostics.append(diag.make("CONSTRAINT_VIOLATION", k.span, detail=str(e)[:300]))
+        return
     cuda_errors = [s.cuda_error for s in km.check.sizes if s.cuda_error]
     if cuda_errors:  # the input kernel itself does not run: report it, do not blame emission
         km.status = "partial"

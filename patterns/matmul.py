@@ -225,6 +225,9 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
             )
         )
     batched = bool(info.get("batched"))
+    if not batched and not (len(a.shape) == len(b.shape) == len(c.shape) == 2):
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what="a matmul whose tensors are not "
+                                  "matrices in the task (flat arrays)"))  # fmt: skip
     if batched and not (len(a.shape) == len(b.shape) == len(c.shape) == 3):
         raise PlanError(diag.make("NOT_EMITTED", k.span, what="a batched matmul whose tensors "
                                   "are not [batch, rows, cols]"))  # fmt: skip
