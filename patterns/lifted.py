@@ -22,6 +22,7 @@ what the kernel computes and why it was not emitted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -201,14 +202,10 @@ class _Renderer:
 def reduce_key(e: Expr) -> str:
     """A reduction's identity whatever its variable is called (`max_q x[i, q]` is
     `max_r x[i, r]`): computed once however often the program uses it."""
-    import re
-
     return re.sub(rf"\b{re.escape(e.var or '')}\b", "_", e.render())
 
 
 def _replace_word(src: str, word: str, new: str) -> str:
-    import re
-
     return re.sub(rf"\b{re.escape(word)}\b", new, src) if word != new else src
 
 

@@ -1,14 +1,16 @@
 """`lift_task`: the tensor program a task's kernel computes, fitted and then verified.
 
-The kernel is traced at two small size sets (every size distinct, the spec's relations obeyed),
-a program fitted at each and merged into one whose numbers are size expressions; the program then
-runs with numpy against the CUDA interpreter on the same inputs at other sizes, ragged ones and
-the task's own size sets included, before anything downstream may rely on it.
+The kernel is traced at small size sets (every size distinct, the spec's relations obeyed where
+the traced work allows); the program fitted at the first has its numbers read as size
+expressions, and where that does not verify, a second fit decides them. The program runs with
+numpy against the CUDA interpreter on the same inputs at other sizes, ragged ones and the task's
+own size sets included, before anything downstream may rely on it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping
 
@@ -20,7 +22,7 @@ from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import run_spec_full
 from migrator.cuda.interp.traced import TraceEscape
 from migrator.lift.fit import Canonicaliser, fit_elements, merge, symbolise
-from migrator.lift.program import LiftError, Program, evaluate
+from migrator.lift.program import LiftError, Program, evaluate, value_of
 from migrator.lift.trace import trace_run
 
 # evaluation of a program broadcasts over output x reduction axes: sets beyond this many
@@ -35,6 +37,7 @@ class Verification(BaseModel):
     ok: bool
     max_abs_error: float = 0.0
     note: str | None = None
+    skipped: bool = False  # too large to evaluate densely: compared nothing
 
 
 class LiftResult(BaseModel):
@@ -54,7 +57,7 @@ class LiftResult(BaseModel):
         return (
             self.program is not None
             and self.error is None
-            and bool(self.verified)
+            and any(not v.skipped for v in self.verified)  # a skipped set proves nothing
             and all(v.ok for v in self.verified)
         )
 
@@ -65,7 +68,7 @@ class LiftResult(BaseModel):
         if self.fitted_at:
             lines.append("fitted at: " + "; ".join(_fmt(s) for s in self.fitted_at))
         for v in self.verified:
-            status = "ok" if v.ok else "MISMATCH"
+            status = "not compared" if v.skipped else "ok" if v.ok else "MISMATCH"
             extra = f" ({v.note})" if v.note else ""
             lines.append(f"verified at {_fmt(v.sizes)}: {status}, max |error| "
                          f"{v.max_abs_error:.2e}{extra}")  # fmt: skip
@@ -105,14 +108,8 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
 def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
     """The product of the sizes that shape the data (launch-only sizes, a block size, excluded):
     an upper bound of the traced run's operations for a contraction over them."""
-    import re
-
     used = {w for t in spec.tensors for d in t.shape for w in re.findall(r"[A-Za-z_]\w*", str(d))}
     return math.prod(v for n, v in sizes.items() if n in used)
-
-
-def trace_sizes(spec: TaskSpec) -> list[dict[str, int]]:
-    return trace_pairs(spec)[0]
 
 
 def _pair(spec: TaskSpec, obey: bool, scale: int = 1) -> list[dict[str, int]] | None:
@@ -249,12 +246,11 @@ def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -
         red = 1
         for e in a.expr.walk():
             if e.kind == "reduce":
-                from migrator.lift.program import value_of
-
                 red *= max(1, int(value_of(e.extent or 1, sizes)))
         work = max(work, math.prod(shapes[a.tensor]) * red)
     if work > MAX_EVAL_ELEMENTS:
-        return Verification(sizes=sizes, ok=True, note="skipped: too large to evaluate densely")
+        return Verification(sizes=sizes, ok=True, skipped=True,
+                            note="skipped: too large to evaluate densely")  # fmt: skip
     try:
         run = run_spec_full(spec, sizes, seed)
     except InterpError as e:

@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, OBJECT_FUNCTIONS, Sym
+from migrator.cuda.interp.traced import OBJECT, Sym, elementwise
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -55,9 +55,7 @@ def _traced_fn(fn: Callable[..., Any], t: CType, nargs: int) -> Callable[..., An
         return fn
     if fn is erf:
         return _TRACED_ERF
-    if fn in OBJECT_FUNCTIONS:
-        return OBJECT_FUNCTIONS[fn]
-    return np.frompyfunc(fn, nargs, 1)
+    return elementwise(fn, nargs)
 
 
 _TRACED_ERF = np.frompyfunc(lambda a: a.erf() if isinstance(a, Sym) else math.erf(a), 1, 1)

@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, OBJECT_FUNCTIONS, traced
+from migrator.cuda.interp.traced import OBJECT, elementwise, traced
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -70,8 +70,7 @@ def _arith(op: Callable[..., Any]) -> Builtin:
         t = _low(args[0])
         xs = [_f32(a) for a in args]
         if any(np.asarray(x).dtype == OBJECT for x in xs):  # traced: element by element
-            f = OBJECT_FUNCTIONS.get(op) or np.frompyfunc(op, len(xs), 1)
-            return _round(f(*xs), t)
+            return _round(elementwise(op, len(xs))(*xs), t)
         return _round(op(*xs), t)
 
     f = _pairwise(scalar)

@@ -250,6 +250,13 @@ OBJECT_FUNCTIONS: dict[Any, Any] = {
 }
 
 
+def elementwise(fn: Any, nargs: int) -> Any:
+    """`fn` applied element by element to object data: the object-aware replacement where
+    numpy's own object loop loses the operation, else `fn` per element (a Sym operand builds a
+    node through its method of the same name; a plain number is computed as a number)."""
+    return OBJECT_FUNCTIONS.get(fn) or np.frompyfunc(fn, nargs, 1)
+
+
 def is_traced(t: CType) -> bool:
     return t.dtype == OBJECT
 
