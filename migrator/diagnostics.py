@@ -417,6 +417,16 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "what kernel {kernel} computes could not be lifted to a tensor program: {why}",
         "Port it by hand, or give a spec whose family the pattern matchers recognise.",
     ),
+    DiagnosticKind(
+        "C2N2015",
+        "UNWRITTEN_BY_ORIGINAL",
+        "warning",
+        "low",
+        "the CUDA original leaves {count} element(s) of {tensor} unwritten at {sizes} (its launch "
+        "or its guards do not cover them), so they were not compared",
+        "Check the host code's grid arithmetic; give a spec whose size sets it covers, or add a "
+        "relation (e.g. `N % 1024 == 0`) if the kernel is only meant for such sizes.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

@@ -177,7 +177,9 @@ def _migrate_kernel(
             if spec is not None and options.get("dtype"):
                 spec = with_dtype(spec, options["dtype"])
         if spec is not None:
-            plan = _lifted_plan(tu, k, spec, km)
+            got = _lifted_plan(tu, k, spec, km, reshape=inferred)
+            if got is not None:
+                plan, spec = got
     if plan is None:
         km.constructs = [c.model_copy(update={"mapped": False}) for c in km.constructs]
         km.nki_source = render_skeleton(tu, k, km)
@@ -206,8 +208,9 @@ def _migrate_kernel(
             # the family the matchers chose does not compute what the kernel does: try the
             # lifted program before giving up
             first = km.model_copy(deep=True)
-            lifted = _lifted_plan(tu, k, spec, km)
-            if lifted is not None:
+            got = _lifted_plan(tu, k, spec, km, reshape=inferred)
+            if got is not None:
+                lifted, spec = got
                 _emit(km, lifted, tu, k, spec, inferred, out, nki_path, options)
                 _check(km, lifted, k, spec, nki_path, target, options)
             if km.status == "failed":  # keep the first attempt's report and kernel
@@ -219,11 +222,16 @@ def _migrate_kernel(
 
 
 def _lifted_plan(
-    tu: TranslationUnit, k: Kernel, spec: TaskSpec, km: KernelMigration
-) -> Plan | None:
-    """The plan from the kernel's lifted tensor program (`migrator.lift`), or None with a
-    diagnostic naming what was found and why it was not emitted."""
+    tu: TranslationUnit, k: Kernel, spec: TaskSpec, km: KernelMigration, reshape: bool = False
+) -> tuple[Plan, TaskSpec] | None:
+    """The plan from the kernel's lifted tensor program (`migrator.lift`) and the spec it
+    follows, or None with a diagnostic naming what was found and why it was not emitted.
+
+    `reshape` (an inferred spec, no user's contract to keep): where no rule fits a program over
+    flat tensors, the 2-D views its index arithmetic shows are tried (verified again first)."""
     from migrator.lift import lift_task
+    from migrator.lift.lifter import verify
+    from migrator.lift.views import with_views
     from migrator.patterns.lifted import plan_program
 
     result = lift_task(spec)
@@ -245,8 +253,24 @@ def _lifted_plan(
     try:
         plan = plan_program(result.program, tu, k, spec)
     except PlanError as e:
-        km.diagnostics.append(e.diagnostic)
-        return None
+        views = with_views(result.program, spec) if reshape else None
+        checks = [verify(views[1], views[0], v.sizes, 1) for v in result.verified] if views else []
+        if (
+            not views
+            or not checks
+            or not all(v.ok for v in checks)
+            or all(v.skipped for v in checks)
+        ):
+            km.diagnostics.append(e.diagnostic)
+            return None
+        try:
+            plan = plan_program(views[0], tu, k, views[1])
+        except PlanError:
+            km.diagnostics.append(e.diagnostic)
+            return None
+        result = result.model_copy(update={"program": views[0], "verified": checks})
+        km.lifted = result
+        spec = _respec(views[1], k, km)
     sizes = "; ".join(", ".join(f"{a}={b}" for a, b in v.sizes.items()) for v in result.verified)
     km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")]
     km.diagnostics.append(diag.make("LIFTED", k.span, kernel=k.name,
@@ -256,7 +280,19 @@ def _lifted_plan(
     km.reasons = [f"computes {line}" for line in result.program.render().splitlines()]
     km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
                      for c in km.constructs]  # fmt: skip
-    return plan
+    return plan, spec
+
+
+def _respec(spec: TaskSpec, k: Kernel, km: KernelMigration) -> TaskSpec:
+    """An inferred spec whose tensors the lifted program showed to be 2-D: written out again."""
+    from migrator.infer import to_toml
+
+    if spec.path:
+        Path(spec.path).write_text(to_toml(spec), encoding="utf-8")
+    shapes = ", ".join(f"{t.name}[{', '.join(map(str, t.shape))}]" for t in spec.tensors)
+    km.diagnostics = [d for d in km.diagnostics if d.id != "C2N2010"]
+    km.diagnostics.append(diag.make("INFERRED_SPEC", k.span, path=str(spec.path), shapes=shapes))
+    return spec
 
 
 def _emit(
@@ -306,6 +342,11 @@ def _check(
         km.status = "failed"
         km.diagnostics.append(diag.make("CONSTRAINT_VIOLATION", k.span, detail=str(e)[:300]))
         return
+    for s in km.check.sizes:
+        for o in s.outputs:
+            if o.unwritten:
+                km.diagnostics.append(diag.make("UNWRITTEN_BY_ORIGINAL", k.span, count=o.unwritten,
+                                                tensor=o.name, sizes=str(s.sizes)))  # fmt: skip
     cuda_errors = [s.cuda_error for s in km.check.sizes if s.cuda_error]
     if cuda_errors:  # the input kernel itself does not run: report it, do not blame emission
         km.status = "partial"

@@ -166,8 +166,10 @@ def run_one_file(
                 km = m.kernels[0]
                 row["family"] = km.family or "-"
                 row["status"] = km.status
-                top = next((d for d in km.diagnostics if d.severity == "error"), None)
-                top = top or (km.diagnostics[0] if km.diagnostics else None)
+                # why a kernel is not complete: an error, else a warning, else the first note
+                rank = {"error": 0, "warning": 1}
+                ranked = sorted(km.diagnostics, key=lambda d: rank.get(d.severity, 2))
+                top = ranked[0] if ranked else None
                 row["diag"] = f"{top.id} {top.message}"[:160] if top else ""
             except _Timeout:
                 row["diag"] = f"migrate timed out after {per_kernel:.0f} s"

@@ -545,7 +545,8 @@ def _launch_sites(
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
             # `switch (K) { case 64: k<64><<<grid, dim3(K)>>>(...); }`: here K is 64
             values_here = _host_definitions(parsed, f.node, at=n)
-            site_values = {**values_here, **_case_bindings(parsed, n)}
+            cases = _case_bindings(parsed, n)
+            site_values = {**values_here, **cases}
             used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
                 used |= _dependencies(parsed, args_node, site_values)
@@ -564,6 +565,7 @@ def _launch_sites(
                     arg_types={a: host_types[a] for a in args if a in host_types},
                     host_function=f.name,
                     host_values=used,
+                    case_values={k: v for k, v in cases.items() if k in used},
                     span=parsed.span(n),
                 )
             )

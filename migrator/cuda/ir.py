@@ -264,6 +264,8 @@ class LaunchSite(_Node):
     arg_types: dict[str, str] = Field(default_factory=dict)  # host-declared pointer types
     host_function: str | None = None
     host_values: dict[str, str] = Field(default_factory=dict)  # host locals the config uses
+    # `switch (K) { case 64: k<64><<<...>>>` : K is 64 at this launch (a constant, not a size)
+    case_values: dict[str, str] = Field(default_factory=dict)
     span: Span
 
 

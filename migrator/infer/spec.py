@@ -82,7 +82,9 @@ def infer_spec(
     # `const int OPT_N = 4000000;` at file scope, read by main's launch: a size like a local's
     values.update(_file_scope_sizes(parsed, k.name, site, values))
     # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
-    literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items()) if v}
+    # (a `case 64:` label's value is a constant of that launch, not a size)
+    literal = {n: v for n, v in ((n, _positive_int(v)) for n, v in values.items())
+               if v and n not in site.case_values}  # fmt: skip
     # `int N = 1; for (...) N *= x.size(i);` or N set in two branches: the host decides N at
     # run time, so it is a size of its own (where the kernel's arguments use it)
     chosen = {n for n, v in values.items() if v.startswith("<conditional")}

@@ -182,19 +182,33 @@ def evaluate(
     shapes: Mapping[str, tuple[int, ...]],
     sizes: Mapping[str, int],
     params: Mapping[str, float],
+    points: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run the program with numpy in float64: one array per assigned tensor (its `shapes`)."""
+    """Run the program with numpy in float64: one array per assigned tensor (its `shapes`), or,
+    for a tensor named in `points`, its values at those flat indices only (a sample: the cost
+    of a large verification is then the sample times the reduction extents, not the tensor)."""
     out: dict[str, np.ndarray] = {}
     for a in program.assigns:
         shape = shapes[a.tensor]
         depth = _depth(a.expr)
-        nd = len(shape) + depth
         env: dict[str, np.ndarray] = {}
-        for ax, (v, n) in enumerate(zip(a.vars, shape, strict=True)):
-            env[v] = np.arange(n).reshape([n if d == ax else 1 for d in range(nd)])
-        val = _eval(a.expr, env, len(shape), nd, tensors, sizes, params)
-        full = np.broadcast_to(np.asarray(val, dtype=np.float64), tuple(shape) + (1,) * depth)
-        out[a.tensor] = full.reshape(shape).copy()
+        at = None if points is None else points.get(a.tensor)
+        if at is None:
+            nd = len(shape) + depth
+            for ax, (v, n) in enumerate(zip(a.vars, shape, strict=True)):
+                env[v] = np.arange(n).reshape([n if d == ax else 1 for d in range(nd)])
+            val = _eval(a.expr, env, len(shape), nd, tensors, sizes, params)
+            full = np.broadcast_to(np.asarray(val, dtype=np.float64), tuple(shape) + (1,) * depth)
+            out[a.tensor] = full.reshape(shape).copy()
+            continue
+        flat = np.asarray(at, dtype=np.int64)
+        nd = 1 + depth
+        coords = np.unravel_index(flat, shape) if shape else ()
+        for v, c in zip(a.vars, coords, strict=True):
+            env[v] = np.asarray(c).reshape((flat.size,) + (1,) * depth)
+        val = _eval(a.expr, env, 1, nd, tensors, sizes, params)
+        got = np.broadcast_to(np.asarray(val, dtype=np.float64), (flat.size,) + (1,) * depth)
+        out[a.tensor] = got.reshape(flat.size).copy()
     return out
 
 

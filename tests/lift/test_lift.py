@@ -407,3 +407,32 @@ def test_the_lifted_program_is_json_and_evaluates_like_numpy(tmp_path: Path) -> 
     got = evaluate(prog, {"inp": inp, "weight": w, "bias": b},
                    {"out": (4, 5)}, {"BT": 4, "C": 6, "OC": 5}, {})  # fmt: skip
     np.testing.assert_allclose(got["out"], inp @ w.T + b, rtol=1e-12)
+
+
+def test_large_verification_sets_are_sampled_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond the dense evaluation budget a verification compares a random sample of output
+    elements (the first and last among them) instead of nothing, and a wrong program still
+    fails there; the sampled evaluation agrees with the dense one."""
+    import migrator.lift.lifter as lifter
+    from migrator.lift.program import Assign, Expr, Program, evaluate
+
+    spec = _task(tmp_path, "linear")
+    result = lift_task(spec)
+    assert result.ok and result.program is not None
+    sizes = result.verified[0].sizes
+    monkeypatch.setattr(lifter, "MAX_EVAL_ELEMENTS", 100 * int(sizes["C"]))
+    v = lifter.verify(spec, result.program, sizes, 3)
+    assert v.ok and not v.skipped and v.note and v.note.startswith("sampled"), v
+    (a,) = result.program.assigns
+    twice = Expr(kind="op", op="*", args=[Expr(kind="const", value=2), a.expr])
+    wrong = Program(assigns=[Assign(tensor=a.tensor, vars=a.vars, expr=twice)])
+    assert not lifter.verify(spec, wrong, sizes, 3).ok
+    rng = np.random.default_rng(1)
+    inp, w, b = rng.normal(size=(4, 6)), rng.normal(size=(5, 6)), rng.normal(size=5)
+    args = ({"inp": inp, "weight": w, "bias": b}, {"out": (4, 5)}, {"BT": 4, "C": 6, "OC": 5}, {})
+    dense = evaluate(result.program, *args)["out"]
+    at = np.array([0, 7, 19])
+    sampled = evaluate(result.program, *args, points={"out": at})["out"]
+    np.testing.assert_allclose(sampled, dense.reshape(-1)[at], rtol=1e-12)

@@ -157,3 +157,84 @@ def test_linear_layer_and_flat_bias_migrate_without_a_spec(tmp_path: Path) -> No
     ]
     assert lin.plan is not None and lin.plan["fields"]["b_transposed"]
     assert bias.status == "complete", [d.render() for d in bias.diagnostics]
+
+
+def test_flat_transpose_gets_2d_views_and_a_truncating_launch_is_named(tmp_path: Path) -> None:
+    """A 1-D launch over a flat matrix that splits its index (`r = i / cols`, `c = i % cols`)
+    and stores through a float4 view of a local: lifted as `y[i] = x[(i // M) + N*(i % M)]`,
+    the inferred spec is rewritten with the 2-D views the program shows (x[M, N], y[N, M]),
+    and it lowers as a transpose. The host's grid rounds down, so at ragged sizes the original
+    leaves elements unwritten: the check does not compare them and the report says so."""
+    cuda = """
+    #define F4(v) (reinterpret_cast<float4 *>(&(v))[0])
+    __global__ void tr(float* x, float* y, int rows, int cols) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        int r = (4 * i) / cols, c = (4 * i) % cols;
+        if (r < rows && c + 3 < cols) {
+            float4 v = reinterpret_cast<float4 *>(x)[i];
+            float4 w;
+            F4(w) = F4(v);
+            y[c * rows + r] = w.x;
+            y[(c + 1) * rows + r] = w.y;
+            y[(c + 2) * rows + r] = w.z;
+            y[(c + 3) * rows + r] = w.w;
+        }
+    }
+    int main() {
+        int M = 256, N = 512;
+        float *x, *y;
+        cudaMalloc(&x, M * N * sizeof(float));
+        cudaMalloc(&y, M * N * sizeof(float));
+        tr<<<M * N / 4 / 256, 256>>>(x, y, M, N);
+        return 0;
+    }
+    """
+    src = tmp_path / "tr.cu"
+    src.write_text(textwrap.dedent(cuda))
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.family == "transpose", [d.render() for d in k.diagnostics]
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "y[i, j] = x[j, i]"
+    spec = (tmp_path / "out" / "tr.inferred.toml").read_text()
+    assert 'shape = ["M", "N"]' in spec and 'shape = ["N", "M"]' in spec
+    ids = [d.id for d in k.diagnostics]
+    assert k.check is not None and k.check.ok
+    unwritten = sum(o.unwritten for s in k.check.sizes for o in s.outputs)
+    assert unwritten > 0 and "C2N2015" in ids
+    assert k.check.sizes[0].outputs[0].unwritten == 0  # the default sizes: all written
+
+
+def test_switch_case_launch_fixes_the_block_to_its_case(tmp_path: Path) -> None:
+    """`switch (H) { case 32: k<32><<<S, H>>>` (a torch-binding dispatch): at this launch H is
+    32, a constant, not a size: a per-row softmax whose block reduction is sized by the template
+    argument is only right at that width, and the inferred spec must say so."""
+    cuda = """
+    template <int NT>
+    __global__ void sm(float* x, float* y, int n) {
+        __shared__ float s[NT];
+        int i = blockIdx.x * NT + threadIdx.x;
+        float e = expf(x[i]);
+        s[threadIdx.x] = e;
+        __syncthreads();
+        for (int h = NT / 2; h > 0; h >>= 1) {
+            if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];
+            __syncthreads();
+        }
+        y[i] = e / s[0];
+    }
+    void launch(float* x, float* y, int S, int H) {
+        dim3 block(H), grid(S);
+        switch (H) {
+        case 32: sm<32><<<grid, block>>>(x, y, S * H); break;
+        case 64: sm<64><<<grid, block>>>(x, y, S * H); break;
+        }
+    }
+    """
+    src = tmp_path / "sm.cu"
+    src.write_text(textwrap.dedent(cuda))
+    m = migrate(src, out_dir=tmp_path / "out", kernel="sm")
+    (k,) = m.kernels
+    spec = (tmp_path / "out" / "sm.inferred.toml").read_text()
+    assert 'block = ["32"]' in spec, spec
+    assert k.status == "complete", [d.render() for d in k.diagnostics]
+    assert k.family == "rows"

@@ -138,7 +138,12 @@ def _resolve(
         if bad_align.any():
             m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
         return _resolve_packed(m, buf, off, idx, ctype, node, write, pack)
-    if ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
+    if buf.elem.dtype == OBJECT and ctype.scalar.dtype != OBJECT:
+        # traced floats read through a vector of their own type (`float4` over floats): the
+        # same values, no bytes to view; another type of the same width would reinterpret bits
+        if ctype.scalar.name != buf.elem.name:
+            raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype.scalar}")
+    elif ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
         byte = off * buf.elem.size
         bad_align = (byte % (view.elem.size * w)) != 0

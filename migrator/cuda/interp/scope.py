@@ -108,12 +108,63 @@ class ViewLV:
         return np.where(mask, i, 0)
 
     def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
-        parts = self._parts(m, self.inner.load(m, mask, node))
+        whole = self.inner.load(m, mask, node)
+        if _traced(whole):
+            return self._traced_load(m, whole, mask, node)
+        parts = self._parts(m, whole)
         i = self._index(m, parts.shape[1], mask, node)
         return from_bytes(parts[np.arange(m.geo.n), i], self.ctype)
 
+    # Traced values have no bytes: a view of the same scalar type (`FLOAT4(v)` over a float4,
+    # `(float4*)&f[0]` over floats) regroups components; anything else escapes the trace.
+    def _groups(self, whole: Val) -> tuple[list[Val], int]:
+        from migrator.cuda.interp.traced import TraceEscape
+
+        mine, theirs = _scalars(whole), _scalars_of(self.ctype)
+        if (
+            mine is None
+            or theirs is None
+            or len(mine) % len(theirs)
+            or any(c.ctype.name != t.name for c in mine for t in theirs[:1])
+            or any(t.name != theirs[0].name for t in theirs)
+        ):
+            raise TraceEscape(f"traced {whole.ctype} viewed as {self.ctype}")
+        return mine, len(theirs)
+
+    def _traced_load(self, m: Machine, whole: Val, mask: np.ndarray, node: object) -> Val:
+        comps, w = self._groups(whole)
+        i = self._index(m, len(comps) // w, mask, node)
+        picked = []
+        for j in range(w):
+            data = comps[j].data
+            for g in range(1, len(comps) // w):
+                data = np.where(i == g, comps[g * w + j].data, data)
+            picked.append(Val(comps[j].ctype, data))
+        if self.ctype.kind == "vec":
+            return Val(self.ctype, comps=tuple(picked))
+        return Val(self.ctype, picked[0].data)
+
+    def _traced_store(self, m: Machine, old: Val, v: Val, mask: np.ndarray, node: object) -> None:
+        comps, w = self._groups(old)
+        i = self._index(m, len(comps) // w, mask, node)
+        new = _scalars(v)
+        if new is None or len(new) != w:
+            from migrator.cuda.interp.traced import TraceEscape
+
+            raise TraceEscape(f"traced {v.ctype} stored through a view of {old.ctype}")
+        out = [c.data for c in comps]
+        for g in range(len(comps) // w):
+            hit = mask & (i == g)
+            for j in range(w):
+                out[g * w + j] = np.where(hit, new[j].data, out[g * w + j])
+        vals = [Val(c.ctype, d) for c, d in zip(comps, out, strict=True)]
+        whole = Val(old.ctype, comps=tuple(vals)) if old.comps is not None else vals[0]
+        self.inner.store(m, whole, mask, node)
+
     def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
         old = _peek(self.inner, m, mask, node)
+        if _traced(old) or _traced(v):
+            return self._traced_store(m, old, v, mask, node)
         parts = self._parts(m, old).copy()
         i = self._index(m, parts.shape[1], mask, node)
         lanes_ = np.flatnonzero(mask)
@@ -164,6 +215,35 @@ class CompLV:
         comps = list(old.comps)
         comps[self.k] = v
         self.base.store(m, Val(old.ctype, comps=tuple(comps)), mask, node)
+
+
+def _traced(v: Val) -> bool:
+    if v.comps is not None:
+        return any(_traced(c) for c in v.comps)
+    return np.asarray(v.data).dtype == object
+
+
+def _scalars(v: Val) -> list[Val] | None:
+    """A vector's components (a scalar: itself); None for structs."""
+    if v.ctype.kind == "struct":
+        return None
+    if v.comps is not None:
+        out: list[Val] = []
+        for c in v.comps:
+            got = _scalars(c)
+            if got is None:
+                return None
+            out += got
+        return out
+    return [v]
+
+
+def _scalars_of(t: CType) -> list[CType] | None:
+    if t.kind == "vec" and t.elem is not None:
+        return [t.elem] * t.count
+    if t.kind in ("float", "int"):
+        return [t]
+    return None
 
 
 def _peek(lv: LValue, m: Machine, mask: np.ndarray, node: object) -> Val:

@@ -1,0 +1,162 @@
+"""Logical 2-D views of flat tensors, read off a lifted program.
+
+A kernel that splits a flat index (`row = idx / cols; col = idx % cols`) is lifted over flat
+tensors: `y[i] = x[(i // M) + N*(i % M)]`. Its spec (inferred from a 1-D launch) says only
+`x[M * N]`, so the NKI kernel could not even read M. The div/mod structure of the program says
+what the tensors are: the output splits as `y[p, q]` with `i = p*M + q`, and then `x` is read at
+`q*N + p`, a row-major `[M, N]` tensor read at `[q, p]`. `with_views` rewrites the program and
+the spec's shapes accordingly (the memory is the same: a logical shape is a view); the caller
+verifies the rewritten program against the interpreter before trusting it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from migrator.contract import TaskSpec
+from migrator.lift.program import Assign, Expr, IndexMap, Number, Program, Term
+
+
+def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
+    arithmetic shows the split; None when it shows none (or not consistently)."""
+    shapes = {t.name: list(t.shape) for t in spec.tensors}
+    new_shapes: dict[str, list[str]] = {}
+    assigns: list[Assign] = []
+    for a in program.assigns:
+        split = _output_split(a, shapes)
+        sub: dict[str, tuple[str, str, str]] = {}
+        out_vars = list(a.vars)
+        if split is not None:
+            (p, q), cols, rows = split
+            new_shapes[a.tensor] = [rows, cols]
+            sub = {a.vars[0]: (p, q, cols)}
+            out_vars = [p, q]
+        body = _rewrite(a.expr, sub, shapes, new_shapes)
+        if body is None:
+            return None
+        assigns.append(Assign(tensor=a.tensor, vars=out_vars, expr=body))
+    if not new_shapes:
+        return None
+    tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
+               for t in spec.tensors]  # fmt: skip
+    return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
+
+
+def _factors(shape: list[str]) -> list[str] | None:
+    """`["M * N"]` -> ["M", "N"]: a flat shape that is a plain product of names or numbers."""
+    if len(shape) != 1:
+        return None
+    parts = [f.strip() for f in str(shape[0]).split("*")]
+    if len(parts) < 2 or not all(re.fullmatch(r"\w+", f) for f in parts):
+        return None
+    return parts
+
+
+def _without(factors: list[str], d: Number) -> str | None:
+    """The product of `factors` with one factor `d` taken out (None if `d` is not one)."""
+    rest = list(factors)
+    if str(d) not in rest:
+        return None
+    rest.remove(str(d))
+    return " * ".join(rest)
+
+
+def _output_split(a: Assign, shapes: Mapping[str, list[str]]) -> tuple[tuple[str, str], str,
+                                                                       str] | None:  # fmt: skip
+    """(new coordinate names, cols, rows) when the flat output's coordinate is only ever taken
+    `// D` and `% D` for one D that is a factor of its shape."""
+    factors = _factors(shapes.get(a.tensor, []))
+    if factors is None or len(a.vars) != 1:
+        return None
+    var = a.vars[0]
+    divisors = {t.div if t.div is not None else t.mod for e in a.expr.walk() if e.kind == "load"
+                for m in e.index for t in m.terms
+                if t.var == var and (t.div is not None or t.mod is not None)}  # fmt: skip
+    if len(divisors) != 1:
+        return None
+    d = divisors.pop()
+    rows = _without(factors, d) if d is not None else None
+    if rows is None:
+        return None
+    taken = {e.var for e in a.expr.walk() if e.kind == "reduce"}
+    free = [n for n in ("i", "j", "p", "q", "u", "v", "m", "n") if n not in taken]
+    return (free[0], free[1]), str(d), rows
+
+
+def _mul(a: Number, b: Number) -> Number:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    return f"{a} * {b}"
+
+
+def _rewrite(e: Expr, sub: dict[str, tuple[str, str, str]], shapes: Mapping[str, list[str]],
+             new_shapes: dict[str, list[str]]) -> Expr | None:  # fmt: skip
+    """`e` with the split output coordinate replaced by (p, q) and flat loads read as 2-D."""
+    if e.kind == "load":
+        index = [_substitute(m, sub) for m in e.index]
+        if any(m is None for m in index):
+            return None
+        got: list[IndexMap] = [m for m in index if m is not None]
+        name = e.tensor or ""
+        factors = _factors(shapes.get(name, []))
+        if factors is not None and len(got) == 1:
+            split = _split_load(got[0], factors)
+            if split is None:
+                return None
+            shape, got = split
+            if new_shapes.setdefault(name, shape) != shape:
+                return None  # read as two different views
+        return e.model_copy(update={"index": got})
+    args = []
+    for x in e.args:
+        y = _rewrite(x, sub, shapes, new_shapes)
+        if y is None:
+            return None
+        args.append(y)
+    return e.model_copy(update={"args": args})
+
+
+def _substitute(m: IndexMap, sub: dict[str, tuple[str, str, str]]) -> IndexMap | None:
+    """`i // D` -> p, `i % D` -> q, `c*i` -> `c*D*p + c*q` (i = p*D + q, 0 <= q < D)."""
+    terms: list[Term] = []
+    for t in m.terms:
+        if t.var not in sub:
+            terms.append(t)
+            continue
+        p, q, d = sub[t.var]
+        div, mod = t.div, t.mod
+        if div is not None and str(div) != d or mod is not None and str(mod) != d:
+            return None
+        if div is not None and mod is None:
+            terms.append(Term(coef=t.coef, var=p))
+        elif mod is not None and div is None:
+            terms.append(Term(coef=t.coef, var=q))
+        elif div is None and mod is None:
+            terms += [Term(coef=_mul(t.coef, d), var=p), Term(coef=t.coef, var=q)]
+        else:
+            return None
+    return IndexMap(terms=terms, const=m.const)
+
+
+def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexMap]] | None:
+    """A flat index `S*a + b` (unit-stride terms b, stride-S terms a, S a factor of the tensor's
+    shape) as the 2-D index `[a, b]` of a `[rest, S]` view."""
+    if m.const != 0:
+        return None
+    unit = [t for t in m.terms if t.coef == 1 and t.div is None and t.mod is None]
+    strided = [t for t in m.terms if t not in unit]
+    strides = {str(t.coef) for t in strided}
+    if len(strides) != 1 or not unit or any(t.div or t.mod for t in strided):
+        return None
+    s = strides.pop()
+    rows = _without(factors, s)
+    if rows is None:
+        return None
+    row = IndexMap(terms=[Term(coef=1, var=t.var) for t in strided])
+    return [rows, s], [row, IndexMap(terms=unit)]
