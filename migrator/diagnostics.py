@@ -652,6 +652,22 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "{detail}",
         "Fix the NKI call as the message describes.",
     ),
+    DiagnosticKind(
+        "C2N3029",
+        "ERR_NOT_EMULATED",
+        "error",
+        "low",
+        "{detail}",
+        "Leave the named keyword at its default, or check this kernel on the Neuron toolchain.",
+    ),
+    DiagnosticKind(
+        "C2N3030",
+        "ERR_INDEX_TRUTH_VALUE",
+        "error",
+        "low",
+        "{detail}",
+        "Combine index predicates with & and |; Python and/or/if on them is always True.",
+    ),
     # --- C2N4xxx: scorer findings (migrator/score/rules.py holds title, why, category) --
     DiagnosticKind(
         "C2N4001",

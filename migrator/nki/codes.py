@@ -198,6 +198,20 @@ CODES: tuple[Code, ...] = (
         "gridded kernel called from a kernel",
     ),
     Code("err_outside_kernel", "C2N3028", "usage", False, "NKI call outside a kernel launch"),
+    Code(
+        "err_not_emulated",
+        "C2N3029",
+        "usage",
+        False,
+        "API keyword, mode or value the emulator does not model (never silently ignored)",
+    ),
+    Code(
+        "err_index_truth_value",
+        "C2N3030",
+        "usage",
+        False,
+        "Python and/or/if on an arange/mgrid expression (taken as True, as the tracer does)",
+    ),
 )
 
 BY_CODE: dict[str, Code] = {c.code: c for c in CODES}

@@ -76,6 +76,12 @@ from .trace import Engine, Instr
 
 MIN_CYCLES = 64  # MIN_II, nki-facts §6.2
 GPSIMD_START = 150  # nki-facts §4 iota/affine_select
+# GpSimd instructions documented with the ~150-cycle start (iota, affine_select, local_gather)
+# and the other GpSimd index/gather instructions, which run the same software start-up.
+GPSIMD_STARTED = frozenset(
+    ("iota", "affine_select", "nisa.local_gather", "nisa.sequence_bounds", "nl.gather_flattened")
+)
+DYNAMIC_MIN_CYCLES = 600  # tensor_copy_dynamic_src/dst: MIN_II_DYNAMIC (API docs)
 DMA_MIN_BYTES = 256  # calibrated: 256 B rows show no extra cost in the matmul tutorial
 DMA_FIXED_NS = 1300.0 / 16  # ~1.3 µs per DMA, overlapped across 16 queues (§6.2)
 
@@ -138,8 +144,10 @@ def _compute_ns(ins: Instr, hw: Hardware) -> float:
             cycles = max(ins.partitions, min(64, ins.free))
     else:
         cycles = max(MIN_CYCLES, ins.streams * ins.free)
-        if ins.engine is Engine.GPSIMD and ins.name in ("iota", "affine_select"):
+        if ins.engine is Engine.GPSIMD and ins.name in GPSIMD_STARTED:
             cycles = GPSIMD_START + ins.free
+        elif ins.name.startswith("nisa.tensor_copy_dynamic"):
+            cycles = max(DYNAMIC_MIN_CYCLES, ins.free)
     return cycles / clocks[ins.engine]
 
 

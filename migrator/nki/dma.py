@@ -54,7 +54,12 @@ def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, in
     return elems, runs, min(run_elems, elems) * item
 
 
-_DMA_NAMES = {"load": "dma_load", "store": "dma_store", "sbuf_to_sbuf": "dma_sbuf_to_sbuf"}
+_DMA_NAMES = {
+    "load": "dma_load",
+    "store": "dma_store",
+    "sbuf_to_sbuf": "dma_sbuf_to_sbuf",
+    "atomic_rmw": "dma_atomic_rmw",
+}
 
 
 def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | None) -> None:

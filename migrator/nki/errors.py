@@ -80,6 +80,23 @@ class NkiConstraintError(Exception):
         super().__init__(f"{where}[{code}] {message}{extra}")
 
 
+class NkiIndexError(NkiConstraintError, IndexError):
+    """An index outside a tensor (``err_tensor_access_out_of_bound``): the C2N constraint error,
+    and also an ``IndexError`` so code expecting numpy's out-of-bounds error catches it."""
+
+    def __init__(
+        self, message: str, location: SourceLocation | None = None, context: str = ""
+    ) -> None:
+        super().__init__("err_tensor_access_out_of_bound", message, location, context)
+
+
+def constraint_error(code: str, message: str) -> NkiConstraintError:
+    """The constraint error for ``code`` (an IndexError subclass for out-of-bounds access)."""
+    if code == "err_tensor_access_out_of_bound":
+        return NkiIndexError(message)
+    return NkiConstraintError(code, message)
+
+
 def location_from_traceback(
     tb: TracebackType | None, kernel_file: str | None = None
 ) -> SourceLocation:
@@ -115,6 +132,39 @@ class NkiHostComputeError(NkiUnsupportedError):
 
 class NkiUnsupportedAttribute(NkiUnsupportedError, AttributeError):
     """A missing tensor method: still a NotImplementedError naming it, and ``hasattr`` is False."""
+
+
+class NkiNotEmulatedError(NkiUnsupportedError):
+    """A keyword argument, mode or value of a public NKI API that the emulator does not model
+    (``err_not_emulated``): raised instead of silently ignoring it."""
+
+    code = "err_not_emulated"
+
+    def __init__(self, api: str, parameter: str, value: object) -> None:
+        self.api, self.parameter, self.value = api, parameter, value
+        super().__init__(
+            f"[err_not_emulated] {api}({parameter}={value!r}) is not emulated by the cuda2nki "
+            f"emulator; leave {parameter} at its default or run on the Neuron toolchain"
+        )
+
+
+def not_emulated(api: str, **given: object) -> None:
+    """Raise ``NkiNotEmulatedError`` for the first keyword given a value other than its default.
+
+    Call as ``not_emulated("nisa.x", name=(value, default), ...)``."""
+    for parameter, pair in given.items():
+        value, default = pair  # type: ignore[misc]
+        if not _same_default(value, default):
+            raise NkiNotEmulatedError(api, parameter, value)
+
+
+def _same_default(value: object, default: object) -> bool:
+    if value is default:
+        return True
+    try:
+        return bool(value == default)
+    except Exception:  # arrays and other values without a plain truth value
+        return False
 
 
 def unsupported(qualified_name: str) -> NkiUnsupportedError:

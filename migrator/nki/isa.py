@@ -24,7 +24,7 @@ from .checks import (
     require_on_chip,
 )
 from .dma import record_copy
-from .errors import UNKNOWN_LOCATION, NkiConstraintError
+from .errors import UNKNOWN_LOCATION, NkiConstraintError, NkiIndexError, NkiNotEmulatedError
 from .isa_common import (
     TileShape,
     all_valid,
@@ -35,6 +35,7 @@ from .isa_common import (
     pick_engine,
 )
 from .isa_extra import StatsScanInstructions
+from .isa_select import SelectInstructions, accumulate_registers
 from .language import _fit, _mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
@@ -57,6 +58,92 @@ def _rounded_products(sv: np.ndarray, mv: np.ndarray, chunk: int = 64) -> np.nda
     return out
 
 
+def _double_row(perf_mode: Any, op: str) -> bool:
+    """True for the fp8 double-row mode (legacy 'double_row_gen3', new 'double_row')."""
+    value = getattr(perf_mode, "value", perf_mode)
+    if value in (None, "none", "", 0):
+        return False
+    if value in ("double_row", "double_row_gen3"):
+        return True
+    raise NkiNotEmulatedError(op, "perf_mode", perf_mode)
+
+
+def check_double_row(s: Tensor, m: Tensor, op: str) -> None:
+    """Double-row operands: fp8, shapes [K, 2, M] / [K, 2, N], M <= 128, N <= 512, trn2+."""
+    run = current_run()
+    if run.options.target == "trn1":
+        raise NkiConstraintError(
+            "err_unsupported_dtype", f"{op}: perf_mode double_row needs NeuronCore-v3 (trn2)"
+        )
+    for t, role, limit in ((s, "stationary", 128), (m, "moving", 512)):
+        if t.buffer is not Buffer.SBUF:
+            require_buffer(t, op, role, ("sbuf",))
+        if t.dtype not in (_dt.float8_e4m3, _dt.float8_e5m2):
+            raise NkiConstraintError(
+                "err_unsupported_dtype", f"{op}: double_row {role} must be fp8, not {t.dtype}"
+            )
+        if t.ndim != 3 or t.shape[1] != 2 or t.shape[2] > limit:
+            raise NkiConstraintError(
+                "err_shape_mismatch",
+                f"{op}: double_row {role} must have shape [K, 2, <= {limit}], got {t.shape}",
+            )
+        check_partitions(t.shape, 0, f"{op} {role}")
+    if s.partitions != m.partitions:
+        raise NkiConstraintError(
+            "err_num_partition_mismatch",
+            f"{op}: stationary has {s.partitions} partitions and moving {m.partitions}",
+        )
+
+
+def check_pe_tiling(s: Tensor, position: Any, size: Any, op: str) -> None:
+    """PE tiling (nki-facts §4 nc_matmul): both set, multiples of 32, size covers stationary."""
+    position, size = tuple(position or ()), tuple(size or ())
+    if not position and not size:
+        return
+    if len(position) != 2 or len(size) != 2:
+        raise NkiConstraintError(
+            "err_invalid_operand",
+            f"{op}: tile_position and tile_size must both be (row, column) pairs",
+        )
+    values = [int(v) for v in position + size]
+    if any(v % 32 or v < 0 for v in values) or any(v == 0 for v in size):
+        raise NkiConstraintError(
+            "err_invalid_operand",
+            f"{op}: tile_position {position} and tile_size {size} must be multiples of 32",
+        )
+    rows, cols = int(size[0]), int(size[1])
+    if int(position[0]) + rows > 128 or int(position[1]) + cols > 128:
+        raise NkiConstraintError(
+            "err_invalid_operand", f"{op}: PE tile {position}+{size} leaves the 128x128 array"
+        )
+    if s.partitions > rows or s.free_size > cols:
+        raise NkiConstraintError(
+            "err_invalid_operand",
+            f"{op}: tile_size {size} is smaller than the stationary tile "
+            f"({s.partitions}x{s.free_size})",
+        )
+    if rows == 32 and cols == 32 and current_run().options.target == "trn1":
+        raise NkiConstraintError("err_invalid_operand", f"{op}: 32x32 PE tiles need trn2")
+
+
+def check_hints(
+    sv: np.ndarray, mv: np.ndarray, s_onezero: bool, m_onezero: bool, transpose: bool, op: str
+) -> None:
+    """The compiler trusts these hints; a wrong one gives wrong numbers, so it raises here."""
+    for flag, values, role in ((s_onezero, sv, "stationary"), (m_onezero, mv, "moving")):
+        if flag and not np.isin(values, (0.0, 1.0)).all():
+            raise NkiConstraintError(
+                "err_invalid_operand",
+                f"{op}: is_{role}_onezero=True but {role} holds values other than 0 and 1",
+            )
+    if transpose and not (
+        mv.shape[0] == mv.shape[1] and np.array_equal(mv, np.eye(mv.shape[0], dtype=mv.dtype))
+    ):
+        raise NkiConstraintError(
+            "err_invalid_operand", f"{op}: is_transpose=True needs an identity matrix as moving"
+        )
+
+
 def tensor_product(sv: np.ndarray, mv: np.ndarray) -> np.ndarray:
     """``sv.T @ mv``: fp32 products and fp32 accumulation, as TensorE + PSUM do (nki-facts §5)."""
     with np.errstate(all="ignore"):
@@ -66,7 +153,7 @@ def tensor_product(sv: np.ndarray, mv: np.ndarray) -> np.ndarray:
     return values
 
 
-class IsaEngine(StatsScanInstructions):
+class IsaEngine(StatsScanInstructions, SelectInstructions):
     """Stateless instruction implementations; per-run state comes from ``current_run()``."""
 
     def nc_matmul(
@@ -78,22 +165,45 @@ class IsaEngine(StatsScanInstructions):
         dst: Tensor | None = None,
         accumulate: bool | None = None,
         op: str = "nisa.nc_matmul",
+        perf_mode: Any = None,
+        is_stationary_onezero: bool = False,
+        is_moving_onezero: bool = False,
+        is_transpose: bool = False,
+        tile_position: Any = (),
+        tile_size: Any = (),
     ) -> Tensor:
-        """``stationary.T @ moving`` over the partition (K) axis into fp32 PSUM."""
+        """``stationary.T @ moving`` over the partition (K) axis into fp32 PSUM.
+
+        ``perf_mode`` double-row (trn2+, fp8): operands ``[K, 2, M]`` and ``[K, 2, N]``, the
+        contraction runs over both K and the pair axis (256 rows). The hints
+        ``is_*_onezero`` / ``is_transpose`` and PE tiling ``tile_position`` / ``tile_size``
+        do not change the numbers; they are validated (a wrong hint raises)."""
         s = require_on_chip(stationary, op, "stationary")
         m = require_on_chip(moving, op, "moving")
-        check_matmul(s, m, op)
+        double = _double_row(perf_mode, op)
+        if double:
+            check_double_row(s, m, op)
+        else:
+            check_matmul(s, m, op)
+        check_pe_tiling(s, tile_position, tile_size, op)
         sv, s_ok = f32(s)
         mv, m_ok = f32(m)
         sv, mv = flat(sv), flat(mv)
+        if double:  # [K, 2*M] -> [2K, M]: row k*2 + l holds pair l of partition k
+            sv = sv.reshape(sv.shape[0] * 2, -1)
+            mv = mv.reshape(mv.shape[0] * 2, -1)
+            s_ok = None if s_ok is None else flat(s_ok).reshape(sv.shape)
+            m_ok = None if m_ok is None else flat(m_ok).reshape(mv.shape)
+        check_hints(sv, mv, is_stationary_onezero, is_moving_onezero, is_transpose, op)
         k, mm, n = sv.shape[0], sv.shape[1], mv.shape[1]
         run = current_run()
         if run.options.trace:
             dtype = _dt.name(s.dtype)
             flops = 2 * k * mm * n
-            run.add(Instr(op, Engine.TENSOR, k, n, dtype, UNKNOWN_LOCATION, flops=flops,
-                          stationary_free=mm))  # fmt: skip
-        if dst is None and s_ok is None and m_ok is None and mask is None:
+            # double-row packs two fp8 pairs per PE: the same cycles as one K=128 pass
+            run.add(Instr(op, Engine.TENSOR, s.partitions, n, dtype, UNKNOWN_LOCATION,
+                          flops=flops, stationary_free=mm))  # fmt: skip
+        if dst is None and s_ok is None and m_ok is None and mask is None and not double:
             # The product is queued on its PSUM tile (storage.Deferred): `psum += ` of it
             # joins a K-tile group computed by one BLAS call when the tile is read.
             storage = Storage(np.empty((mm, n), np.float32), Buffer.PSUM, run=run)
@@ -168,8 +278,12 @@ class IsaEngine(StatsScanInstructions):
         reduce_res: Tensor | None = None,
         dst: Tensor | None = None,
         name: str = "nisa.activation",
+        reduce_cmd: Any = None,
     ) -> Tensor:
-        """``op(data * scale + bias)`` on ScalarE, optional add-reduce into ``reduce_res``."""
+        """``op(data * scale + bias)`` on ScalarE, optional add-reduce into ``reduce_res``.
+
+        ``reduce_cmd`` idle (default) with ``reduce_res``: this instruction's sum is written
+        (activation_reduce); other commands drive ScalarE's accumulator registers."""
         opname = _ops.resolve(op, name)
         fn, _ = _ops.UNARY[opname]
         t = require_on_chip(data, name, "data")
@@ -185,7 +299,11 @@ class IsaEngine(StatsScanInstructions):
         if valid is not None:
             valid = np.broadcast_to(valid, values.shape)
         _record(f"{name}[{opname}]", Engine.SCALAR, t)  # the function: construct evidence
-        if reduce_res is not None:
+        if _cmd_value(reduce_cmd) not in (None, 0):
+            accumulate_registers(
+                name, Engine.SCALAR, values, reduce_cmd, reduce_op or "add", reduce_res
+            )
+        elif reduce_res is not None:
             if reduce_op is not None and _ops.resolve(reduce_op, name) != "add":
                 raise NkiConstraintError(
                     "err_unsupported_operator", f"{name}: reduce_op must be add"
@@ -332,13 +450,25 @@ class IsaEngine(StatsScanInstructions):
         return emit(vals, ok, out_dt, Buffer.SBUF, mask, dst)
 
     def memset(
-        self, shape: Any, value: Any, dtype: Any, *, mask: Any = None, dst: Tensor | None = None
+        self,
+        shape: Any,
+        value: Any,
+        dtype: Any,
+        *,
+        mask: Any = None,
+        dst: Tensor | None = None,
+        engine: Any = None,
     ) -> Tensor:
-        """Fill a tile with a constant."""
+        """Fill a tile with a constant (VectorE, or GpSimd with ``engine=``)."""
         shape = tuple(dst.shape if dst is not None else shape)
         check_partitions(shape, 0, "nisa.memset")
+        eng = pick_engine(engine, Engine.VECTOR)
+        if eng not in (Engine.VECTOR, Engine.GPSIMD):
+            raise NkiConstraintError(
+                "err_invalid_operand", f"nisa.memset runs on vector or gpsimd, not {eng.value}"
+            )
         values = np.full(shape, value, dtype=np.float32)
-        _record("memset", Engine.VECTOR, TileShape.of(shape, dtype or dst.dtype))
+        _record("memset", eng, TileShape.of(shape, dtype or dst.dtype))
         return emit(values, None, dtype, Buffer.SBUF, mask, dst)
 
     def iota_values(self, values: np.ndarray, dtype: Any, mask: Any, dst: Tensor | None) -> Tensor:
@@ -365,19 +495,116 @@ class IsaEngine(StatsScanInstructions):
         _record("affine_select", Engine.GPSIMD, t)
         return emit(values.astype(np.float32), ok, dtype or t.dtype, Buffer.SBUF, mask, dst)
 
-    def dma_copy(self, dst: Any, src: Any, *, mask: Any = None) -> None:
-        """DMA between HBM and SBUF (or SBUF↔SBUF); casts go through fp32."""
-        d = require_buffer(dst, "nisa.dma_copy", "dst", ("hbm", "sbuf"))
-        s = require_buffer(src, "nisa.dma_copy", "src", ("hbm", "sbuf"))
+    def dma_copy(
+        self,
+        dst: Any,
+        src: Any,
+        *,
+        mask: Any = None,
+        dst_rmw_op: Any = None,
+        oob_mode: Any = None,
+        dge_mode: Any = None,
+        name: str = "nisa.dma_copy",
+    ) -> None:
+        """DMA between HBM and SBUF (or SBUF↔SBUF); casts go through fp32.
+
+        ``dst_rmw_op=np.add`` adds ``src`` to ``dst`` (read-modify-write; repeated destination
+        indices all add up). ``oob_mode=skip`` drops elements whose indirect index falls
+        outside the indexed tensor instead of raising. ``dge_mode`` is functionally a copy;
+        ``hwdge`` is checked (trn2+, same dtypes)."""
+        d = require_buffer(dst, name, "dst", ("hbm", "sbuf"))
+        s = require_buffer(src, name, "src", ("hbm", "sbuf"))
         if d.size != s.size:
             raise NkiConstraintError(
-                "err_shape_mismatch", f"nisa.dma_copy: dst has {d.size} elements, src {s.size}"
+                "err_shape_mismatch", f"{name}: dst has {d.size} elements, src {s.size}"
             )
+        skip = _enum_value(oob_mode, 0) == 1
+        mode = _enum_value(dge_mode, 3)
+        if mode not in (0, 1, 2, 3):
+            raise NkiConstraintError("err_invalid_operand", f"{name}: dge_mode={dge_mode!r}")
+        if mode == 2:
+            if current_run().options.target == "trn1":
+                raise NkiConstraintError(
+                    "err_invalid_operand", f"{name}: dge_mode=hwdge needs NeuronCore-v3 (trn2)"
+                )
+            if d.dtype != s.dtype:
+                raise NkiConstraintError(
+                    "err_unsupported_dtype", f"{name}: hwdge copies cannot cast ({s.dtype} to "
+                    f"{d.dtype})",
+                )  # fmt: skip
         m = _mask(mask, d.shape)
-        data, ok = s.read()
+        if skip:
+            if dst_rmw_op is not None:
+                raise NkiConstraintError(
+                    "err_invalid_operand", f"{name}: dst_rmw_op needs oob_mode=oob_mode.error"
+                )
+            live = in_bounds(d) & in_bounds(s).reshape(d.shape)
+            m = live if m is None else m & live
+        sm = None if m is None else np.ascontiguousarray(m.reshape(s.shape))
+        data, ok = s.read(sm)
+        if dst_rmw_op is not None:
+            if _ops.resolve(dst_rmw_op, name) != "add":
+                raise NkiConstraintError(
+                    "err_unsupported_operator", f"{name}: dst_rmw_op supports only np.add"
+                )
+            rmw_add(d, _dt.to_f32(data).reshape(d.shape), ok, m)
+            record_copy(s, d, m)
+            return
         vals = data.reshape(d.shape) if data.dtype == d.dtype else _dt.to_f32(data).reshape(d.shape)
         d.write(vals, None if ok is None else ok.reshape(d.shape), m)
         record_copy(s, d, m)
+
+
+def _cmd_value(value: Any) -> int | None:
+    return None if value is None else int(getattr(value, "value", value))
+
+
+def _enum_value(value: Any, default: int) -> int:
+    """An NKI enum argument (either dialect's enum, or its int value); None is the default."""
+    if value is None:
+        return default
+    return int(getattr(value, "value", value))
+
+
+def in_bounds(t: Tensor) -> np.ndarray:
+    """Elementwise: does this view's (possibly indirect) index fall inside its storage?"""
+    if not t.advanced:
+        return np.ones(t.shape, dtype=bool)
+    shape = t.storage.data.shape
+    ok = np.ones(t.shape, dtype=bool)
+    for dim, k in enumerate(t.key):
+        arr = np.broadcast_to(np.asarray(k), t.shape)
+        ok &= (arr >= 0) & (arr < shape[dim])
+    return ok
+
+
+def rmw_add(d: Tensor, vals: np.ndarray, ok: np.ndarray | None, m: np.ndarray | None) -> None:
+    """``d += vals`` where ``m`` holds, summing every contribution to a repeated index."""
+    if d.advanced:
+        live = np.ones(d.shape, bool) if m is None else m
+        idx = tuple(np.broadcast_to(np.asarray(k), d.shape)[live] for k in d.key)
+        shape = d.storage.data.shape
+        for dim, arr in enumerate(idx):
+            if arr.size and (arr.min() < 0 or arr.max() >= shape[dim]):
+                bad = int(arr.max()) if arr.max() >= shape[dim] else int(arr.min())
+                raise NkiIndexError(
+                    f"index {bad} is outside axis {dim} of size {shape[dim]} (tensor shape {shape})"
+                )
+        flat_pos = np.ravel_multi_index(idx, shape)
+        unique, inverse = np.unique(flat_pos, return_inverse=True)
+        sums = np.bincount(inverse, weights=vals[live].astype(np.float64), minlength=unique.size)
+        target = Tensor(d.storage, np.unravel_index(unique, shape))
+        old, old_ok = target.read()
+        src_ok = None
+        if ok is not None:
+            bad = np.bincount(inverse, weights=~ok.reshape(d.shape)[live], minlength=unique.size)
+            src_ok = bad == 0
+        new = _dt.to_f32(old) + sums.astype(np.float32)
+        target.write(new, all_valid(old_ok, src_ok))
+        return
+    old, old_ok = f32(d)
+    valid = all_valid(old_ok, None if ok is None else ok.reshape(d.shape))
+    d.write(old + vals, valid, m)
 
 
 engine = IsaEngine()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from enum import Enum
 from typing import Any
 
@@ -39,6 +41,23 @@ class reduce_cmd(Enum):  # noqa: N801 - NKI spelling (nisa.reduce_cmd)
     reduce = 2
     reset_reduce = 3
     load_reduce = 4
+
+
+class oob_mode(Enum):  # noqa: N801 - NKI spelling (nisa.oob_mode)
+    """Out-of-bounds policy of indirect DMA: ``error`` raises, ``skip`` drops those elements."""
+
+    error = 0
+    skip = 1
+
+
+class dge_mode(Enum):  # noqa: N801 - NKI spelling (nisa.dge_mode)
+    """DMA descriptor generation mode. Functionally every mode is the same copy (nki-facts §4,
+    "DMA descriptor modes"); ``hwdge`` needs trn2+ and equal dtypes, which is checked."""
+
+    none = 0
+    swdge = 1
+    hwdge = 2
+    unknown = 3
 
 
 class nc_version(Enum):  # noqa: N801 - NKI spelling (nisa.nc_version)
@@ -94,7 +113,40 @@ class TileShape:
 
 
 def pick_engine(choice: Any, default: Engine) -> Engine:
-    return _ENGINES.get(choice, default)
+    """The engine named by ``engine=`` (either dialect's enum or its value); unknown/None:
+    ``default``. An engine that cannot run the instruction's kind of work is an error."""
+    if choice is None:
+        return default
+    value = getattr(choice, "value", choice)
+    if not isinstance(value, int) or value not in _BY_VALUE:
+        raise NkiConstraintError("err_invalid_operand", f"engine={choice!r} is not a nisa.engine")
+    kind = _BY_VALUE[value]
+    if kind is engine_kind.unknown:
+        return default
+    picked = _ENGINES.get(kind)
+    if picked is None:
+        raise NkiConstraintError(
+            "err_invalid_operand", f"engine={kind.name} cannot run this instruction"
+        )
+    return picked
+
+
+_BY_VALUE = {e.value: e for e in engine_kind}
+
+
+@contextlib.contextmanager
+def labelled(name: Any) -> Iterator[None]:
+    """New dialect ``name=``: label the trace entries of one instruction call."""
+    from .run import maybe_current_run
+
+    run = maybe_current_run()
+    start = len(run.trace) if run is not None else 0
+    yield
+    if name is not None and run is not None:
+        if not isinstance(name, str):
+            raise NkiConstraintError("err_invalid_operand", f"name={name!r} must be a string")
+        for ins in run.trace[start:]:
+            ins.label = name
 
 
 Values = tuple[np.ndarray, np.ndarray | None]

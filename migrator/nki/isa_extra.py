@@ -94,7 +94,13 @@ class StatsScanInstructions:
         return out
 
     def dma_transpose(
-        self, src: Any, *, axes: Any = None, mask: Any = None, dst: Tensor | None = None
+        self,
+        src: Any,
+        *,
+        axes: Any = None,
+        mask: Any = None,
+        dst: Tensor | None = None,
+        dtype: Any = None,
     ) -> Tensor:
         """2-D transpose performed by the DMA engines (trn2+), bit-exact; result in SBUF."""
         from .dma import record_copy
@@ -108,7 +114,9 @@ class StatsScanInstructions:
         data, ok = src.read()
         values = flat(data).T
         valid = None if ok is None else flat(ok).T
-        out = emit(values, valid, src.dtype, Buffer.SBUF, mask, dst)
+        if dtype is not None and _dt.normalize(dtype) != src.dtype:
+            values = _dt.to_f32(values)  # a DMA cast goes through fp32
+        out = emit(values, valid, dtype or src.dtype, Buffer.SBUF, mask, dst)
         record_copy(src, out, None)
         return out
 
@@ -136,11 +144,14 @@ class StatsScanInstructions:
         op0: Any,
         op1: Any,
         *,
+        reverse0: bool = False,
+        reverse1: bool = False,
         dtype: Any = None,
         mask: Any = None,
         dst: Tensor | None = None,
     ) -> Tensor:
-        """Per partition ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])``, ``r[-1] = initial``.
+        """Per partition ``r[i] = op1(op0(data0[i], r[i-1]), data1[i])``, ``r[-1] = initial``;
+        ``reverse0``/``reverse1`` swap the operands of op0/op1.
 
         A loop over free positions, each step vectorised over all partitions.
         """
@@ -156,7 +167,8 @@ class StatsScanInstructions:
         out = np.empty_like(x)
         with np.errstate(all="ignore"):
             for i in range(x.shape[1]):
-                carry = np.asarray(f1(f0(x[:, i], carry), y[:, i]), dtype=np.float32)
+                t = f0(carry, x[:, i]) if reverse0 else f0(x[:, i], carry)
+                carry = np.asarray(f1(y[:, i], t) if reverse1 else f1(t, y[:, i]), np.float32)
                 out[:, i] = carry
         valid = all_valid(
             None if oka is None else flat(oka), None if okb is None else flat(okb).reshape(x.shape)
@@ -179,11 +191,14 @@ class StatsScanInstructions:
         op1: Any,
         operand1: Any,
         *,
+        reverse0: bool = False,
+        reverse1: bool = False,
         dtype: Any = None,
         mask: Any = None,
         dst: Tensor | None = None,
     ) -> Tensor:
-        """``(data op0 operand0) op1 operand1``: operand0 scalar or (P, 1), operand1 a tile."""
+        """``(data op0 operand0) op1 operand1``: operand0 scalar or (P, 1), operand1 a tile;
+        ``reverse0``/``reverse1`` swap the operands of op0/op1."""
         name = "nisa.scalar_tensor_tensor"
         f0, f1 = _ops.BINARY[_ops.resolve(op0, name)][0], _ops.BINARY[_ops.resolve(op1, name)][0]
         t = require_on_chip(data, name, "data")
@@ -196,8 +211,9 @@ class StatsScanInstructions:
         s, s_ok = per_partition(operand0, t.partitions, name, "operand0")
         vo, oko = f32(other)
         with np.errstate(all="ignore"):
-            x = np.asarray(f0(flat(vals), s), dtype=np.float32)
-            x = np.asarray(f1(x, flat(vo).reshape(x.shape)), dtype=np.float32)
+            x = np.asarray(f0(s, flat(vals)) if reverse0 else f0(flat(vals), s), np.float32)
+            other_v = flat(vo).reshape(x.shape)
+            x = np.asarray(f1(other_v, x) if reverse1 else f1(x, other_v), dtype=np.float32)
         valid = all_valid(
             None if ok is None else flat(ok),
             s_ok,

@@ -547,6 +547,13 @@ from .nl_composite import (  # noqa: E402, F401 - re-exported as the nl surface
     softmax,
     var,
 )
+from .nl_extra import (  # noqa: E402, F401 - re-exported as the nl surface
+    atomic_rmw,
+    dropout,
+    gather_flattened,
+    rand,
+    random_seed,
+)
 from .nl_int import (  # noqa: E402, F401 - re-exported as the nl surface
     bitwise_and,
     bitwise_or,

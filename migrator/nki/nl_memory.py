@@ -184,13 +184,37 @@ def ones_like(
 
 
 # -- index expressions (nki-facts §3.2) ------------------------------------------------------
+class IndexArray(np.ndarray):
+    """An ``nl.arange``/``nl.mgrid`` index expression (and anything computed from one).
+
+    numpy semantics, except the truth value: the NKI tracer gives an index expression (or a
+    predicate built from one) the truth value True, so ``mask=(i < n and j < m)`` means
+    ``mask=(j < m)`` there. The emulator does the same, and records an
+    ``err_index_truth_value`` finding, since ``&`` is what such code means."""
+
+    def __bool__(self) -> bool:
+        if self.size <= 1:
+            return bool(self.view(np.ndarray).reshape(-1)[0]) if self.size else False
+        run = maybe_current_run()
+        if run is not None:
+            run.violation(
+                "err_index_truth_value",
+                f"Python and/or/if/bool() on an nl.arange/nl.mgrid expression of shape "
+                f"{self.shape} is taken as True (as the NKI tracer does); combine predicates "
+                "with & and | and use masks, not Python control flow",
+                "report",
+            )
+        return True
+
+
 def arange(start: int, stop: int | None = None, step: int = 1) -> np.ndarray:
     """Index vector; combine with ``[:, None]`` / ``[None, :]`` to index tiles."""
-    return (
+    out = (
         np.arange(start, stop, step, dtype=np.intp)
         if stop is not None
         else np.arange(start, dtype=np.intp)
     )
+    return out.view(IndexArray)
 
 
 class _Grid(tuple):
@@ -218,7 +242,7 @@ class _MGrid:
 
     def __getitem__(self, key: Any) -> _Grid:
         key = key if isinstance(key, tuple) else (key,)
-        return _Grid(a.astype(np.intp) for a in np.ogrid[key])
+        return _Grid(a.astype(np.intp).view(IndexArray) for a in np.ogrid[key])
 
 
 mgrid = _MGrid()

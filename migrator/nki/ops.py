@@ -140,6 +140,8 @@ _ALIASES: dict[Any, str] = {
     np.less: "less",
     np.less_equal: "less_equal",
     np.max: "maximum",
+    np.amax: "maximum",  # a separate function object from np.max in numpy 2
+    np.amin: "minimum",
     np.min: "minimum",
     np.sum: "add",
     np.prod: "multiply",

@@ -85,6 +85,10 @@ class Run:
     _loop_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     # Storages with queued TensorE products (storage.Deferred), as weak references.
     deferred: list[Any] = field(default_factory=list)
+    # Engine accumulator registers of reduce_cmd instructions (isa_select.py), per engine.
+    registers: dict[Any, Any] = field(default_factory=dict)
+    # Random generator of nl.rand / nisa.dropout (seeded from options.seed, nl.random_seed).
+    rng: Any = None
 
     # Hardware numbers of the selected target: read on every allocation and check, so looked
     # up once (options are frozen).

@@ -21,6 +21,7 @@ from .affine import check_affine_read, check_affine_write
 from .errors import (
     NkiConstraintError,
     NkiHostComputeError,
+    NkiIndexError,
     NkiUnsupportedAttribute,
     kernel_location,
     unsupported,
@@ -77,11 +78,15 @@ def _norm_slice(s: slice, n: int, dim: int) -> tuple[int, int, int]:
     start = start + n if start < 0 else start
     stop = stop + n if stop < 0 else stop
     if not (0 <= start <= n and 0 <= stop <= n):
-        raise NkiConstraintError(
-            "err_tensor_access_out_of_bound",
+        raise NkiIndexError(
             f"slice {start}:{stop} is outside dimension {dim} of size {n}",
         )
     return start, max(stop, start), step
+
+
+def _index_expr(x: Any) -> bool:
+    """An integer nl.arange/nl.mgrid index expression (a numpy integer array)."""
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iu"
 
 
 def _is_array_index(x: Any) -> bool:
@@ -342,8 +347,7 @@ class Tensor:
             fill = (slice(None),) * (self.ndim - len(index) + 1)
             index = index[:at] + fill + index[at + 1 :]
         if len(index) > self.ndim:
-            raise NkiConstraintError(
-                "err_tensor_access_out_of_bound",
+            raise NkiIndexError(
                 f"{len(index)} indices for a tensor of rank {self.ndim} (shape {self.shape})",
             )
         index = index + (slice(None),) * (self.ndim - len(index))
@@ -351,12 +355,34 @@ class Tensor:
             return self._advanced(index)
         return self._basic(index)
 
-    def _indirect(self, tile: Tensor) -> np.ndarray:
+    def dynamic_offset(self) -> int:
+        """The value of a one-element on-chip integer tile, used as a dynamic index offset
+        (``tensor_copy_dynamic_src``/``_dst``: the offset is a scalar in SBUF)."""
+        if self.size != 1 or not self.buffer.on_chip:
+            raise NkiConstraintError(
+                "err_invalid_index",
+                f"a dynamic offset must be a one-element SBUF tile, got shape {self.shape} in "
+                f"{self.buffer.value}",
+            )
+        data, valid = self.read()
+        if data.dtype.kind not in "iu":
+            raise NkiConstraintError(
+                "err_invalid_index", f"dynamic offset tile has dtype {data.dtype}; use integers"
+            )
+        if valid is not None:
+            raise NkiConstraintError(
+                "err_uninitialized_index", "the dynamic offset tile is uninitialised"
+            )
+        return int(np.asarray(data).reshape(-1)[0])
+
+    def _indirect(self, tile: Tensor) -> np.ndarray | int:
         """Index values held in an on-chip integer tile (legacy indirect DMA gather/scatter).
 
         nki-facts §3.2: an SBUF index tile in the partition position of an HBM access, e.g.
         ``data[idx[i_p, 0], i_f]``; combine it with ``nl.arange`` for the other axes.
         """
+        if self.buffer.on_chip and tile.buffer.on_chip and tile.size == 1:
+            return tile.dynamic_offset()
         if not self.buffer.is_hbm or not tile.buffer.on_chip:
             raise unsupported("indirect indexing other than an on-chip index tile into HBM")
         data, valid = tile.read()
@@ -394,8 +420,7 @@ class Tensor:
                 i = int(item)
                 i = i + n if i < 0 else i
                 if not 0 <= i < n:
-                    raise NkiConstraintError(
-                        "err_tensor_access_out_of_bound",
+                    raise NkiIndexError(
                         f"index {int(item)} is outside dimension {vdim} of size {n} "
                         f"(shape {self.shape})",
                     )
@@ -457,8 +482,7 @@ class Tensor:
             live = arr if mask is None else arr[mask]
             if live.size and (live.min() < 0 or live.max() >= shape[dim]):
                 bad = int(live.max()) if live.max() >= shape[dim] else int(live.min())
-                raise NkiConstraintError(
-                    "err_tensor_access_out_of_bound",
+                raise NkiIndexError(
                     f"index {bad} is outside axis {dim} of size {shape[dim]} (tensor shape "
                     f"{shape}); guard ragged tiles with mask=",
                 )
@@ -561,6 +585,45 @@ class Tensor:
         alias = Storage(data.reshape(shape), self.buffer, valid=valid, account=False)
         alias.borrowers = self.storage.shared_borrowers()  # writes via either side detach them
         alias.uid = self.storage.uid  # same memory for the dependency schedule
+        return Tensor(alias)
+
+    def view(self, dtype: Any) -> Tensor:
+        """The same bytes read as another dtype (nki-facts §3.9b): a view sharing memory.
+
+        Same item size keeps the shape; otherwise the last axis scales (numpy ``view``)."""
+        dt = dtypes.normalize(dtype)
+        if dt == self.dtype:
+            return self
+        if self.advanced:
+            raise unsupported("view(dtype) of a tensor view built with nl.arange")
+        self.storage.own()
+        data = self.storage.data[self.key]
+        if dt.itemsize != data.dtype.itemsize and not data.flags.c_contiguous:
+            raise NkiConstraintError(
+                "err_invalid_reshape",
+                f"view({dt}) changes the item size, which needs a contiguous view "
+                f"(shape {self.shape})",
+            )
+        try:
+            viewed = data.view(dt)
+        except ValueError as exc:
+            raise NkiConstraintError(
+                "err_invalid_reshape", f"cannot view shape {self.shape} as {dt}: {exc}"
+            ) from exc
+        valid = None
+        if self.storage.valid is not None:
+            ok = self.storage.valid[self.key]
+            if viewed.shape != ok.shape:  # an element is valid when all its bytes are
+                ratio = dt.itemsize / data.dtype.itemsize
+                ok = (
+                    ok.reshape(*ok.shape[:-1], -1, int(ratio)).all(axis=-1)
+                    if ratio > 1
+                    else np.repeat(ok, int(round(1 / ratio)), axis=-1)
+                )
+            valid = np.ascontiguousarray(ok)
+        alias = Storage(viewed, self.buffer, valid=valid, account=False)
+        alias.borrowers = self.storage.shared_borrowers()
+        alias.uid = self.storage.uid
         return Tensor(alias)
 
     def astype(self, dtype: Any) -> Tensor:
@@ -755,6 +818,12 @@ def _binary(name: str, reflected: bool = False) -> Any:
     def method(self: Tensor, other: Any) -> Tensor:
         from . import language
 
+        if name in ("add", "subtract", "multiply") and _index_expr(other):
+            # `offsets[0, i] + iy`: a dynamic offset read from a one-element on-chip integer
+            # tile (a register on hardware) plus an nl.arange/mgrid index expression.
+            fn = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}[name]
+            off = self.dynamic_offset()
+            return fn(other, off) if reflected else fn(off, other)
         lhs, rhs = (other, self) if reflected else (self, other)
         op = name
         if name in _BITWISE_ON_INTS and _int_tile(lhs) and _int_tile(rhs):

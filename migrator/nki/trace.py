@@ -42,3 +42,4 @@ class Instr:
     stationary_free: int = 0
     hbm_read: int = 0
     hbm_write: int = 0
+    label: str = ""  # new-dialect name= of the instruction

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import NkiConstraintError, unsupported
+from .errors import NkiConstraintError, NkiIndexError, unsupported
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -115,8 +115,7 @@ def access_pattern(
     flat = np.broadcast_to(flat, tuple(num for _, num in pairs))
     if flat.min() < 0 or flat.max() >= storage.data.size:
         bad = int(flat.max()) if flat.max() >= storage.data.size else int(flat.min())
-        raise NkiConstraintError(
-            "err_tensor_access_out_of_bound",
+        raise NkiIndexError(
             f"tensor.ap: element {bad} is outside the storage of {storage.data.size} elements "
             f"(shape {shape})",
         )

@@ -52,7 +52,7 @@ def test_masked_load_without_a_destination_leaves_poison(tmp_path: Path) -> None
 
     f = tmp_path / "k.py"
     f.write_text(KERNEL)
-    m = mn.load_kernel_module(f)
+    m = mn.load_kernel_module(f, options=mn.EmulatorOptions(uninit_outputs="raise"))
     a = np.ones((100, 70), np.float32)
     with pytest.raises(mn.NkiConstraintError, match="never written"):
         m.unpadded(a)

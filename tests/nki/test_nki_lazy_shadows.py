@@ -84,8 +84,9 @@ def test_partially_written_output_still_raises_with_first_bad_index():
         nl.store(out[128:256, 0:6], value=nl.load(a[:, 0:6]))  # out[128:, 6:] never written
         return out
 
+    strict = EmulatorOptions(uninit_outputs="raise")
     with pytest.raises(NkiConstraintError, match="err_uninitialized_output") as info:
-        run_kernel(kernel, np.ones((128, 8), F32))
+        run_kernel(kernel, np.ones((128, 8), F32), options=strict)
     assert "first at index (128, 6)" in str(info.value)
     assert "256 element(s)" in str(info.value)
 

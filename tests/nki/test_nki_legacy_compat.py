@@ -156,7 +156,9 @@ def test_sbuf_add_into_unwritten_tile_still_reports_poison():
         return out
 
     with pytest.raises(NkiConstraintError, match="err_uninitialized_output"):
-        run_kernel(kernel, np.ones((128, 4), np.float32))
+        run_kernel(
+            kernel, np.ones((128, 4), np.float32), options=EmulatorOptions(uninit_outputs="raise")
+        )
 
 
 def test_dtype_constants_and_static_cast():

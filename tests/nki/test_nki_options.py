@@ -14,7 +14,7 @@ def test_defaults_are_strict():
     assert (o.target, o.uninit, o.uninit_outputs, o.affine_deps, o.sbuf_overflow) == (
         "trn2",
         "nan",
-        "raise",
+        "report",  # legal NKI may leave outputs partly unwritten: a finding, not an error
         "raise",
         "raise",
     )

@@ -100,8 +100,8 @@ def test_kernels_keep_working_after_the_shim_exits(tmp_path):
 @pytest.mark.parametrize(
     "expr, name",
     [
-        ("nl.atomic_rmw", "nki.language.atomic_rmw"),
-        ("nisa.nc_stream_shuffle", "nki.isa.nc_stream_shuffle"),
+        ("nl.all_reduce", "nki.language.all_reduce"),
+        ("nisa.builtin_custom_op", "nki.isa.builtin_custom_op"),
         ("nki.benchmark()", "nki.benchmark"),
         ("nki.collectives", "neuronxcc.nki.collectives"),
     ],
@@ -120,9 +120,9 @@ def test_unsupported_call_inside_kernel_is_not_silently_ignored():
     from migrator.nki import language as nl
 
     def kernel(a):
-        return nl.gather_flattened(nl.load(a), nl.load(a))
+        return nl.all_reduce(nl.load(a), nl.add, program_axes=[0])
 
-    with pytest.raises(NotImplementedError, match="nki.language.gather_flattened"):
+    with pytest.raises(NotImplementedError, match="nki.language.all_reduce"):
         mn.run_kernel(kernel, np.zeros((128, 4), np.float32))
 
 

@@ -96,14 +96,13 @@ def test_uninitialised_read_reaching_output_is_detected():
         nl.store(out, value=nl.exp(t))  # poison reaches the output
         return out
 
+    strict = EmulatorOptions(uninit_outputs="raise")
     with pytest.raises(NkiConstraintError, match="err_uninitialized_output") as info:
-        run(kernel, np.ones((128, 8), np.float32))
+        run(kernel, np.ones((128, 8), np.float32), options=strict)
     assert "first at index (0, 4)" in str(info.value)
     lines, start = inspect.getsourcelines(kernel)
     assert f"test_nki_tensor.py:{start + 1}:" in str(info.value)
-    outputs, r = run_kernel(
-        kernel, np.ones((128, 8), np.float32), options=EmulatorOptions(uninit_outputs="report")
-    )
+    outputs, r = run_kernel(kernel, np.ones((128, 8), np.float32))  # default: a finding
     assert np.isnan(outputs[:, 4:]).all() and not np.isnan(outputs[:, :4]).any()
     assert r.findings and r.findings[0].code == "err_uninitialized_output"
 
