@@ -21,6 +21,7 @@ from migrator.contract import (
     SpecError,
     TaskSpec,
     bind_source,
+    is_float,
     load_spec,
     make_inputs,
     np_dtype,
@@ -101,9 +102,31 @@ def _native_16bit(spec: TaskSpec) -> dict[str, str]:
     path = spec.cuda_source_path()
     targs = tuple(str(a) for a in spec.kernel.template_args)
     try:
-        return _params_16bit(str(path), path.stat().st_mtime_ns, spec.kernel.name, targs)
+        found = _params_16bit(str(path), path.stat().st_mtime_ns, spec.kernel.name, targs)
     except OSError:
         return {}
+    return {**_signature_16bit(spec), **found}
+
+
+def _signature_16bit(spec: TaskSpec) -> dict[str, str]:
+    """The same as the interpreter resolves the parameters (typedefs such as llm.c's `floatX`,
+    chosen by a macro in a header, as the spec's preprocessor settings choose it)."""
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import kernel_signature
+    from migrator.cuda.interp.spec_run import _parsed
+    from migrator.cuda.source import SourceError
+
+    try:
+        parsed = _parsed(spec.cuda_source_path(), *spec.preprocessor())
+        sig = kernel_signature(parsed, spec.kernel.name, list(spec.kernel.template_args))
+    except (InterpError, SourceError, OSError, KeyError, ValueError):
+        return {}
+    out = {}
+    for name, t in sig:
+        e = t.elem if t.kind == "ptr" else None
+        if e is not None and e.kind == "float" and e.dtype is not None and e.dtype.itemsize == 2:
+            out[name] = "bfloat16" if "bfloat16" in str(e.dtype) else "float16"
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -185,7 +208,7 @@ def _unwritten(spec: TaskSpec, sizes: dict[str, int], seed: int, inputs: dict[st
     from migrator.cuda.interp.spec_run import run_spec_full
 
     outs = spec.outputs_in_order
-    nan = [t.role == "out" and np.issubdtype(w.dtype, np.floating) and bool(np.isnan(w).any())
+    nan = [t.role == "out" and is_float(w.dtype) and bool(np.isnan(w).any())
            for t, w in zip(outs, want, strict=False)]  # fmt: skip
     if not any(nan):
         return [None] * len(want)

@@ -547,6 +547,13 @@ def np_dtype(name: str) -> np.dtype:
     return np.dtype(special.get(name, name))
 
 
+def is_float(dt: np.dtype) -> bool:
+    """A floating-point dtype, ml_dtypes' bf16/fp8 included (numpy files those as kind 'V', and
+    `np.issubdtype(bfloat16, np.floating)` is False)."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or dt.kind == "V" and dt.name.startswith(("bfloat", "float8", "float4"))
+
+
 def make_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
     """Deterministic input arrays for every `in`/`inout` tensor, by name."""
     rng = np.random.default_rng(seed)

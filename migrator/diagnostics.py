@@ -427,6 +427,16 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "Check the host code's grid arithmetic; give a spec whose size sets it covers, or add a "
         "relation (e.g. `N % 1024 == 0`) if the kernel is only meant for such sizes.",
     ),
+    DiagnosticKind(
+        "C2N2016",
+        "SIZES_DROPPED",
+        "note",
+        "low",
+        "the CUDA original does not run at the inferred size sets {sizes} ({why}); the "
+        "inferred spec leaves them out",
+        "Nothing to do if the kernel is only meant for such sizes; else add size sets it runs "
+        "at (and a relation saying which) to the spec.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

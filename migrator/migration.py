@@ -191,6 +191,14 @@ def _migrate_kernel(
     _emit(km, plan, tu, k, spec, inferred, out, nki_path, options)
     if check and spec is not None:
         _check(km, plan, k, spec, nki_path, target, options)
+        if inferred and km.check is not None:
+            trimmed = _runnable_sets(spec, km, k)
+            if trimmed is not None:  # our own guess of sizes the original cannot run: retry
+                spec = trimmed
+                km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2011", "C2N2015")]
+                if plan.fields.get("spec_toml"):
+                    _emit(km, plan, tu, k, spec, inferred, out, nki_path, options)
+                _check(km, plan, k, spec, nki_path, target, options)
         if km.status == "failed" and plan.fields.get("lifted"):
             # the program verified against the interpreter, but the NKI emitted from it does not
             # pass the check: no kernel is handed out as done; the skeleton names what was found
@@ -281,6 +289,21 @@ def _lifted_plan(
     km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
                      for c in km.constructs]  # fmt: skip
     return plan, spec
+
+
+def _runnable_sets(spec: TaskSpec, km: KernelMigration, k: Kernel) -> TaskSpec | None:
+    """An inferred spec without the extra size sets the CUDA original itself cannot run at (a
+    vector view of a ragged buffer: the kernel assumes whole vectors), or None when it runs at
+    all of them or at none (then the failure is the kernel's, and reported as such)."""
+    assert km.check is not None
+    bad = [s.sizes for s in km.check.sizes if s.cuda_error]
+    if not bad or len(bad) == len(km.check.sizes) or spec.sizes in bad:
+        return None
+    why = next(s.cuda_error for s in km.check.sizes if s.cuda_error) or ""
+    keep = [s for s in spec.size_sets if spec.resolve_sizes(s) not in bad]
+    km.diagnostics.append(diag.make("SIZES_DROPPED", k.span, sizes=_clip(str(bad), 160),
+                                    why=_clip(why, 200)))  # fmt: skip
+    return _respec(spec.model_copy(update={"size_sets": keep}), k, km)
 
 
 def _respec(spec: TaskSpec, k: Kernel, km: KernelMigration) -> TaskSpec:

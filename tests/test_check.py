@@ -34,3 +34,30 @@ def test_cuda_view_widens_only_dtype_variants_of_float_kernels() -> None:
     variant = variant_spec(load_spec(corpus / "softmax_row.toml"), "bfloat16")
     assert {t.dtype for t in variant.tensors} == {"bfloat16"}
     assert {t.dtype for t in cuda_view(variant).tensors} == {"float32"}  # a float kernel
+
+
+def test_cuda_view_follows_a_typedef_chosen_by_a_macro_in_a_header(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """llm.c's `floatX`: a header typedefs it as `__nv_bfloat16` when the file defines
+    ENABLE_BF16. The CUDA original then takes bf16 buffers, as the interpreter resolves it."""
+    from migrator.check import cuda_view
+    from migrator.contract import load_spec
+
+    (tmp_path / "common.h").write_text(
+        "#include <cuda_bf16.h>\n#ifdef ENABLE_BF16\ntypedef __nv_bfloat16 floatX;\n"
+        "#else\ntypedef float floatX;\n#endif\n"
+    )
+    (tmp_path / "k.cu").write_text(
+        '#define ENABLE_BF16\n#include "common.h"\n'
+        "__global__ void k(floatX* out, const floatX* inp, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) out[i] = (floatX)(2.0f * (float)inp[i]);\n}\n"
+    )
+    (tmp_path / "k.toml").write_text(
+        '[kernel]\nname = "k"\n[sizes]\nN = 300\n'
+        '[[tensors]]\nname = "inp"\nrole = "in"\ndtype = "bfloat16"\nshape = ["N"]\n'
+        '[[tensors]]\nname = "out"\nrole = "out"\ndtype = "bfloat16"\nshape = ["N"]\n'
+        '[[scalars]]\nname = "n"\nsize = "N"\n'
+        '[launch]\ngrid = ["ceil_div(N, 128)"]\nblock = [128]\n'
+    )
+    spec = load_spec(tmp_path / "k.toml")
+    assert {t.dtype for t in cuda_view(spec).tensors} == {"bfloat16"}

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from migrator.contract import TaskSpec, np_dtype
+from migrator.contract import TaskSpec, is_float, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import run_spec_full
 from migrator.cuda.interp.traced import TraceEscape
@@ -284,10 +284,13 @@ def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -
     try:
         run = run_spec_full(spec, sizes, seed)
     except InterpError as e:
-        return Verification(sizes=sizes, ok=False, note=f"the interpreter failed: {e}")
+        # the original cannot run at these sizes (a vector view of a ragged buffer, say): there
+        # is nothing to compare with, which proves nothing either way
+        note = f"not compared: the CUDA original does not run here ({e})"
+        return Verification(sizes=sizes, ok=True, skipped=True, note=note)
     params = {s.name: float(spec.scalar_value(s, sizes)) for s in spec.scalars
               if s.value is not None}  # fmt: skip
-    tensors = {n: np.asarray(v, dtype=np.float64) if np.issubdtype(v.dtype, np.floating) else v
+    tensors = {n: np.asarray(v, dtype=np.float64) if is_float(v.dtype) else v
                for n, v in run.inputs.items()}  # fmt: skip
     try:
         got = evaluate(program, tensors, shapes, sizes, params, points)

@@ -238,3 +238,62 @@ def test_switch_case_launch_fixes_the_block_to_its_case(tmp_path: Path) -> None:
     assert 'block = ["32"]' in spec, spec
     assert k.status == "complete", [d.render() for d in k.diagnostics]
     assert k.family == "rows"
+
+
+PACKED128 = """
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 floatX;
+// llm.c's Packed128 idiom: eight bf16 moved as one int4, copied in and out with memcpy
+template <class E>
+struct alignas(16) P128 {
+    P128() = default;
+    __device__ explicit P128(int4 bits) { memcpy(&payload, &bits, sizeof(bits)); }
+    __device__ E& operator[](int i) { return payload[i]; }
+    __device__ int4 get_bits() const {
+        int4 bits;
+        memcpy(&bits, &payload, sizeof(bits));
+        return bits;
+    }
+    static constexpr const int size = sizeof(int4) / sizeof(E);
+    E payload[size];
+};
+typedef P128<floatX> x128;
+template <class E> __device__ P128<E> load128cs(const E* a) {
+    return P128<E>{__ldcs(reinterpret_cast<const int4*>(a))};
+}
+template <class E> __device__ void store128(E* t, P128<E> v) {
+    *reinterpret_cast<int4*>(t) = v.get_bits();
+}
+__global__ void scale2(floatX* out, const floatX* inp, int N) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i < N) {
+        x128 o;
+        x128 a = load128cs(inp + i);
+        for (int k = 0; k < a.size; ++k) o[k] = (floatX)(2.0f * (float)a[k]);
+        store128(out + i, o);
+    }
+}
+int main() {
+    int N = 8192;
+    floatX *out, *inp;
+    cudaMalloc(&out, N * sizeof(floatX));
+    cudaMalloc(&inp, N * sizeof(floatX));
+    scale2<<<(N + 8 * 128 - 1) / (8 * 128), 128>>>(out, inp, N);
+}
+"""
+
+
+def test_packed128_bits_copied_with_memcpy_lift_and_unrunnable_sizes_are_dropped(
+    tmp_path: Path,
+) -> None:
+    """The traced run follows eight bf16 through an int4 and memcpy both ways (regrouped
+    elements, no bytes); the inferred ragged size sets at which the original cannot even run
+    (an int4 view of a 74-byte buffer) are left out of the spec, and the report says so."""
+    src = tmp_path / "p128.cu"
+    src.write_text(PACKED128)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete", [d.render() for d in k.diagnostics]
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "out[i] = 2 * inp[i]"
+    assert "C2N2016" in {d.id for d in k.diagnostics}
+    assert k.check is not None and k.check.ok and not any(s.cuda_error for s in k.check.sizes)

@@ -214,6 +214,30 @@ class CallMixin:
 
         dst_lv, dst_p = side(arg_nodes[0], write=True)
         src_lv, src_p = side(arg_nodes[1], write=False)
+        if self.options.trace:  # traced values have no bytes: regroup traced elements instead
+            if src_lv is not None:
+                src = src_lv if isinstance(src_lv, Val) else src_lv.load(self, mask, node)
+                leaves = _leaves(src)
+            else:
+                assert src_p is not None
+                e, count, step = elements(src_p)
+                leaves = [memory.load(self, Val(ct.ptr(e), src_p.data + k * step, buf=src_p.buf),
+                                      e, mask, node) for k in range(count)]  # fmt: skip
+            if dst_lv is not None:
+                assert not isinstance(dst_lv, Val)
+                shape = _leaf_types(dst_lv.ctype)
+            else:
+                assert dst_p is not None
+                e, count, step = elements(dst_p)
+                shape = [e] * count
+            vals = _regroup(leaves, shape, lanes_n, n)
+            if dst_lv is not None:
+                dst_lv.store(self, _assemble(dst_lv.ctype, vals), mask, node)
+            else:
+                for k, v in enumerate(vals):
+                    memory.store(self, Val(ct.ptr(e), dst_p.data + k * step, buf=dst_p.buf), v,
+                                 mask, node)  # fmt: skip
+            return Val(ct.VOID, np.int8(0))
         if src_lv is not None:
             src = src_lv if isinstance(src_lv, Val) else src_lv.load(self, mask, node)
             if src.ctype.size != n:
@@ -686,3 +710,76 @@ def _call_operator(m: Machine, body: Node) -> Function | None:
 def _is_reference(p: Node) -> bool:
     decl = p.child_by_field_name("declarator")
     return decl is not None and decl.type == "reference_declarator"
+
+
+# --- memcpy of traced values: the same bytes as groups of traced elements -------------------
+
+
+def _leaves(v: Val) -> list[Val]:
+    """A value's scalar parts in memory order (vector components, struct fields)."""
+    if v.comps is not None:
+        return [leaf for c in v.comps for leaf in _leaves(c)]
+    return [v]
+
+
+def _leaf_types(t: ct.CType) -> list[ct.CType]:
+    if t.kind == "vec" and t.elem is not None:
+        return [t.elem] * t.count
+    if t.kind == "struct":
+        return [leaf for _, f in t.fields for leaf in _leaf_types(f)]
+    if t.kind == "array" and t.elem is not None:
+        return _leaf_types(t.elem) * t.count
+    return [t]
+
+
+def _assemble(t: ct.CType, vals: list[Val]) -> Val:
+    if t.kind == "vec":
+        return Val(t, comps=tuple(vals))
+    if t.kind == "struct":
+        comps, k = [], 0
+        for _, f in t.fields:
+            m = len(_leaf_types(f))
+            comps.append(_assemble(f, vals[k : k + m]))
+            k += m
+        return Val(t, comps=tuple(comps))
+    if len(vals) != 1:
+        from migrator.cuda.interp.traced import TraceEscape
+
+        raise TraceEscape(f"memcpy of traced values into a {t}")
+    return Val(t, vals[0].data)
+
+
+def _regroup(leaves: list[Val], shape: list[ct.CType], lanes_n: int, n: int) -> list[Val]:
+    """`leaves` (per-lane traced values; a `Packed` group stands for several elements) as
+    values of the types `shape`: both sides are cut into elements of the narrowest width, and
+    each destination value takes its share (one element, or a `Packed` group of them)."""
+    from migrator.cuda.interp.traced import Packed, TraceEscape, unpack
+
+    if sum(t.size for t in shape) != n or sum(v.ctype.size for v in leaves) != n:
+        raise TraceEscape(f"memcpy of {n} bytes between traced values of other sizes")
+    unit = min([t.size for t in shape] + [v.ctype.size for v in leaves])
+    atoms: list[list[Any]] = []  # per element of `unit` bytes: its value in each lane
+    for v in leaves:
+        k = v.ctype.size // unit
+        data = np.broadcast_to(np.asarray(v.data, dtype=object), (lanes_n,))
+        if k == 1:
+            atoms.append(list(data))
+            continue
+        split: list[list[Any]] = [[] for _ in range(k)]
+        for x in data:
+            # a group splits into its elements; a plain number (the poison of a lane that
+            # loaded nothing, a zero fill) stands for each; a traced value cannot be split
+            for j in range(k):
+                split[j].append(unpack(x, j, k))
+        atoms += split
+    out: list[Val] = []
+    at = 0
+    for t in shape:
+        k = t.size // unit
+        group = atoms[at : at + k]
+        at += k
+        data = np.empty(lanes_n, dtype=object)
+        for lane in range(lanes_n):
+            data[lane] = group[0][lane] if k == 1 else Packed(tuple(g[lane] for g in group))
+        out.append(Val(t, data))
+    return out

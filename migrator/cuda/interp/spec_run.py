@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype
+from migrator.contract import TaskSpec, is_float, load_spec, make_inputs, np_dtype
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import RunResult, run_kernel
 from migrator.cuda.parse import ParsedSource, parse_file
@@ -93,7 +93,7 @@ def run_spec_full(
     for t in spec.tensors:
         if t.role == "out":
             dt = np_dtype(t.dtype)
-            fill = out_fill if np.issubdtype(dt, np.floating) else 0
+            fill = out_fill if is_float(dt) else 0
             args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
         else:
             args[t.cuda_param] = ins[t.name].copy()
