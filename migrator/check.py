@@ -192,8 +192,8 @@ def compare(
         rel = diff / np.maximum(np.abs(w), np.finfo(np.float32).tiny)
     return OutputCheck(
         name=name,
-        max_abs=float(np.nanmax(diff)) if diff.size else 0.0,
-        max_rel=float(np.nanmax(rel)) if rel.size else 0.0,
+        max_abs=float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0,
+        max_rel=float(np.nanmax(rel)) if rel.size and not np.isnan(rel).all() else 0.0,
         mismatches=int(bad.sum()),
         elements=int(w.size),
         ok=not bool(bad.any()),

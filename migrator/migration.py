@@ -214,8 +214,10 @@ def _migrate_kernel(
             return km
         if km.status == "failed" and km.lifted is None:
             # the family the matchers chose does not compute what the kernel does: try the
-            # lifted program before giving up
+            # lifted program before giving up (the first check's findings go with the first
+            # attempt: kept if the lifted one fails too)
             first = km.model_copy(deep=True)
+            km.diagnostics = [d for d in km.diagnostics if d.id not in CHECK_FINDINGS]
             got = _lifted_plan(tu, k, spec, km, reshape=inferred)
             if got is not None:
                 lifted, spec = got
@@ -227,6 +229,10 @@ def _migrate_kernel(
                 km = first
                 nki_path.write_text(km.nki_source or "", encoding="utf-8")
     return km
+
+
+# what `_check` adds to a kernel's diagnostics
+CHECK_FINDINGS = ("C2N2007", "C2N2008", "C2N2011", "C2N2015")
 
 
 def _lifted_plan(

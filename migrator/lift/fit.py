@@ -80,7 +80,12 @@ class Canonicaliser:
         if op == "pow":
             return ("pow", self(a[0]), self(a[1]))
         if op == "select":
-            return ("sel", a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4]))
+            cmp, lhs, rhs, t, f = a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4])
+            # `if (x > m) m = x;`: a running max (min) spelled as a select is a max (min)
+            if cmp in (">", ">=", "<", "<=") and {t, f} == {lhs, rhs} and lhs != rhs:
+                bigger = (t == lhs) == (cmp in (">", ">="))
+                return self.nary("max" if bigger else "min", [lhs, rhs])
+            return ("sel", cmp, lhs, rhs, t, f)
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
 
     def _chain(self, x: Sym) -> list[Canon]:
@@ -171,6 +176,9 @@ def _groups(c: Canonicaliser, t: Canon) -> list[tuple[str, list[Canon]]]:
 Inst = tuple[dict[str, int], Canon]
 
 
+MAX_POSITIONAL = 8  # terms of one shape fitted one by one when they are no reduction
+
+
 class Fitter:
     def __init__(self, c: Canonicaliser, shapes: Mapping[str, tuple[int, ...]],
                  sizes: Mapping[str, int]) -> None:  # fmt: skip
@@ -249,8 +257,17 @@ class Fitter:
             var = next(self.red_names)
             body = [({**env, var: kk}, item) for env, g in per
                     for kk, item in enumerate(_distinct(g[gi][1]))]  # fmt: skip
-            red = Expr(kind="reduce", op=tag, var=var, extent=counts[0] // m,
-                       args=[self.node(body)])  # fmt: skip
+            try:
+                fitted = self.node(body)
+            except LiftError:
+                # a few terms of one shape that are no reduction (`exp(a) + exp(-a)`: the
+                # constants differ): each term in its place, if that fits every element
+                if m != 1 or counts[0] > MAX_POSITIONAL:
+                    raise
+                args.extend(self.node([(env, g[gi][1][p]) for env, g in per])
+                            for p in range(counts[0]))  # fmt: skip
+                continue
+            red = Expr(kind="reduce", op=tag, var=var, extent=counts[0] // m, args=[fitted])
             if m > 1 and tag == "sum":
                 red = Expr(kind="op", op="*", args=[Expr(kind="const", value=m), red])
             args.append(red)

@@ -265,6 +265,13 @@ def _reduce_cost(e: Expr, sizes: Mapping[str, int]) -> int:
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
+    try:
+        return _verify(spec, program, sizes, seed)
+    except (ValueError, ArithmeticError) as e:  # a size expression undefined here (1 / (C - T))
+        return Verification(sizes=sizes, ok=False, note=f"the program is undefined here: {e}")
+
+
+def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
     shapes = {t.name: spec.shape_of(t, sizes) for t in spec.tensors}
     # where the dense evaluation (output x reduction extents) is too large, the program is
     # compared at a random sample of output elements (the first and last always among them)

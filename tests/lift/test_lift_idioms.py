@@ -72,6 +72,18 @@ CASES = {
         "pack_k<<<(n / 8 + 255) / 256, 256>>>((half*)x, (half*)y, n);",
         "x[i] + x[i]",
     ),
+    # coshf (no NKI function of its own) traced as its exponentials; `exp(a) + exp(-a)` is two
+    # terms of one shape that are no reduction
+    "sech": (
+        """
+        __global__ void sech_k(float* x, float* y, int n) {
+            int i = blockIdx.x * blockDim.x + threadIdx.x;
+            if (i < n) { float c = coshf(0.5f * x[i]); y[i] = 1.0f / (c * c); }
+        }
+        """,
+        "sech_k<<<(n + 255) / 256, 256>>>(x, y, n);",
+        "exp(-0.5 * x[i])",
+    ),
 }
 
 
@@ -297,3 +309,35 @@ def test_packed128_bits_copied_with_memcpy_lift_and_unrunnable_sizes_are_dropped
     assert k.lifted.program.render() == "out[i] = 2 * inp[i]"
     assert "C2N2016" in {d.id for d in k.diagnostics}
     assert k.check is not None and k.check.ok and not any(s.cuda_error for s in k.check.sizes)
+
+
+def test_a_running_max_spelled_as_an_if_is_a_max_reduction(tmp_path: Path) -> None:
+    """`if (x > m) m = x;` over a row (one thread per row, as a naive softmax does): the traced
+    selects canonicalise to a max, so the row program lowers as rows, not as a select chain."""
+    cuda = """
+    __global__ void centre(const float* x, float* y, int R, int C) {
+        int r = blockIdx.x * blockDim.x + threadIdx.x;
+        if (r < R) {
+            const float* row = x + r * C;
+            float m = -INFINITY;
+            for (int c = 0; c < C; c++) {
+                if (row[c] > m) { m = row[c]; }
+            }
+            for (int c = 0; c < C; c++) y[r * C + c] = row[c] - m;
+        }
+    }
+    int main() {
+        int R = 300, C = 40;
+        float *x, *y;
+        cudaMalloc(&x, R * C * sizeof(float));
+        cudaMalloc(&y, R * C * sizeof(float));
+        centre<<<(R + 31) / 32, 32>>>(x, y, R, C);
+        return 0;
+    }
+    """
+    src = tmp_path / "centre.cu"
+    src.write_text(textwrap.dedent(cuda))
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.lifted is not None and k.lifted.program is not None
+    assert "max_{" in k.lifted.program.render() and "?" not in k.lifted.program.render()
+    assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]

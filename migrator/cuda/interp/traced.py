@@ -151,6 +151,25 @@ class Sym:
     def erf(self) -> Sym:
         return self._fn("erf", math.erf)
 
+    # functions the tensor IR writes through the ones above (as NKI would compute them)
+    def cosh(self) -> Sym:
+        return (self.exp() + (-self).exp()) * 0.5
+
+    def sinh(self) -> Sym:
+        return (self.exp() - (-self).exp()) * 0.5
+
+    def tan(self) -> Sym:
+        return self.sin() / self.cos()
+
+    def expm1(self) -> Sym:
+        return self.exp() - 1.0
+
+    def log1p(self) -> Sym:
+        return (self + 1.0).log()
+
+    def log10(self) -> Sym:
+        return self.log() * (1.0 / math.log(10.0))
+
     def _fn(self, name: str, f: Any) -> Sym:
         return Sym(f(self.v), name, (self,))
 
