@@ -405,7 +405,7 @@ def sample(shape: tuple[int, ...], per_dim: int = 7) -> list[int]:
 def _candidates(names: list[str]) -> list[str]:
     base: list[str] = []
     for n in names:
-        base += [n, f"{n} - 1", f"{n} + 1", f"2 * {n}"]
+        base += [n, f"{n} - 1", f"{n} + 1", f"2 * {n}", f"{n} * {n}"]  # n*n: a mean squared
     for a, b in itertools.combinations(names, 2):
         base += [f"{a} * {b}", f"{a} - {b}", f"{b} - {a}"]
     for a, b, d in itertools.combinations(names, 3):

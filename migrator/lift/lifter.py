@@ -106,20 +106,34 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     return out
 
 
+def _data_sizes(spec: TaskSpec) -> set[str]:
+    """The sizes that shape some tensor (not launch-only ones such as a block size)."""
+    return {w for t in spec.tensors for d in t.shape for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+
+
 def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
     """The product of the sizes that shape the data (launch-only sizes, a block size, excluded):
     an upper bound of the traced run's operations for a contraction over them."""
-    used = {w for t in spec.tensors for d in t.shape for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+    used = _data_sizes(spec)
     return math.prod(v for n, v in sizes.items() if n in used)
 
 
+def _launch_only(spec: TaskSpec) -> dict[str, int]:
+    """Launch-only sizes at their published values: a block size of 20 is no block size the
+    kernel was written for (warp-level code assumes whole warps), and it computes nothing."""
+    used = _data_sizes(spec)
+    return {n: v for n, v in spec.sizes.items() if n not in used}
+
+
 def _pair(spec: TaskSpec, obey: bool, scale: int = 1) -> list[dict[str, int]] | None:
-    names = list(spec.sizes)
+    fixed = _launch_only(spec)
+    names = [n for n in spec.sizes if n not in fixed]
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
-        start = {n: base + step * i for i, n in enumerate(names)}
+        start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
         for shift in range(0, 12 * step, step):
-            got = _distinct(spec, {n: v + shift for n, v in start.items()}, obey)
+            got = _distinct(spec, {n: v + (shift if n in names else 0)
+                                   for n, v in start.items()}, obey)  # fmt: skip
             if got is None:
                 continue
             if out and any(got[n] == out[0][n] for n in names):
@@ -127,7 +141,7 @@ def _pair(spec: TaskSpec, obey: bool, scale: int = 1) -> list[dict[str, int]] | 
             out.append(got)
             if len(out) == 2:
                 return out
-            start = {n: v - shift for n, v in got.items()}  # the second set: one step up
+            start = {n: v - shift if n in names else v for n, v in got.items()}  # one step up
     return None
 
 
@@ -147,7 +161,8 @@ def _constants(spec: TaskSpec) -> set[int]:
 def _distinct(spec: TaskSpec, sizes: dict[str, int], obey: bool) -> dict[str, int] | None:
     """`_launchable` sizes with no two sizes equal and none equal to a constant of the kernel
     (a later size raised past an equal one)."""
-    fixed = _constants(spec)
+    launch = _launch_only(spec)
+    fixed = _constants(spec) | set(launch.values())
     for _ in range(24):
         got = _launchable(spec, sizes, obey)
         if got is None:
@@ -155,6 +170,8 @@ def _distinct(spec: TaskSpec, sizes: dict[str, int], obey: bool) -> dict[str, in
         seen: dict[int, str] = {v: "" for v in fixed}
         clash = None
         for n, v in got.items():
+            if n in launch:
+                continue
             if v in seen:
                 clash = n
                 break
@@ -181,15 +198,18 @@ def _launchable(spec: TaskSpec, sizes: dict[str, int], obey: bool = True) -> dic
             return None
         if min(grid) >= 1 and min(block) >= 1:
             return got if math.prod(block) <= 1024 else None  # CUDA's threads per block
-        sizes = {n: 2 * v for n, v in got.items()}
+        launch = _launch_only(spec)
+        sizes = {n: v if n in launch else 2 * v for n, v in got.items()}
     return None
 
 
 def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, int]]:
     """Where to verify: a ragged small set, a larger one, and the task's own size sets."""
     base = fitted[0]
+    launch = _launch_only(spec)
     out: list[dict[str, int]] = []
-    for cand in ({n: v * 2 + 3 for n, v in base.items()}, {n: v + 1 for n, v in base.items()},
+    for cand in ({n: launch.get(n, v * 2 + 3) for n, v in base.items()},
+                 {n: launch.get(n, v + 1) for n, v in base.items()},
                  *spec.all_size_sets()):  # fmt: skip
         s = _launchable(spec, dict(cand))
         if s is not None and s not in out and s not in fitted:

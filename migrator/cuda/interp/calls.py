@@ -753,7 +753,7 @@ def _regroup(leaves: list[Val], shape: list[ct.CType], lanes_n: int, n: int) -> 
     """`leaves` (per-lane traced values; a `Packed` group stands for several elements) as
     values of the types `shape`: both sides are cut into elements of the narrowest width, and
     each destination value takes its share (one element, or a `Packed` group of them)."""
-    from migrator.cuda.interp.traced import Packed, TraceEscape, unpack
+    from migrator.cuda.interp.traced import Packed, Sym, TraceEscape, unpack
 
     if sum(t.size for t in shape) != n or sum(v.ctype.size for v in leaves) != n:
         raise TraceEscape(f"memcpy of {n} bytes between traced values of other sizes")
@@ -762,8 +762,9 @@ def _regroup(leaves: list[Val], shape: list[ct.CType], lanes_n: int, n: int) -> 
     for v in leaves:
         k = v.ctype.size // unit
         data = np.broadcast_to(np.asarray(v.data, dtype=object), (lanes_n,))
-        if k == 1:
-            atoms.append(list(data))
+        if k == 1:  # an opaque one-element group (floats read as ints) is its element
+            atoms.append([x.items[0] if isinstance(x, Packed) and len(x.items) == 1 else x
+                          for x in data])  # fmt: skip
             continue
         split: list[list[Any]] = [[] for _ in range(k)]
         for x in data:
@@ -779,7 +780,11 @@ def _regroup(leaves: list[Val], shape: list[ct.CType], lanes_n: int, n: int) -> 
         group = atoms[at : at + k]
         at += k
         data = np.empty(lanes_n, dtype=object)
+        opaque = k == 1 and t.dtype != np.dtype(object)  # traced floats as int bits
         for lane in range(lanes_n):
-            data[lane] = group[0][lane] if k == 1 else Packed(tuple(g[lane] for g in group))
+            if k > 1 or opaque and isinstance(group[0][lane], Sym):
+                data[lane] = Packed(tuple(g[lane] for g in group))
+            else:
+                data[lane] = group[0][lane]
         out.append(Val(t, data))
     return out

@@ -102,6 +102,7 @@ class Access(NamedTuple):
     ctype: CType
     node: object  # the statement's AST node, for findings
     pack: int = 1  # traced runs: buffer elements per accessed element (a float4 of 8 halves)
+    packed: bool = False  # traced runs: values move as `Packed` groups (opaque bits)
 
     def components(self) -> Iterator[np.ndarray]:
         """Flat indices of each component (one for scalars, `count` for vector types)."""
@@ -138,11 +139,18 @@ def _resolve(
         if bad_align.any():
             m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
         return _resolve_packed(m, buf, off, idx, ctype, node, write, pack)
+    if ctype.scalar.dtype == OBJECT and buf.elem.dtype != OBJECT:
+        # traced values through a view of an untyped buffer (`extern __shared__ char p[]`
+        # holding float4s): they have no bytes to put there
+        raise TraceEscape(f"traced {ctype} values stored in the {buf.elem} buffer {buf.name!r}")
     if buf.elem.dtype == OBJECT and ctype.scalar.dtype != OBJECT:
         # traced floats read through a vector of their own type (`float4` over floats): the
-        # same values, no bytes to view; another type of the same width would reinterpret bits
+        # same values, no bytes to view; another type of the same width (`int4` over floats,
+        # llm.c's Packed128) moves them as opaque one-element groups that only copies undo
         if ctype.scalar.name != buf.elem.name:
-            raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype.scalar}")
+            if buf.per != "grid" and buf.base is not None:
+                raise TraceEscape(f"traced {buf.elem} values of {buf.name!r} read as {ctype}")
+            return _resolve_packed(m, buf, off, idx, ctype, node, write, 1)
     elif ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
         byte = off * buf.elem.size
@@ -201,7 +209,7 @@ def _resolve_packed(
         flat = (base if idx is None else base[idx]) + off
     else:
         flat = off
-    return Access(buf, idx, flat, None, ctype, node, pack)
+    return Access(buf, idx, flat, None, ctype, node, pack, packed=True)
 
 
 def view_of(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
@@ -281,7 +289,7 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
 def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | None = None) -> Val:
     """Values at `flat` for the access's active lanes (the others hold poison)."""
     data = acc.buf.data
-    if acc.pack > 1:  # traced: each value is a group of buffer elements
+    if acc.packed:  # traced: each value is a group of buffer elements
         parts = [data[flat + j] for j in range(acc.pack)]
         values = np.empty(flat.size, dtype=object)
         for i in range(flat.size):
@@ -322,7 +330,7 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
     for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)
         d = d if idx is None else d[idx]
-        if acc.pack > 1:  # traced: unpack each group into its buffer elements
+        if acc.packed:  # traced: unpack each group into its buffer elements
             for j in range(acc.pack):
                 buf.data[f + j] = [unpack(v, j, acc.pack) for v in d]
         else:
