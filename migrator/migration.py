@@ -8,6 +8,7 @@ CUDA interpreter and Trainium constraint check in the emulator. The result is a 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -264,10 +265,16 @@ def _lifted_plan(
             why = f"`{_clip(result.program.render(), 200)}` did not verify ({why})"
         km.diagnostics.append(diag.make("NOT_LIFTED", k.span, kernel=k.name, why=_clip(why)))
         return None
+    # a program over flat tensors that needs a size no shape holds (`1 / C` over x[C * N]):
+    # the 2-D views its indices show come first, as the NKI kernel could not read C otherwise
+    views = with_views(result.program, spec) if reshape else None
+    first_views = views is not None and bool(_unreadable_sizes(result.program, spec))
     try:
+        if first_views:
+            raise PlanError(diag.make("NOT_EMITTED", k.span, what=_clip(
+                f"the lifted program `{result.program.render()}` over flat tensors")))  # fmt: skip
         plan = plan_program(result.program, tu, k, spec)
     except PlanError as e:
-        views = with_views(result.program, spec) if reshape else None
         checks = [verify(views[1], views[0], v.sizes, 1) for v in result.verified] if views else []
         if (
             not views
@@ -279,8 +286,8 @@ def _lifted_plan(
             return None
         try:
             plan = plan_program(views[0], tu, k, views[1])
-        except PlanError:
-            km.diagnostics.append(e.diagnostic)
+        except PlanError as e2:
+            km.diagnostics.append(e2.diagnostic if first_views else e.diagnostic)
             return None
         result = result.model_copy(update={"program": views[0], "verified": checks})
         km.lifted = result
@@ -295,6 +302,20 @@ def _lifted_plan(
     km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
                      for c in km.constructs]  # fmt: skip
     return plan, spec
+
+
+def _unreadable_sizes(program: Any, spec: TaskSpec) -> set[str]:
+    """Sizes the program uses that no tensor has as a whole dimension (the NKI kernel reads
+    sizes from shapes, so it could not know them)."""
+    used: set[str] = set()
+    for a in program.assigns:
+        for e in a.expr.walk():
+            vals = [e.value, e.extent] + [x for m in e.index for t in m.terms
+                                          for x in (t.coef, t.div, t.mod)]  # fmt: skip
+            vals += [m.const for m in e.index]
+            used |= {w for v in vals if isinstance(v, str) for w in re.findall(r"[A-Za-z_]\w*", v)}
+    whole = {str(d).strip() for t in spec.tensors for d in t.shape}
+    return {n for n in used if n in spec.sizes and n not in whole}
 
 
 def _runnable_sets(spec: TaskSpec, km: KernelMigration, k: Kernel) -> TaskSpec | None:

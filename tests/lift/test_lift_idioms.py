@@ -341,3 +341,53 @@ def test_a_running_max_spelled_as_an_if_is_a_max_reduction(tmp_path: Path) -> No
     assert k.lifted is not None and k.lifted.program is not None
     assert "max_{" in k.lifted.program.render() and "?" not in k.lifted.program.render()
     assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]
+
+
+def test_warp_per_row_layernorm_with_cg_reduce_and_int4_loads(tmp_path: Path) -> None:
+    """One warp per row (`cg::tiled_partition<32>`, `cg::reduce`), floats loaded as int4 bits
+    and memcpy'd back, the variance as E[x^2] - E[x]^2 (a 1/C^2 term), launched with a host
+    block size: traced with whole warps, lifted over the flat tensors, and emitted over the
+    [N, C] views the program shows (the NKI kernel could not read C from x[C * N])."""
+    src = tmp_path / "ln.cu"
+    src.write_text(LN_CG)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]
+    spec = (tmp_path / "out" / "ln.inferred.toml").read_text()
+    assert 'shape = ["N", "C"]' in spec, spec
+
+
+LN_CG = """#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+struct alignas(16) F4 { float v[4]; };
+__device__ F4 ld(const float* p) {
+    int4 b = *reinterpret_cast<const int4*>(p);
+    F4 r;
+    memcpy(&r.v, &b, sizeof(b));
+    return r;
+}
+__global__ void ln(const float* x, float* y, int N, int C) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    if (row >= N) return;
+    const float* xr = x + row * C;
+    float s = 0.0f, ss = 0.0f;
+    for (int c = 4 * warp.thread_rank(); c < C; c += 4 * warp.size()) {
+        F4 v = ld(xr + c);
+        for (int k = 0; k < 4; k++) { s += v.v[k]; ss += v.v[k] * v.v[k]; }
+    }
+    s = cg::reduce(warp, s, cg::plus<float>{}) / C;
+    ss = cg::reduce(warp, ss, cg::plus<float>{}) / C;
+    float r = rsqrtf(ss - s * s + 1e-5f);
+    for (int c = warp.thread_rank(); c < C; c += warp.size()) y[row * C + c] = (xr[c] - s) * r;
+}
+int main() {
+    int N = 256, C = 128;
+    int block_size = 128;
+    float *x, *y;
+    cudaMalloc(&x, N * C * sizeof(float));
+    cudaMalloc(&y, N * C * sizeof(float));
+    ln<<<(N * 32 + block_size - 1) / block_size, block_size>>>(x, y, N, C);
+}
+"""
