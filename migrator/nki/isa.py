@@ -35,8 +35,8 @@ from .isa_common import (
     pick_engine,
 )
 from .isa_extra import StatsScanInstructions
-from .isa_select import SelectInstructions, accumulate_registers
-from .language import _fit, _mask, tt_streams
+from .isa_select import SelectInstructions, accumulate_registers, check_dst_dtype
+from .language import _fit, _mask, split_mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
 from .storage import Deferred, Storage, row_block
@@ -415,7 +415,12 @@ class IsaEngine(StatsScanInstructions, SelectInstructions):
         axes = tuple(int(a) for a in (axis if isinstance(axis, list | tuple) else (axis,)))
         axes = tuple(a + t.ndim if a < 0 else a for a in axes)
         check_reduce_axes(axes, t.ndim, t.pdim, name)
-        vals, ok = f32(t)
+        kept = tuple(1 if i in axes else n for i, n in enumerate(t.shape))
+        in_mask, mask = split_mask(mask, t.shape, kept)
+        vals, ok = f32(t, None if in_mask is None else np.ascontiguousarray(in_mask))
+        if in_mask is not None:  # masked-off inputs take the reduction's identity
+            vals = np.where(in_mask, vals, np.float32(_REDUCE_IDENTITY.get(opname, 0.0)))
+            ok = None if ok is None else ok | ~in_mask
         with np.errstate(all="ignore"):
             values = np.asarray(_ops.REDUCE[opname](vals, axis=axes, keepdims=keepdims), np.float32)
         values = -values if negate else values
@@ -423,6 +428,8 @@ class IsaEngine(StatsScanInstructions, SelectInstructions):
         if values.ndim < 2:
             values = values.reshape(t.partitions, -1)
             valid = None if valid is None else valid.reshape(values.shape)
+        if mask is not None:
+            mask = np.asarray(mask).reshape(kept) if keepdims else mask.reshape(values.shape)
         _record(f"tensor_reduce[{opname}]", Engine.VECTOR, t)
         return emit(values, valid, dtype or t.dtype, Buffer.SBUF, mask, dst)
 
@@ -438,6 +445,7 @@ class IsaEngine(StatsScanInstructions, SelectInstructions):
     ) -> Tensor:
         """On-chip copy; GpSimd cannot access PSUM (nki-facts §4)."""
         t = require_on_chip(src, name, "src")
+        check_dst_dtype(name, dtype, dst)
         eng = pick_engine(engine, Engine.VECTOR)
         if eng is Engine.GPSIMD and (
             t.buffer is Buffer.PSUM or (dst is not None and dst.buffer is Buffer.PSUM)
@@ -553,6 +561,9 @@ class IsaEngine(StatsScanInstructions, SelectInstructions):
         vals = data.reshape(d.shape) if data.dtype == d.dtype else _dt.to_f32(data).reshape(d.shape)
         d.write(vals, None if ok is None else ok.reshape(d.shape), m)
         record_copy(s, d, m)
+
+
+_REDUCE_IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}
 
 
 def _cmd_value(value: Any) -> int | None:

@@ -154,8 +154,8 @@ Values = tuple[np.ndarray, np.ndarray | None]
 
 def f32(t: Tensor, mask: np.ndarray | None = None) -> Values:
     """Operand values widened to the engines' fp32 (read-only: may be a view of storage)."""
-    data, valid = t.read()
-    if data.dtype == _dt.bfloat16 and not t.advanced:
+    data, valid = t.read(mask)
+    if data.dtype == _dt.bfloat16 and not t.advanced and mask is None:
         widened = t.storage.widened_f32(t.key)
         if widened is not None:
             return widened, valid

@@ -155,7 +155,13 @@ def tensor_reduce(
     keepdims: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """``dst = reduce(op, data, axis)``."""
+    """``dst = reduce(op, data, axis)``; ``keepdims=True`` needs a dst of data's rank."""
+    if keepdims and dst.ndim != getattr(data, "ndim", dst.ndim):
+        raise _Error(
+            "err_shape_mismatch",
+            f"nisa.tensor_reduce: keepdims=True keeps data's rank {data.ndim}, dst has "
+            f"{dst.ndim} dims {dst.shape}",
+        )
     with _labelled(name):
         return _engine.tensor_reduce(op, data, axis, negate=negate, keepdims=keepdims, dst=dst)
 

@@ -13,7 +13,7 @@ import numpy as np
 from . import dtypes as _dt
 from . import ops as _ops
 from .checks import require_on_chip
-from .errors import NkiConstraintError, unsupported
+from .errors import NkiConstraintError
 from .isa_common import TileShape, all_valid, emit, f32, flat, per_partition
 from .language import _fit, split_mask
 from .run import record_tile as _record
@@ -109,11 +109,20 @@ class StatsScanInstructions:
             raise NkiConstraintError(
                 "err_invalid_operand", "nisa.dma_transpose: src must be a tensor"
             )
-        if axes not in (None, (1, 0), [1, 0]):
-            raise unsupported("nisa.dma_transpose with axes other than (1, 0)")
         data, ok = src.read()
-        values = flat(data).T
-        valid = None if ok is None else flat(ok).T
+        if axes is None or tuple(axes) == (1, 0):
+            values = flat(data).T
+            valid = None if ok is None else flat(ok).T
+        else:
+            perm = tuple(int(a) for a in axes)
+            if sorted(perm) != list(range(src.ndim)):
+                raise NkiConstraintError(
+                    "err_invalid_operand",
+                    f"nisa.dma_transpose: axes {perm} is not a permutation of the {src.ndim} "
+                    f"axes of src {src.shape}",
+                )
+            values = np.transpose(data, perm)
+            valid = None if ok is None else np.transpose(ok, perm)
         if dtype is not None and _dt.normalize(dtype) != src.dtype:
             values = _dt.to_f32(values)  # a DMA cast goes through fp32
         out = emit(values, valid, dtype or src.dtype, Buffer.SBUF, mask, dst)

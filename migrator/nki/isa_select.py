@@ -22,7 +22,7 @@ from . import ops as _ops
 from .checks import check_same_partitions, require_buffer, require_on_chip
 from .errors import NkiConstraintError, NkiIndexError
 from .isa_common import TileShape, all_valid, emit, f32, flat, per_partition, reduce_cmd
-from .language import _fit, _mask, split_mask
+from .language import _fit, _mask
 from .run import Run, current_run
 from .run import record_tile as _record
 from .tensor import Buffer, Tensor
@@ -169,7 +169,7 @@ class SelectInstructions:
         """The 8 largest values of each partition, descending, as a (P, 8) tile."""
         name = "nisa.max8"
         t = require_on_chip(src, name, "src")
-        in_mask, out_mask = split_mask(mask, t.shape, (t.partitions, 8))
+        in_mask = _mask(mask, t.shape)  # the mask predicates the values read
         raw, ok = t.read(None if in_mask is None else np.ascontiguousarray(in_mask))
         x = flat(_dt.to_f32(raw))
         _check_top8_size(x.shape[1], name)
@@ -178,7 +178,7 @@ class SelectInstructions:
         top = -np.sort(-x, axis=1)[:, :8]
         valid = None if ok is None else np.repeat(flat(ok).all(axis=1, keepdims=True), 8, 1)
         _record(name, Engine.VECTOR, t)
-        return emit(top.astype(np.float32), valid, dtype or t.dtype, Buffer.SBUF, out_mask, None)
+        return emit(top.astype(np.float32), valid, dtype or t.dtype, Buffer.SBUF, None, None)
 
     def nc_find_index8(
         self, data: Any, vals: Any, *, mask: Any = None, dtype: Any = None
@@ -190,7 +190,7 @@ class SelectInstructions:
         t = require_on_chip(data, name, "data")
         v = require_on_chip(vals, name, "vals")
         check_same_partitions(name, t, v)
-        in_mask, _ = split_mask(mask, t.shape, t.shape)
+        in_mask = _mask(mask, t.shape)  # "a mask is applied only to the data tensor"
         raw, ok = t.read(None if in_mask is None else np.ascontiguousarray(in_mask))
         x = flat(_dt.to_f32(raw))
         _check_top8_size(x.shape[1], name)
@@ -328,6 +328,7 @@ class SelectInstructions:
         dst: Tensor | None,
     ) -> Tensor:
         """``where(pred, on_true, on_false)`` plus accumulator-register reduction (VectorE)."""
+        check_dst_dtype(name, dtype, dst)
         vals, ok = f32(on_true)
         x = flat(vals)
         if isinstance(on_false, Tensor):
@@ -530,6 +531,15 @@ class SelectInstructions:
         out_dt = _dt.normalize(dtype) if dtype is not None else t.dtype
         vals = values if out_dt == values.dtype else _dt.to_f32(values)
         return Tensor.from_values(vals, valid, out_dt, Buffer.SBUF, _mask(mask, ix.shape))
+
+
+def check_dst_dtype(name: str, dtype: Any, dst: Tensor | None) -> None:
+    """With a destination the output dtype is dst's: a different ``dtype=`` is refused."""
+    if dst is not None and dtype is not None and _dt.normalize(dtype) != dst.dtype:
+        raise NkiConstraintError(
+            "err_unsupported_dtype",
+            f"{name}: dtype={_dt.normalize(dtype)} differs from dst's dtype {dst.dtype}",
+        )
 
 
 def _check_top8_size(n: int, name: str) -> None:

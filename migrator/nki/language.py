@@ -81,8 +81,12 @@ from .run import record_tile
 from .tensor import Buffer, Tensor, host_access_guarded
 from .trace import Engine
 
-
 # -- helpers shared with tensor.py and isa.py ------------------------------------------------
+# Public names of this module that other emulator modules import but that are not NKI API
+# (kept out of the nl facade and the support table).
+_INTERNAL = frozenset({"tt_streams", "split_mask"})
+
+
 def _record_inplace(t: Tensor, op: str, other: Any = None) -> None:
     """`+=` on PSUM is free near-memory accumulation; on SBUF it is a Vector instruction."""
     if t.buffer is not Buffer.PSUM:
@@ -304,7 +308,7 @@ def _f32_binary_op(
 
 
 def _unary(op: str) -> Any:
-    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
         return _unary_op(op, x, dtype=dtype, mask=mask)
 
     fn.__name__ = fn.__qualname__ = op
@@ -313,7 +317,7 @@ def _unary(op: str) -> Any:
 
 
 def _binary(op: str) -> Any:
-    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
         return _binary_op(op, x, y, dtype=dtype, mask=mask)
 
     fn.__name__ = fn.__qualname__ = op
@@ -355,9 +359,7 @@ logical_and, logical_or, logical_xor = (
 )
 
 
-def where(
-    condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any
-) -> Tensor:
+def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """Select ``x`` where ``condition`` else ``y`` (condition may be an arange predicate)."""
     args = [a for a in (condition, x, y)]
     if not any(isinstance(a, Tensor) for a in args):
@@ -413,7 +415,7 @@ _IDENTITY = {"sum": 0.0, "mean": 0.0, "max": -np.inf, "min": np.inf, "prod": 1.0
 
 @_ops.op_name("add")
 def sum(
-    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
 ) -> Tensor:  # noqa: A001
     """Sum over free axes in fp32."""
     return _reduce("sum", x, axis, dtype, keepdims, mask)
@@ -421,7 +423,7 @@ def sum(
 
 @_ops.op_name("maximum")
 def max(
-    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
 ) -> Tensor:  # noqa: A001
     """Maximum over free axes."""
     return _reduce("max", x, axis, dtype, keepdims, mask)
@@ -429,14 +431,14 @@ def max(
 
 @_ops.op_name("minimum")
 def min(
-    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
 ) -> Tensor:  # noqa: A001
     """Minimum over free axes."""
     return _reduce("min", x, axis, dtype, keepdims, mask)
 
 
 def mean(
-    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
 ) -> Tensor:
     """Mean over free axes (fp32 result for integer inputs)."""
     return _reduce("mean", x, axis, dtype, keepdims, mask)
@@ -444,14 +446,14 @@ def mean(
 
 @_ops.op_name("multiply")
 def prod(
-    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None, **_: Any
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
 ) -> Tensor:
     """Product over free axes."""
     return _reduce("prod", x, axis, dtype, keepdims, mask)
 
 
 # -- data movement (nki-facts §3.3) -------------------------------------------------------------
-def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
+def load(src: Any, *, mask: Any = None, dtype: Any = None) -> Tensor:
     """DMA an HBM view into a new SBUF tile (dtype cast through fp32)."""
     t = require_buffer(src, "nl.load", "src", ("hbm",))
     check_partitions(t.shape, 0, "nl.load result")
@@ -471,7 +473,7 @@ def load(src: Any, *, mask: Any = None, dtype: Any = None, **_: Any) -> Tensor:
     return out
 
 
-def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
+def store(dst: Any, value: Any, *, mask: Any = None) -> None:
     """DMA a tile (SBUF, or PSUM via an implicit copy) into an HBM view.
 
     Same-dtype stores are bit copies; otherwise the value goes through fp32 and is rounded.
@@ -489,7 +491,7 @@ def store(dst: Any, value: Any, *, mask: Any = None, **_: Any) -> None:
 
 
 @_ops.op_name("copy")
-def copy(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def copy(src: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """On-chip copy into a new SBUF tile (e.g. to evacuate PSUM), optionally casting."""
     t = require_on_chip(src, "nl.copy", "src")
     data, valid = t.read()
@@ -501,7 +503,7 @@ def copy(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
 
 
 # -- TensorE (nki-facts §3.7) ----------------------------------------------------------------------
-def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: Any) -> Tensor:
+def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None) -> Tensor:
     """``x @ y`` (or ``x.T @ y``) on TensorE; fp32 result in PSUM.
 
     TensorE reads SBUF only; like the compiler, ``nl.matmul`` stages PSUM operands (e.g. the
@@ -521,7 +523,7 @@ def matmul(x: Any, y: Any, *, transpose_x: bool = False, mask: Any = None, **_: 
     return _isa_engine().nc_matmul(xt, y, mask=mask, op="nl.matmul")
 
 
-def transpose(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def transpose(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """2-D partition↔free transpose on TensorE (each side ≤ 128); result in PSUM."""
     return _isa_engine().nc_transpose(x, dtype=dtype, mask=mask, op="nl.transpose")
 

@@ -14,17 +14,27 @@ from . import dtypes as _dt
 from . import language as _nl
 from .checks import check_partitions, require_buffer, require_on_chip
 from .dma import record_dma
-from .errors import NkiConstraintError
+from .errors import NkiConstraintError, NkiNotEmulatedError
 from .run import maybe_current_run, record_tile
 from .tensor import Buffer, Storage, Tensor
 from .trace import Engine
 
 
-def softmax(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
-    """``exp(x - max) / sum(exp(x - max))`` along free ``axis``."""
-    shifted = _nl.subtract(x, _nl.max(x, axis=axis, mask=mask), mask=mask)
-    expo = _nl.exp(shifted, mask=mask)
-    return _nl.divide(expo, _nl.sum(expo, axis=axis, mask=mask), dtype=dtype, mask=mask)
+def softmax(
+    x: Any, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = None, mask: Any = None
+) -> Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along free ``axis``; the engines compute in fp32,
+    so ``compute_dtype`` may only name float32 (anything else is not emulated)."""
+    _fp32_compute("nl.softmax", compute_dtype)
+    peak = _nl.max(x, axis=axis, keepdims=True, mask=mask)  # keepdims: broadcasts on any rank
+    expo = _nl.exp(_nl.subtract(x, peak, mask=mask), mask=mask)
+    total = _nl.sum(expo, axis=axis, keepdims=True, mask=mask)
+    return _nl.divide(expo, total, dtype=dtype, mask=mask)
+
+
+def _fp32_compute(api: str, compute_dtype: Any) -> None:
+    if compute_dtype is not None and _dt.normalize(compute_dtype) != _dt.float32:
+        raise NkiNotEmulatedError(api, "compute_dtype", compute_dtype)
 
 
 def rms_norm(
@@ -35,27 +45,34 @@ def rms_norm(
     epsilon: float = 1e-6,
     *,
     dtype: Any = None,
+    compute_dtype: Any = None,
     mask: Any = None,
-    **_: Any,
 ) -> Tensor:
-    """``x * rsqrt(sum(x^2, axis) / n + epsilon) * w``."""
-    ms = _nl.divide(_nl.sum(_nl.square(x, mask=mask), axis=axis, mask=mask), float(n), mask=mask)
-    scaled = _nl.multiply(x, _nl.rsqrt(_nl.add(ms, epsilon, mask=mask), mask=mask), mask=mask)
+    """``x * rsqrt(sum(x^2, axis) / n + epsilon) * w`` (fp32 compute, see softmax)."""
+    _fp32_compute("nl.rms_norm", compute_dtype)
+    # the mask predicates the elements of x; the per-row statistics are (P, 1) tiles
+    ms = _nl.divide(_nl.sum(_nl.square(x, mask=mask), axis=axis, mask=mask), float(n))
+    scaled = _nl.multiply(x, _nl.rsqrt(_nl.add(ms, epsilon)), mask=mask)
     return _nl.multiply(scaled, w, dtype=dtype, mask=mask)
 
 
-def var(x: Any, axis: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def var(
+    x: Any, axis: Any, *, dtype: Any = None, keepdims: bool = False, mask: Any = None
+) -> Tensor:
     """Population variance along free ``axis`` (fp32 math)."""
     centred = _nl.subtract(x, _nl.mean(x, axis=axis, mask=mask), dtype=_dt.float32, mask=mask)
-    return _nl.mean(_nl.square(centred, mask=mask), axis=axis, dtype=dtype, mask=mask)
+    return _nl.mean(
+        _nl.square(centred, mask=mask), axis=axis, dtype=dtype, keepdims=keepdims, mask=mask
+    )
 
 
-def broadcast_to(src: Any, shape: Any, **_: Any) -> Tensor:
-    """Broadcast a tile, e.g. (1, F) → (P, F) or (P, 1) → (P, F)."""
-    return require_on_chip(src, "nl.broadcast_to", "src").broadcast_to(shape)
+def broadcast_to(src: Any, shape: Any, dtype: Any = None) -> Tensor:
+    """Broadcast a tile, e.g. (1, F) → (P, F) or (P, 1) → (P, F); ``dtype`` casts (a copy)."""
+    out = require_on_chip(src, "nl.broadcast_to", "src").broadcast_to(shape)
+    return out if dtype is None or _dt.normalize(dtype) == out.dtype else _nl.copy(out, dtype=dtype)
 
 
-def load_transpose2d(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def load_transpose2d(src: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """DMA a 2-D HBM view (F, P) into an SBUF tile (P, F)."""
     t = require_buffer(src, "nl.load_transpose2d", "src", ("hbm",))
     if t.ndim != 2:
@@ -73,7 +90,7 @@ def load_transpose2d(src: Any, *, dtype: Any = None, mask: Any = None, **_: Any)
     return out
 
 
-def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
+def shared_constant(constant: Any, dtype: Any = None) -> Tensor:
     """A read-only HBM tensor holding a numpy constant (e.g. an identity matrix)."""
     data = np.asarray(constant)
     dt = _dt.normalize(dtype if dtype is not None else data.dtype)
@@ -82,7 +99,7 @@ def shared_constant(constant: Any, dtype: Any = None, **_: Any) -> Tensor:
     )
 
 
-def shared_identity_matrix(n: int, dtype: Any = _dt.uint8, **_: Any) -> Tensor:
+def shared_identity_matrix(n: int, dtype: Any = _dt.uint8) -> Tensor:
     """An (n, n) identity tile in SBUF (for TensorE transposes)."""
     eye = np.eye(int(n), dtype=np.float32)
     out = Tensor.from_values(eye, None, _dt.normalize(dtype), Buffer.SBUF)

@@ -135,7 +135,7 @@ def _emit(
     return out
 
 
-def invert(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+def invert(x: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
     """Bitwise NOT of an integer tile (``~x``); on bool tiles it is logical not."""
     from .language import _operands
 
@@ -151,7 +151,7 @@ def invert(x: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
 
 
 def _int_op(op: str) -> Any:
-    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_: Any) -> Tensor:
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None) -> Tensor:
         return int_binary(op, x, y, dtype=dtype, mask=mask)
 
     fn.__name__ = fn.__qualname__ = op

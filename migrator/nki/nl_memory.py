@@ -83,6 +83,29 @@ class par_dim(int):  # noqa: N801 - NKI spelling
     """Marks the partition dimension in a shape; dimensions before it are block dims."""
 
 
+def _check_address(address: Any, shape: tuple[int, ...], buffer: Any) -> None:
+    if address is None:
+        return
+    try:
+        partition, offset = (int(a) for a in address)
+    except (TypeError, ValueError):
+        raise NkiConstraintError(
+            "err_invalid_operand", f"nl.ndarray: address={address!r} is not (partition, offset)"
+        ) from None
+    if partition < 0 or offset < 0 or partition + (shape[0] if shape else 1) > 128:
+        raise NkiConstraintError(
+            "err_num_partition_exceed_arch_limit",
+            f"nl.ndarray: address {address!r} places a {shape} tile outside partitions 0..127",
+        )
+
+
+def _check_lazy(flag: Any) -> None:
+    if not isinstance(flag, bool | np.bool_):
+        raise NkiConstraintError(
+            "err_invalid_operand", f"lazy_initialization must be a bool, got {flag!r}"
+        )
+
+
 def _buffer(buffer: Any) -> Buffer:
     if buffer is None:
         return Buffer.SBUF
@@ -94,10 +117,14 @@ def _buffer(buffer: Any) -> Buffer:
 
 
 def ndarray(
-    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **_: Any
+    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", address: Any = None
 ) -> Tensor:
-    """Allocate an uninitialised tensor (poisoned; nki-facts §1.4, house rule 8)."""
+    """Allocate an uninitialised tensor (poisoned; nki-facts §1.4, house rule 8).
+
+    ``address=(partition, byte_offset)`` (new dialect, manual placement) is validated (an
+    on-chip tile must fit below partition 128); placement itself does not change values."""
     shape_t = tuple(int(s) for s in shape)
+    _check_address(address, shape_t, buffer)
     pdim = next((i for i, s in enumerate(shape) if isinstance(s, par_dim)), 0)
     buf, dt = _buffer(buffer), _dt.normalize(dtype)
     if buf.on_chip and len(shape_t) < 2:
@@ -128,9 +155,13 @@ def full(
     *,
     buffer: Any = None,
     name: str = "",
-    **_: Any,
+    lazy_initialization: bool = False,
 ) -> Tensor:
-    """Allocate and fill an on-chip tensor (HBM tensors cannot have an init value)."""
+    """Allocate and fill an on-chip tensor (HBM tensors cannot have an init value).
+
+    ``lazy_initialization`` (legacy, seen in published kernels) lets the compiler defer the
+    fill; the tile holds the fill value either way, so only its type is checked."""
+    _check_lazy(lazy_initialization)
     buf = _buffer(buffer)
     if buf.is_hbm:
         raise NkiConstraintError(
@@ -149,42 +180,46 @@ def full(
 
 
 def zeros(
-    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **kw: Any
+    shape: Sequence[int],
+    dtype: Any,
+    *,
+    buffer: Any = None,
+    name: str = "",
+    lazy_initialization: bool = False,
 ) -> Tensor:
     """A zero-filled on-chip tensor."""
-    return full(shape, 0, dtype, buffer=buffer, name=name)
+    return full(shape, 0, dtype, buffer=buffer, name=name, lazy_initialization=lazy_initialization)
 
 
 def ones(
-    shape: Sequence[int], dtype: Any, *, buffer: Any = None, name: str = "", **kw: Any
+    shape: Sequence[int],
+    dtype: Any,
+    *,
+    buffer: Any = None,
+    name: str = "",
+    lazy_initialization: bool = False,
 ) -> Tensor:
     """A one-filled on-chip tensor."""
-    return full(shape, 1, dtype, buffer=buffer, name=name)
+    return full(shape, 1, dtype, buffer=buffer, name=name, lazy_initialization=lazy_initialization)
 
 
-def empty_like(
-    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
-) -> Tensor:
+def empty_like(t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "") -> Tensor:
     """Uninitialised tensor with the shape (and default dtype/buffer) of ``t``."""
     return ndarray(t.shape, dtype or t.dtype, buffer=buffer or t.buffer, name=name)
 
 
-def zeros_like(
-    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
-) -> Tensor:
+def zeros_like(t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "") -> Tensor:
     """Zero tensor with the shape of ``t``."""
     return zeros(t.shape, dtype or t.dtype, buffer=buffer or Buffer.SBUF, name=name)
 
 
-def ones_like(
-    t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "", **_: Any
-) -> Tensor:
+def ones_like(t: Tensor, dtype: Any = None, *, buffer: Any = None, name: str = "") -> Tensor:
     """One-filled tensor with the shape of ``t``."""
     return ones(t.shape, dtype or t.dtype, buffer=buffer or Buffer.SBUF, name=name)
 
 
 # -- index expressions (nki-facts §3.2) ------------------------------------------------------
-class IndexArray(np.ndarray):
+class _IndexArray(np.ndarray):
     """An ``nl.arange``/``nl.mgrid`` index expression (and anything computed from one).
 
     numpy semantics, except the truth value: the NKI tracer gives an index expression (or a
@@ -209,12 +244,10 @@ class IndexArray(np.ndarray):
 
 def arange(start: int, stop: int | None = None, step: int = 1) -> np.ndarray:
     """Index vector; combine with ``[:, None]`` / ``[None, :]`` to index tiles."""
-    out = (
-        np.arange(start, stop, step, dtype=np.intp)
-        if stop is not None
-        else np.arange(start, dtype=np.intp)
-    )
-    return out.view(IndexArray)
+    # arange(n, step=k) counts 0, k, ... below n (the step is not dropped)
+    lo, hi = (start, stop) if stop is not None else (0, start)
+    out = np.arange(lo, hi, step, dtype=np.intp)
+    return out.view(_IndexArray)
 
 
 class _Grid(tuple):
@@ -242,7 +275,7 @@ class _MGrid:
 
     def __getitem__(self, key: Any) -> _Grid:
         key = key if isinstance(key, tuple) else (key,)
-        return _Grid(a.astype(np.intp).view(IndexArray) for a in np.ogrid[key])
+        return _Grid(a.astype(np.intp).view(_IndexArray) for a in np.ogrid[key])
 
 
 mgrid = _MGrid()
@@ -254,8 +287,22 @@ def ds(start: int, size: int) -> slice:
 
 
 # -- loops (nki-facts §3.4) ------------------------------------------------------------------
-def affine_range(*args: int, **_: Any) -> Iterator[int]:
-    """Parallel loop; iterations must be independent (checked, see checks.py)."""
+# Loop keywords that only steer the compiler's schedule: the loop computes the same values.
+LOOP_HINTS = frozenset({"precise_schedule", "directives"})
+
+
+def _loop_hints(api: str, hints: dict[str, Any]) -> None:
+    unknown = sorted(set(hints) - LOOP_HINTS)
+    if unknown:
+        raise TypeError(f"{api}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def affine_range(*args: int, **hints: Any) -> Iterator[int]:
+    """Parallel loop; iterations must be independent (checked, see checks.py).
+
+    Scheduling hints (``precise_schedule=``, ``directives=``, seen in published kernels)
+    do not change what a loop computes; any other keyword is an error."""
+    _loop_hints("nl.affine_range", hints)
     run = maybe_current_run()
     if run is None:
         yield from range(*args)
@@ -269,13 +316,15 @@ def affine_range(*args: int, **_: Any) -> Iterator[int]:
         run.exit_affine(frame)
 
 
-def sequential_range(*args: int, **_: Any) -> Iterator[int]:
-    """Loop with carried dependencies; runs in order."""
+def sequential_range(*args: int, **hints: Any) -> Iterator[int]:
+    """Loop with carried dependencies; runs in order (hints as for affine_range)."""
+    _loop_hints("nl.sequential_range", hints)
     return iter(range(*args))
 
 
-def static_range(*args: int, **_: Any) -> Iterator[int]:
-    """Fully unrolled loop; runs in order."""
+def static_range(*args: int, **hints: Any) -> Iterator[int]:
+    """Fully unrolled loop; runs in order (hints as for affine_range)."""
+    _loop_hints("nl.static_range", hints)
     return iter(range(*args))
 
 
@@ -310,7 +359,10 @@ def program_ndim() -> int:
     return len(current_run().grid)
 
 
-def device_print(prefix: str, x: Any, **_: Any) -> None:
-    """Print a tile (simulation-only in the real toolchain too)."""
+def device_print(prefix: str, x: Any, *, mask: Any = None) -> None:
+    """Print a tile (simulation-only in the real toolchain too); masked-off elements print as
+    the uninitialised marker."""
     value = x.read()[0] if isinstance(x, Tensor) else x
+    if mask is not None:
+        value = np.where(np.broadcast_to(np.asarray(mask, bool), np.shape(value)), value, np.nan)
     print(prefix, value)

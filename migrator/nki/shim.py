@@ -66,17 +66,43 @@ _HOST_MODULES = {"np", "numpy", "math", "torch", "jax", "scipy"}
 _SOURCES: weakref.WeakKeyDictionary[ModuleType, ModuleType] = weakref.WeakKeyDictionary()
 
 
+# Emulator modules whose functions and classes make up each facade's public surface; helpers
+# the implementation imports from elsewhere in the emulator (checks, tracing, errors, the
+# Tensor class) are not NKI API and stay out of it.
+_SURFACE = {
+    "language": {"language", "nl_memory", "nl_composite", "nl_int", "nl_extra"},
+    "isa_legacy": {"isa_legacy", "isa_common"},
+    "isa_dst": {"isa_dst", "isa_common"},
+}
+
+
+def _public(module: ModuleType, value: Any) -> bool:
+    if isinstance(value, ModuleType):
+        return False
+    if not callable(value):
+        return True
+    owner = str(getattr(value, "__module__", ""))
+    if not owner.startswith("migrator."):
+        return False
+    allowed = _SURFACE.get(module.__name__.rsplit(".", 1)[-1])
+    return allowed is None or owner.rsplit(".", 1)[-1] in allowed
+
+
+def public_api(module: ModuleType) -> dict[str, Any]:
+    """The names a facade of ``module`` exposes (see ``_facade``)."""
+    internal = vars(module).get("_INTERNAL", frozenset())
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("_") and k not in internal and _public(module, v)
+    }
+
+
 def _facade(name: str, module: ModuleType) -> ModuleType:
     """The public NKI surface of an emulator module as a package of its own: none of the
     modules or foreign helpers its implementation imports (numpy as `np`, `math`, typing),
     so a kernel cannot reach host compute through `nl.np`."""
-    attrs = {
-        k: v
-        for k, v in vars(module).items()
-        if not k.startswith("_")
-        and not isinstance(v, ModuleType)
-        and not (callable(v) and not str(getattr(v, "__module__", "")).startswith("migrator."))
-    }
+    attrs = public_api(module)
     facade = _package(name, attrs)
     _SOURCES[facade] = module  # (see replaced_api); not an attribute a kernel could follow
     return facade

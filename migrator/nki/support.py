@@ -17,6 +17,7 @@ _OWN = {
     "migrator.nki.nl_memory",
     "migrator.nki.nl_composite",
     "migrator.nki.nl_int",
+    "migrator.nki.nl_extra",
 }
 _DATA = ("tile_size", "mgrid", "engine", "fp32", "bfp16")
 
@@ -24,7 +25,7 @@ _DATA = ("tile_size", "mgrid", "engine", "fp32", "bfp16")
 def _public(module: ModuleType, owners: set[str]) -> list[str]:
     names = []
     for name, value in vars(module).items():
-        if name.startswith("_"):
+        if name.startswith("_") or name in vars(module).get("_INTERNAL", ()):
             continue
         data = isinstance(value, Buffer | np.dtype) or name in _DATA
         own = callable(value) and getattr(value, "__module__", "") in owners
