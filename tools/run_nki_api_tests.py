@@ -12,7 +12,8 @@ inputs and compares the results with numpy goldens. Every file runs in its own s
 (so one hanging or crashing file cannot take the others down) with the unittest loader (as the
 files are written; pytest would also collect a kernel named ``test_nl_broadcast`` as a test),
 the emulator's import shim (``migrator.nki.simulate``) installed before the file is imported,
-and default emulator options. numpy's global generator is seeded with 0 before each file, so
+and default emulator options (``--precision fp32`` holds bf16/fp8 tiles in fp32 as AWS's
+simulators do, for comparison). numpy's global generator is seeded with 0 before each file, so
 runs are reproducible: ``test_nki_isa_dropout.py`` draws its drop probabilities unseeded from
 [0, 100), and with real dropout (a probability of 1 or more drops everything) it fails
 whenever no partition draws one below 1, about 28 % of unseeded runs; the emulator's own
@@ -51,7 +52,7 @@ import migrator.nki as mn
 
 np.random.seed(0)  # reproducible runs: some files draw inputs from numpy's global generator
 
-path, out = sys.argv[1], sys.argv[2]
+path, out, precision = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = []
 
 def last_line(text):
@@ -68,7 +69,7 @@ class Result(unittest.TestResult):
     def addSkip(self, test, reason):
         rows.append({"test": test.id(), "outcome": "skipped", "message": reason})
 
-with mn.simulate():
+with mn.simulate(options=mn.EmulatorOptions(precision=precision)):
     try:
         spec = importlib.util.spec_from_file_location(path.rsplit("/", 1)[-1][:-3], path)
         module = importlib.util.module_from_spec(spec)
@@ -124,7 +125,7 @@ def summarise(name: str, rows: list[dict], seconds: float) -> FileResult:
     return result
 
 
-def run_file(path: Path, timeout: float) -> FileResult:
+def run_file(path: Path, timeout: float, precision: str = "hardware") -> FileResult:
     """Run one test file in a subprocess with the emulator shim installed."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
@@ -133,7 +134,7 @@ def run_file(path: Path, timeout: float) -> FileResult:
         out = Path(tmp) / "result.json"
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", CHILD, str(path), str(out)],
+                [sys.executable, "-c", CHILD, str(path), str(out), precision],
                 cwd=path.parent,
                 env=env,
                 capture_output=True,
@@ -188,13 +189,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", action="append", default=[], help="run files whose name contains this text"
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
+    parser.add_argument(
+        "--precision",
+        choices=("hardware", "fp32"),
+        default="hardware",
+        help="EmulatorOptions.precision (fp32: bf16/fp8 tiles held in fp32, as AWS's simulators)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print the output of failing files")
     args = parser.parse_args(argv)
     files = find_test_files(args.checkout.resolve())
     if not files:
         parser.error(f"no test_*.py files under {args.checkout} or its {TEST_DIR}")
     chosen = [f for f in files if not args.only or any(s in f.name for s in args.only)]
-    results = [run_file(f, args.timeout) for f in chosen]
+    results = [run_file(f, args.timeout, args.precision) for f in chosen]
     summary = totals(results)
     if args.json:
         rows = [{k: v for k, v in asdict(r).items() if k != "detail"} for r in results]

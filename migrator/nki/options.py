@@ -14,6 +14,7 @@ Target = Literal["trn1", "trn2"]
 Uninit = Literal["nan", "zero"]
 Policy = Literal["raise", "report"]
 GridOrder = Literal["sequential", "shuffled"]
+Precision = Literal["hardware", "fp32"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +42,13 @@ class EmulatorOptions:
     grid_order:       order of SPMD grid instances: "sequential" (row-major, what legacy NKI
                       does on one core, nki-facts §1.6) or "shuffled" with ``seed`` to expose
                       kernels that silently depend on instance order (house rule 10).
-    seed:             seed for "shuffled".
+    seed:             seed for "shuffled", and of the random generator (nl.rand, dropout).
+    precision:        "hardware" (default): engines compute in fp32 and every result is rounded
+                      to its tile's dtype, as on a NeuronCore (``activation(dtype=nl.bfloat16)``
+                      gives bf16 values). "fp32" mimics AWS's simulators (legacy
+                      ``simulate_kernel`` computed bfloat16/fp8 in fp32, nki_known_issues;
+                      ``NKI_PRECISE_FP=0`` for the new one): on-chip tiles declared bfloat16 or
+                      fp8 are held in fp32 (their dtype reads float32); HBM tensors keep theirs.
     """
 
     target: Target = "trn2"
@@ -53,6 +60,7 @@ class EmulatorOptions:
     trace: bool = True
     grid_order: GridOrder = "sequential"
     seed: int = 0
+    precision: Precision = "hardware"
 
     def __post_init__(self) -> None:
         for name, kind in (
@@ -63,6 +71,7 @@ class EmulatorOptions:
             ("sbuf_overflow", Policy),
             ("psum_overflow", Policy),
             ("grid_order", GridOrder),
+            ("precision", Precision),
         ):
             value = getattr(self, name)
             allowed = get_args(kind)

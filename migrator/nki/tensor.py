@@ -89,6 +89,14 @@ def _index_expr(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "iu"
 
 
+def held_dtype(dtype: np.dtype, buffer: Buffer, run: Any) -> np.dtype:
+    """The dtype a new tensor's storage has: its declared dtype, except that
+    EmulatorOptions(precision="fp32") holds bf16/fp8 tiles in fp32 on chip (the AWS
+    simulators' precision for these types, nki-facts §5)."""
+    fp32 = run is not None and run.options.precision == "fp32" and buffer.on_chip
+    return dtypes.float32 if fp32 and dtype in dtypes.LOW_PRECISION_FLOATS else dtype
+
+
 def _is_array_index(x: Any) -> bool:
     return isinstance(x, np.ndarray | list) and np.ndim(x) >= 1
 
@@ -144,6 +152,7 @@ class Tensor:
     ) -> Tensor:
         """A fresh tensor; without ``fill`` it is poisoned (or zeroed) and marked invalid."""
         run = maybe_current_run()
+        dtype = held_dtype(dtype, buffer, run)
         if fill is None:
             zero = run is not None and run.options.uninit == "zero"
             # Poison and validity are materialised on demand (storage.py, "lazy").
@@ -180,6 +189,7 @@ class Tensor:
         fresh: bool = False,
     ) -> Tensor:
         """A new tile holding engine results (float32) rounded to ``dtype``."""
+        dtype = held_dtype(dtype, buffer, maybe_current_run())
         if mask is not None:
             out = cls.allocate(values.shape, dtype, buffer)
             out.write(values, valid, mask)

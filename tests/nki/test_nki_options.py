@@ -93,3 +93,29 @@ def test_grid_order_sequential_and_shuffled():
         _order_kernel(again), a, grid=(3, 4), options=EmulatorOptions(grid_order="shuffled", seed=5)
     )
     assert again == shuf
+
+
+def test_precision_hardware_rounds_bf16_and_fp32_mimics_the_simulators():
+    import ml_dtypes
+    import numpy as np
+
+    from migrator.nki import isa_legacy as nisa
+    from migrator.nki import language as nl
+    from migrator.nki import run_kernel
+
+    x = np.random.default_rng(0).uniform(0, 100, (128, 64)).astype(np.float32)
+
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nisa.activation(op=np.square, data=nl.load(a), dtype=nl.bfloat16)
+        nl.store(out, t)
+        return out
+
+    hw = run_kernel(kernel, x)[0]
+    rounded = (x * x).astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(hw, rounded)  # default: rounded to bf16 as on hardware
+    sim = run_kernel(kernel, x, options=EmulatorOptions(precision="fp32"))[0]
+    np.testing.assert_allclose(sim, x * x, rtol=1e-6)  # the simulators' fp32 precision
+    assert not np.array_equal(sim, rounded)
+    with pytest.raises(ValueError, match="precision"):
+        EmulatorOptions(precision="fp16")
