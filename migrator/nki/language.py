@@ -107,7 +107,7 @@ def tt_streams(op: str, a: Any, b: Any) -> int:
         return 1
     if any(x.buffer is Buffer.PSUM for x in tiles):
         return 1
-    if op in _FAST_BF16 and all(x.dtype == _dt.bfloat16 for x in tiles):
+    if op in _FAST_BF16 and _builtins.all(x.dtype == _dt.bfloat16 for x in tiles):
         return 1
     return 2
 
@@ -220,7 +220,7 @@ def _operands(
     if not tiles:
         raise NkiConstraintError("err_invalid_operand", f"nl.{op} needs at least one tile operand")
     check_same_partitions(f"nl.{op}", *tiles)
-    if len(tiles) == len(args) and all(t.shape == tiles[0].shape for t in tiles):
+    if len(tiles) == len(args) and _builtins.all(t.shape == tiles[0].shape for t in tiles):
         # tiles of one shape (the common case): no broadcasting to work out
         read = [_operand_values(t) for t in tiles]
         return (
@@ -338,6 +338,9 @@ reciprocal, sign, floor, ceil = (
     _unary("ceil"),
 )
 trunc, logical_not = _unary("trunc"), _unary("logical_not")
+gelu_dx, gelu_apprx_sigmoid = _unary("gelu_dx"), _unary("gelu_apprx_sigmoid")
+gelu_apprx_sigmoid_dx, silu_dx = _unary("gelu_apprx_sigmoid_dx"), _unary("silu_dx")
+erf_dx, arctan, tan = _unary("erf_dx"), _unary("arctan"), _unary("tan")
 add, subtract, multiply, divide = (
     _binary("add"),
     _binary("subtract"),
@@ -450,6 +453,20 @@ def prod(
 ) -> Tensor:
     """Product over free axes."""
     return _reduce("prod", x, axis, dtype, keepdims, mask)
+
+
+def all(  # noqa: A001 - NKI spelling
+    x: Any, axis: Any, *, dtype: Any = _dt.bool_, keepdims: bool = False, mask: Any = None
+) -> Tensor:
+    """True where every element along the free ``axis`` is non-zero (a compare, then a
+    min-reduction on VectorE)."""
+    nonzero = _binary_op("not_equal", x, 0.0, dtype=_dt.float32, mask=mask)
+    return _reduce("min", nonzero, axis, dtype, keepdims, mask)
+
+
+def expand_dims(x: Any, axis: int) -> Tensor:
+    """A view of ``x`` with a new size-1 axis at ``axis``."""
+    return require_on_chip(x, "nl.expand_dims", "x").expand_dims(axis)
 
 
 # -- data movement (nki-facts §3.3) -------------------------------------------------------------

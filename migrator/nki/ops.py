@@ -46,6 +46,33 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _gelu_dx(x: np.ndarray) -> np.ndarray:
+    """d/dx x·Φ(x) = Φ(x) + x·φ(x)."""
+    cdf = 0.5 * (1.0 + _erf(x / np.float32(np.sqrt(2.0))))
+    pdf = np.exp(-0.5 * x * x) / np.float32(np.sqrt(2.0 * np.pi))
+    return (cdf + x * pdf).astype(np.float32)
+
+
+def _gelu_sigmoid(x: np.ndarray) -> np.ndarray:
+    """The sigmoid approximation of GELU: x·σ(1.702·x)."""
+    return x * _sigmoid(np.float32(1.702) * x)
+
+
+def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:
+    s = _sigmoid(np.float32(1.702) * x)
+    return s + np.float32(1.702) * x * s * (1.0 - s)
+
+
+def _silu_dx(x: np.ndarray) -> np.ndarray:
+    """d/dx x·σ(x) = σ(x)·(1 + x·(1 − σ(x)))."""
+    s = _sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+def _erf_dx(x: np.ndarray) -> np.ndarray:
+    return (np.float32(2.0 / np.sqrt(np.pi)) * np.exp(-x * x)).astype(np.float32)
+
+
 def _softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(np.float32(0.0), x)
 
@@ -60,6 +87,15 @@ UNARY: dict[str, tuple[Fn, Engine]] = {
     "relu": (lambda x: np.maximum(x, np.float32(0.0)), Engine.SCALAR),
     "gelu": (_gelu, Engine.SCALAR),
     "gelu_apprx_tanh": (_gelu_tanh, Engine.SCALAR),
+    "gelu_dx": (_gelu_dx, Engine.SCALAR),
+    "gelu_apprx_sigmoid": (_gelu_sigmoid, Engine.SCALAR),
+    "gelu_apprx_sigmoid_dx": (_gelu_sigmoid_dx, Engine.SCALAR),
+    "silu_dx": (_silu_dx, Engine.SCALAR),
+    "erf_dx": (_erf_dx, Engine.SCALAR),
+    # arctan is valid on [-pi/2, pi/2] and tan has no range reduction on ScalarE (nki-facts §4
+    # activation table); numpy is exact everywhere.
+    "arctan": (np.arctan, Engine.SCALAR),
+    "tan": (np.tan, Engine.SCALAR),
     "silu": (lambda x: x * _sigmoid(x), Engine.SCALAR),
     "softplus": (_softplus, Engine.SCALAR),
     "mish": (lambda x: x * np.tanh(_softplus(x)), Engine.SCALAR),

@@ -98,7 +98,8 @@ OUT = "OUT"  # sentinel: a fresh (128, 8) tile, observed
 UNARY = [
     "abs", "ceil", "cos", "erf", "exp", "floor", "gelu", "gelu_apprx_tanh", "log",
     "logical_not", "mish", "negative", "reciprocal", "relu", "rsqrt", "sigmoid", "sign", "silu",
-    "sin", "softplus", "sqrt", "square", "tanh", "trunc", "copy",
+    "sin", "softplus", "sqrt", "square", "tanh", "trunc", "copy", "arctan", "tan", "erf_dx",
+    "gelu_dx", "gelu_apprx_sigmoid", "gelu_apprx_sigmoid_dx", "silu_dx",
 ]  # fmt: skip
 BINARY = [
     "add", "divide", "equal", "fmod", "greater", "greater_equal", "less", "less_equal",
@@ -106,7 +107,7 @@ BINARY = [
     "not_equal", "power", "subtract",
 ]  # fmt: skip
 INTEGER = ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
-REDUCE = ["sum", "max", "min", "mean", "prod", "var"]
+REDUCE = ["sum", "max", "min", "mean", "prod", "var", "all"]
 
 
 def _hbm_out(shape=(128, 8)) -> Tensor:
@@ -150,6 +151,11 @@ EXAMPLES: dict[str, Any] = {
         for n in REDUCE
     },
     "nl.invert": lambda f, e, **kw: f(e.i(), **kw),
+    "nl.all": lambda f, e, **kw: (
+        f(nl.greater(e.x3(), 1.2), 2, **kw)
+        if "keepdims" in kw
+        else f(nl.greater(e.x(), 1.2), 1, **kw)
+    ),  # fmt: skip
     "nl.where": lambda f, e, **kw: f(nl.greater(e.x(), 1.5), e.x(), e.y(), **kw),
     "nl.softmax": lambda f, e, **kw: f(e.x3(), **kw) if "axis" in kw else f(e.x(), **kw),
     "nl.rms_norm": lambda f, e, **kw: f(e.x(), e.y(), 1, 8, **kw),
@@ -394,6 +400,7 @@ PROBE_FOR: dict[tuple[str, str], Any] = {
     ("nl.load_transpose2d", "mask"): "MASK_T",
     ("nl.shared_identity_matrix", "dtype"): nl.float32,
     ("nl.equal", "dtype"): nl.float32,
+    ("nl.all", "dtype"): nl.float32,
     ("legacy.nc_transpose", "engine"): isa_legacy.engine.vector,
     ("new.nc_transpose", "engine"): isa_legacy.engine.vector,
     ("legacy.nc_transpose", "mask"): "MASK_32",

@@ -416,3 +416,38 @@ def test_new_dialect_writes_dst_labels_and_checks_dtype():
     with pytest.raises(NkiNotEmulatedError, match="priority"):
         run_kernel(lambda a: nisa_new.dma_copy(nl.ndarray((32, 64), dtype=nl.float32), a,
                                                priority=1), x)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("deriv", "base"),
+    [("gelu_dx", "gelu"), ("silu_dx", "silu"), ("erf_dx", "erf"),
+     ("gelu_apprx_sigmoid_dx", "gelu_apprx_sigmoid")],
+)  # fmt: skip
+def test_activation_derivatives_match_finite_differences(deriv, base):
+    x = np.linspace(-3, 3, 128 * 8, dtype=F32).reshape(128, 8)
+    h = F32(1e-2)
+
+    def kernel(a, lo, hi):
+        f, g = getattr(nl, deriv), getattr(nl, base)
+        return stored(f(nl.load(a))), stored(g(nl.load(lo))), stored(g(nl.load(hi)))
+
+    d, below, above = run_kernel(kernel, x, x - h, x + h)[0]
+    np.testing.assert_allclose(d, (above - below) / (2 * h), atol=2e-3)
+
+
+def test_gelu_apprx_sigmoid_arctan_tan_all_expand_dims():
+    x = RNG.uniform(-1.2, 1.2, (128, 8)).astype(F32)
+
+    def kernel(a):
+        t = nl.load(a)
+        flags = nl.all(nl.greater(t, -1.0), axis=1)
+        wide = nl.expand_dims(t, 1)
+        return (stored(nl.gelu_apprx_sigmoid(t)), stored(nl.arctan(t)), stored(nl.tan(t)),
+                stored(flags), stored(nl.copy(wide)))  # fmt: skip
+
+    g, at, tn, flags, wide = run_kernel(kernel, x)[0]
+    np.testing.assert_allclose(g, x / (1 + np.exp(-1.702 * x)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(at, np.arctan(x), rtol=1e-6)
+    np.testing.assert_allclose(tn, np.tan(x), rtol=1e-5)
+    np.testing.assert_array_equal(flags[:, 0], (x > -1.0).all(axis=1))
+    assert flags.dtype == np.bool_ and wide.shape == (128, 1, 8)
