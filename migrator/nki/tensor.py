@@ -341,7 +341,7 @@ class Tensor:
                 view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
                 return view
         if self.advanced:
-            if index is Ellipsis or index == slice(None):
+            if index is Ellipsis or (type(index) is slice and index == slice(None)):
                 return self
             raise unsupported("indexing a tensor view that was itself built with nl.arange")
         index = index if isinstance(index, tuple) else (index,)
