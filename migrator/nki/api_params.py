@@ -55,6 +55,8 @@ TABLE: dict[str, dict[str, str]] = {
     "nl.zeros": {"lazy_initialization": VALIDATED},
     "nl.ones": {"lazy_initialization": VALIDATED},
     "nl.num_programs": {"axes": HONOURED},
+    "nl.dynamic_range": {"stop": HONOURED, "step": HONOURED},
+    "new.dma_compute": {"scales": VALIDATED, "unique_indices": VALIDATED, "oob_mode": HONOURED},
     "nl.program_id": {"axis": HONOURED},
     "nl.shared_identity_matrix": {"dtype": HONOURED},
     "legacy.activation": {"bias": HONOURED, "scale": HONOURED},

@@ -568,6 +568,68 @@ class IsaEngine(StatsScanInstructions, SelectInstructions):
 _REDUCE_IDENTITY = {"add": 0.0, "maximum": -np.inf, "minimum": np.inf, "multiply": 1.0}
 
 
+def dma_compute(
+    dst: Any,
+    srcs: Any,
+    reduce_op: Any,
+    *,
+    scales: Any = None,
+    unique_indices: bool = True,
+    oob_mode: Any = None,
+) -> None:
+    """``dst = srcs[0]*scales[0] + srcs[1]*scales[1] + ...`` on the DMA engines (fp32 math).
+
+    Only ``add`` with all scales 1.0 exists (API docs); with an indirect (vector_offset) view
+    it is a scatter/gather read-modify-write, whose indices must be unique."""
+    name = "nisa.dma_compute"
+    d = require_buffer(dst, name, "dst", ("hbm", "sbuf"))
+    sources = [require_buffer(t, name, f"srcs[{i}]", ("hbm", "sbuf")) for i, t in enumerate(srcs)]
+    if not 1 <= len(sources) <= 16:
+        raise NkiConstraintError("err_invalid_operand", f"{name}: 1 to 16 srcs, got {len(sources)}")
+    if _ops.resolve(reduce_op, name) != "add":
+        raise NkiConstraintError("err_unsupported_operator", f"{name}: reduce_op must be nl.add")
+    factors = [1.0] * len(sources) if scales is None else [float(v) for v in scales]
+    if len(factors) != len(sources) or any(v != 1.0 for v in factors):
+        raise NkiConstraintError(
+            "err_invalid_operand", f"{name}: scales must be one 1.0 per source, got {scales!r}"
+        )
+    if any(t.size != d.size for t in sources):
+        raise NkiConstraintError(
+            "err_shape_mismatch",
+            f"{name}: dst has {d.size} elements, srcs {[t.size for t in sources]}",
+        )
+    indirect = d.advanced or any(t.advanced for t in sources)
+    if indirect and not unique_indices:
+        raise NkiConstraintError(
+            "err_invalid_operand",
+            f"{name}: unique_indices=False (repeated scatter indices) is not supported by the "
+            "DMA read-modify-write",
+        )
+    m = None
+    if _enum_value(oob_mode, 0) == 1:
+        m = in_bounds(d)
+        for t in sources:
+            m = m & in_bounds(t).reshape(d.shape)
+    if d.advanced:
+        live = in_bounds(d) if m is None else m  # outside rows: an error when accessed
+        flat_pos = np.ravel_multi_index(
+            tuple(np.broadcast_to(np.asarray(k), d.shape)[live] for k in d.key),
+            d.storage.data.shape,
+        )
+        if np.unique(flat_pos).size != flat_pos.size:
+            raise NkiConstraintError(
+                "err_invalid_operand", f"{name}: unique_indices=True but dst indices repeat"
+            )
+    total = np.zeros(d.shape, np.float32)
+    valid = None
+    for t in sources:
+        vals, ok = t.read(None if m is None else np.ascontiguousarray(m.reshape(t.shape)))
+        total = total + _dt.to_f32(vals).reshape(d.shape)
+        valid = all_valid(valid, None if ok is None else ok.reshape(d.shape))
+    d.write(total, valid, m)
+    record_copy(sources[0], d, m)
+
+
 def _cmd_value(value: Any) -> int | None:
     return None if value is None else int(getattr(value, "value", value))
 

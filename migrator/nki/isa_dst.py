@@ -19,6 +19,7 @@ from . import dtypes as _dt
 from .errors import NkiConstraintError as _Error
 from .errors import not_emulated as _not_emulated
 from .errors import unsupported as _unsupported
+from .isa import dma_compute as _dma_compute
 from .isa import engine as _engine
 from .isa_common import dge_mode, get_nc_version, nc_version, oob_mode, reduce_cmd  # noqa: F401
 from .isa_common import engine_kind as engine
@@ -274,6 +275,23 @@ def dma_copy(
     )
     with _labelled(name):
         _engine.dma_copy(dst, src, oob_mode=oob_mode, dge_mode=dge_mode)
+
+
+def dma_compute(
+    dst: Tensor,
+    srcs: Any,
+    reduce_op: Any,
+    scales: Any = None,
+    unique_indices: bool = True,
+    oob_mode: Any = oob_mode.error,
+    name: str | None = None,
+) -> None:
+    """``dst = sum(srcs)`` on the DMA engines; scatter/gather read-modify-write with an
+    indirect view (unique indices)."""
+    with _labelled(name):
+        _dma_compute(
+            dst, srcs, reduce_op, scales=scales, unique_indices=unique_indices, oob_mode=oob_mode
+        )
 
 
 def dma_transpose(

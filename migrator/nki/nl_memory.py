@@ -4,6 +4,7 @@ loops and SPMD queries (nki-facts §1.6, §3.1–§3.4). Re-exported by ``langua
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -320,6 +321,27 @@ def sequential_range(*args: int, **hints: Any) -> Iterator[int]:
     """Loop with carried dependencies; runs in order (hints as for affine_range)."""
     _loop_hints("nl.sequential_range", hints)
     return iter(range(*args))
+
+
+def dynamic_range(start: int, stop: int | None = None, step: int = 1) -> Iterator[int]:
+    """Device loop with runtime bounds (new dialect); runs in order. Bounds held in
+    registers (VirtualRegister) are not emulated: they must be Python integers here."""
+    for bound in (start, stop, step):
+        if bound is not None and not isinstance(bound, int | np.integer):
+            raise unsupported("nki.language.dynamic_range with register bounds")
+    if int(step) <= 0:
+        raise NkiConstraintError(
+            "err_invalid_operand", f"nl.dynamic_range: step must be a positive integer, got {step}"
+        )
+    lo, hi = (0, start) if stop is None else (start, stop)
+    return iter(range(int(lo), int(hi), int(step)))
+
+
+@contextlib.contextmanager
+def no_reorder() -> Iterator[None]:
+    """Keep the operations of the block in program order: the emulator always runs them in
+    program order, so the block is what it says."""
+    yield
 
 
 def static_range(*args: int, **hints: Any) -> Iterator[int]:

@@ -11,7 +11,8 @@ Dynamic offsets. ``scalar_offset`` (a (1, 1) integer tile) moves the start by
 ``value · prod(storage.shape[indirect_dim + 1:])``. ``vector_offset`` (a (P, 1) integer tile,
 ``indirect_dim=0`` only, on an HBM tensor) gives each partition its own row: element
 ``(i0, ...)`` reads row ``vector_offset[i0]`` instead of stepping by ``i0 · step_0`` — a
-gather, or a scatter when written (the gather/scatter examples of ``nisa.dma_copy`` in [SDK]
+gather, or a scatter when written; a row outside the tensor is an error when accessed, or is
+skipped by ``oob_mode=skip`` (the gather/scatter examples of ``nisa.dma_copy`` in [SDK]
 ``nki/api/nki/isa/__init__.py`` use ``pattern=[[F, P], [1, F]]`` this way).
 
 The result is an index view (like one built with ``nl.arange``), so reads, writes, masks and
@@ -113,6 +114,12 @@ def access_pattern(
         value = int(_index_values(scalar_offset, "scalar_offset").reshape(-1)[0])
         flat = flat + value * int(np.prod(shape[indirect_dim + 1 :], dtype=np.int64))
     flat = np.broadcast_to(flat, tuple(num for _, num in pairs))
+    if vector_offset is not None:
+        # Rows come from data: one outside the tensor is checked when the view is read or
+        # written (an IndexError), or dropped there by dma_copy/dma_compute oob_mode=skip.
+        row, inner = np.divmod(flat, per_partition)
+        rest = np.unravel_index(inner, shape[1:]) if len(shape) > 1 else ()
+        return Tensor(storage, (np.asarray(row),) + tuple(np.asarray(i) for i in rest))
     if flat.min() < 0 or flat.max() >= storage.data.size:
         bad = int(flat.max()) if flat.max() >= storage.data.size else int(flat.min())
         raise NkiIndexError(

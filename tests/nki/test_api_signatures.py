@@ -178,6 +178,7 @@ EXAMPLES: dict[str, Any] = {
     "nl.gather_flattened": lambda f, e, **kw: f(e.x(), nl.copy(e.i(), dtype=nl.uint32), **kw),
     "nl.atomic_rmw": _atomic,
     "nl.arange": lambda f, e, **kw: f(6, **kw),
+    "nl.dynamic_range": lambda f, e, **kw: list(f(6, **kw)),
     "nl.program_id": lambda f, e, **kw: f(**kw),
     "nl.num_programs": lambda f, e, **kw: f(**kw),
     "nl.device_print": _device_print,
@@ -294,6 +295,7 @@ NEW_EXAMPLES: dict[str, Any] = {
     "new.bn_aggr": lambda f, e, **kw: f(e.out((128, 2)), isa_legacy.bn_stats(e.x()), **kw),
     "new.dma_copy": lambda f, e, **kw: _new_dma(f, e, **kw),
     "new.dma_transpose": lambda f, e, **kw: f(e.out((8, 128)), e.hx, **kw),
+    "new.dma_compute": lambda f, e, **kw: _new_compute(f, e, **kw),
     "new.dropout": lambda f, e, **kw: f(e.out(), e.x(), 0.5, **kw),
     "new.iota": lambda f, e, **kw: f(e.out(dtype=nl.int32), [[1, 8]], **kw),
     "new.local_gather": lambda f, e, **kw: f(
@@ -367,6 +369,17 @@ def _new_dma(f, e, **kw):
     return tile
 
 
+def _new_compute(f, e, **kw):
+    out = _hbm_out()
+    nl.store(out, nl.full((128, 8), 1.0, nl.float32))
+    rows = isa_legacy.iota(nl.arange(128)[:, None] + 8, dtype=nl.int32)  # the last 8 fall out
+    view = out.ap([[8, 128], [1, 8]], offset=0, vector_offset=rows, indirect_dim=0)
+    if kw.get("oob_mode") is None and "unique_indices" not in kw and "scales" not in kw:
+        view = out  # a plain (direct) sum when the probe is not about indirection
+    f(view, [view, e.x()], np.add, **kw)
+    return out
+
+
 def _new_matmul(f, e, **kw):
     acc = nl.zeros((128, 8), nl.float32, buffer=nl.psum)
     f(acc, e.sq(), e.x(), **kw)
@@ -428,6 +441,9 @@ PROBE_FOR: dict[tuple[str, str], Any] = {
     ("legacy.dma_copy", "dst_rmw_op"): np.add,
     ("legacy.dma_copy", "oob_mode"): isa_legacy.oob_mode.skip,
     ("new.dma_copy", "oob_mode"): isa_legacy.oob_mode.skip,
+    ("new.dma_compute", "oob_mode"): isa_legacy.oob_mode.skip,
+    ("nl.dynamic_range", "stop"): 9,
+    ("nl.dynamic_range", "step"): 2,
     ("legacy.local_gather", "num_elem_per_idx"): 2,
     ("new.local_gather", "num_elem_per_idx"): 2,
     ("legacy.local_gather", "num_valid_indices"): 1,
@@ -503,6 +519,8 @@ BAD: dict[tuple[str, str], Any] = {
     ("legacy.dma_transpose", "axes"): (2, 1, 0),
     ("new.dma_transpose", "axes"): (2, 1, 0),
     ("new.tensor_copy", "dtype"): nl.bfloat16,
+    ("new.dma_compute", "scales"): [1.0, 2.0],
+    ("new.dma_compute", "unique_indices"): False,
     ("legacy.nc_stream_shuffle", "dtype"): nl.bfloat16,
     ("legacy.select_reduce", "dtype"): nl.bfloat16,
     ("legacy.tensor_copy_dynamic_dst", "dtype"): nl.bfloat16,

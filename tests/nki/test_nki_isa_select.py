@@ -451,3 +451,62 @@ def test_gelu_apprx_sigmoid_arctan_tan_all_expand_dims():
     np.testing.assert_allclose(tn, np.tan(x), rtol=1e-5)
     np.testing.assert_array_equal(flags[:, 0], (x > -1.0).all(axis=1))
     assert flags.dtype == np.bool_ and wide.shape == (128, 1, 8)
+
+
+def test_new_dma_compute_sums_sources_and_scatters_with_skip():
+    a = RNG.standard_normal((8, 16)).astype(F32)
+    b = RNG.standard_normal((8, 16)).astype(F32)
+    rows = np.array([[6], [1], [9], [3], [0], [12], [2], [5]], np.int32)  # 9 and 12: outside
+
+    def direct(x, y):
+        out = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa_new.dma_compute(out, [x, nl.load(y)], nl.add)
+        return out
+
+    np.testing.assert_allclose(run_kernel(direct, a, b)[0], a + b, rtol=1e-6)
+
+    def scatter(base, y, r, mode):
+        out = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(base))
+        view = out.ap([[16, 8], [1, 16]], offset=0, vector_offset=nl.load(r), indirect_dim=0)
+        nisa_new.dma_compute(view, [view, nl.load(y)], nl.add, oob_mode=mode)
+        return out
+
+    got = run_kernel(scatter, a, b, rows, nisa_new.oob_mode.skip)[0]
+    expect = a.copy()
+    for i, r in enumerate(rows[:, 0]):
+        if r < 8:
+            expect[r] += b[i]
+    np.testing.assert_allclose(got, expect, rtol=1e-6)
+    with pytest.raises(NkiIndexError):
+        run_kernel(scatter, a, b, rows, nisa_new.oob_mode.error)
+    repeated = np.array([[1], [1], [2], [3], [4], [5], [6], [7]], np.int32)
+    with pytest.raises(NkiConstraintError, match="repeat"):
+        run_kernel(scatter, a, b, repeated, nisa_new.oob_mode.error)
+
+
+def test_new_dma_copy_gather_skips_rows_outside():
+    a = RNG.standard_normal((8, 16)).astype(F32)
+    rows = np.array([[7], [20], [0], [3]], np.int32)
+
+    def kernel(x, r):
+        t = nl.full((4, 16), -1.0, dtype=nl.float32)
+        view = x.ap([[16, 4], [1, 16]], offset=0, vector_offset=nl.load(r), indirect_dim=0)
+        nisa_new.dma_copy(t, view, oob_mode=nisa_new.oob_mode.skip)
+        return stored(t)
+
+    out = run_kernel(kernel, a, rows)[0]
+    np.testing.assert_array_equal(out[[0, 2, 3]], a[[7, 0, 3]])
+    assert (out[1] == -1).all()
+
+
+def test_dynamic_range_and_no_reorder():
+    def kernel(x):
+        acc = nl.zeros((128, 8), dtype=nl.float32)
+        with nl.no_reorder():
+            for i in nl.dynamic_range(1, 7, 2):
+                acc[...] = nl.add(acc, nl.multiply(nl.load(x), float(i)))
+        return stored(acc)
+
+    x = RNG.standard_normal((128, 8)).astype(F32)
+    np.testing.assert_allclose(run_kernel(kernel, x)[0], x * (1 + 3 + 5), rtol=1e-5)
