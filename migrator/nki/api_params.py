@@ -56,6 +56,8 @@ TABLE: dict[str, dict[str, str]] = {
     "nl.ones": {"lazy_initialization": VALIDATED},
     "nl.num_programs": {"axes": HONOURED},
     "nl.dynamic_range": {"stop": HONOURED, "step": HONOURED},
+    "new.nonzero_with_count": {"index_offset": HONOURED, "padding_val": HONOURED},
+    "new.tensor_scalar_cumulative": {"imm1": HONOURED},
     "new.dma_compute": {"scales": VALIDATED, "unique_indices": VALIDATED, "oob_mode": HONOURED},
     "nl.program_id": {"axis": HONOURED},
     "nl.shared_identity_matrix": {"dtype": HONOURED},

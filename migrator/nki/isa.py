@@ -35,7 +35,12 @@ from .isa_common import (
     pick_engine,
 )
 from .isa_extra import StatsScanInstructions
-from .isa_select import SelectInstructions, accumulate_registers, check_dst_dtype
+from .isa_select import (
+    NewDialectInstructions,
+    SelectInstructions,
+    accumulate_registers,
+    check_dst_dtype,
+)
 from .language import _fit, _mask, split_mask, tt_streams
 from .run import current_run
 from .run import record_tile as _record
@@ -155,7 +160,7 @@ def tensor_product(sv: np.ndarray, mv: np.ndarray) -> np.ndarray:
     return values
 
 
-class IsaEngine(StatsScanInstructions, SelectInstructions):
+class IsaEngine(StatsScanInstructions, SelectInstructions, NewDialectInstructions):
     """Stateless instruction implementations; per-run state comes from ``current_run()``."""
 
     def nc_matmul(

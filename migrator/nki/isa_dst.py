@@ -498,6 +498,61 @@ def sequence_bounds(dst: Tensor, segment_ids: Tensor, name: str | None = None) -
         return _engine.sequence_bounds(segment_ids, dst=dst)
 
 
+def nc_n_gather(dst: Tensor, data: Tensor, indices: Tensor, name: str | None = None) -> Tensor:
+    """``dst`` = per-partition gather from the flattened free axes of ``data`` (GpSimd)."""
+    with _labelled(name):
+        return _engine.nc_n_gather(dst, data, indices)
+
+
+def rng(dst: Tensor, engine: Any = engine.vector, name: str | None = None) -> Tensor:
+    """Random bits into an integer ``dst`` (run-seeded generator)."""
+    with _labelled(name):
+        return _engine.rng(dst, engine=engine)
+
+
+def set_rng_seed(src_seeds: Tensor, name: str | None = None) -> None:
+    """Seed the random generator from a [1, 1] 32-bit tile."""
+    with _labelled(name):
+        _engine.set_rng_seed(src_seeds)
+
+
+def nonzero_with_count(
+    dst: Tensor,
+    src: Tensor,
+    index_offset: int = 0,
+    padding_val: int = -1,
+    name: str | None = None,
+) -> Tensor:
+    """Indices of nonzero elements (+offset), padding, then the count; GpSimd partitions
+    0, 16, ..., 112 only."""
+    with _labelled(name):
+        return _engine.nonzero_with_count(
+            dst, src, index_offset=index_offset, padding_val=padding_val
+        )
+
+
+def tensor_scalar_cumulative(
+    dst: Tensor,
+    src: Tensor,
+    op0: Any,
+    op1: Any,
+    imm0: Any,
+    imm1: Any = None,
+    reduce_cmd: Any = reduce_cmd.reset_reduce,
+    name: str | None = None,
+) -> Tensor:
+    """``dst[i] = reg = op1(op0(src[i], imm0), reg)`` along the free axes."""
+    with _labelled(name):
+        return _engine.tensor_scalar_cumulative(
+            dst, src, op0, op1, imm0, imm1=imm1, reduce_cmd=reduce_cmd
+        )
+
+
+def get_nc_sub_version() -> int:
+    """Silicon revision within the generation: the emulated targets are first revisions."""
+    return 0
+
+
 def __getattr__(name: str) -> Any:
     """Unknown ``nisa`` names fail loudly."""
     if name.startswith("__"):

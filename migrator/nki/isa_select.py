@@ -22,6 +22,7 @@ from . import ops as _ops
 from .checks import check_same_partitions, require_buffer, require_on_chip
 from .errors import NkiConstraintError, NkiIndexError
 from .isa_common import TileShape, all_valid, emit, f32, flat, per_partition, reduce_cmd
+from .isa_common import reduce_cmd as reduce_cmd_enum
 from .language import _fit, _mask
 from .run import Run, current_run
 from .run import record_tile as _record
@@ -540,6 +541,168 @@ def check_dst_dtype(name: str, dtype: Any, dst: Tensor | None) -> None:
             "err_unsupported_dtype",
             f"{name}: dtype={_dt.normalize(dtype)} differs from dst's dtype {dst.dtype}",
         )
+
+
+class NewDialectInstructions:
+    """Mixin: new-dialect-only instructions (dst first), same conventions as ``IsaEngine``."""
+
+    def nc_n_gather(self, dst: Tensor, data: Any, indices: Any) -> Tensor:
+        """Per partition gather over the flattened free axes (GpSimd, SBUF only); indices
+        must be uint32 and in range."""
+        name = "nisa.nc_n_gather"
+        for t, role in ((dst, "dst"), (data, "data"), (indices, "indices")):
+            require_buffer(t, name, role, ("sbuf",))
+        if indices.dtype != _dt.uint32:
+            raise NkiConstraintError("err_unsupported_dtype", f"{name}: indices must be uint32")
+        if dst.dtype != data.dtype:
+            raise NkiConstraintError("err_unsupported_dtype", f"{name}: dst dtype must be data's")
+        raw_idx, _ = indices.read()
+        cols = flat(np.asarray(raw_idx, dtype=np.int64))
+        if cols.size and cols.max() >= data.free_size:
+            raise NkiIndexError(
+                f"{name}: index {int(cols.max())} is outside the {data.free_size} elements of a "
+                "partition of data"
+            )
+        return _into(dst, self.gather_flattened(data, indices, dtype=dst.dtype))  # type: ignore[attr-defined]
+
+    def rng(self, dst: Tensor, *, engine: Any = None) -> Tensor:
+        """32 random bits per element, truncated to ``dst``'s integer type (its low bits)."""
+        name = "nisa.rng"
+        from .isa_common import pick_engine
+
+        d = require_on_chip(dst, name, "dst")
+        eng = pick_engine(engine, Engine.VECTOR)
+        if eng not in (Engine.VECTOR, Engine.GPSIMD):
+            raise NkiConstraintError("err_invalid_operand", f"{name}: vector or gpsimd engine")
+        if eng is Engine.GPSIMD and d.buffer is Buffer.PSUM:
+            raise NkiConstraintError("err_unsupported_memory", f"{name}: GpSimd cannot write PSUM")
+        if d.dtype.kind not in "iu" or d.dtype.itemsize > 4:
+            raise NkiConstraintError("err_unsupported_dtype", f"{name}: dst must be an integer")
+        bits = _rng(current_run()).integers(0, 2**32, d.shape, dtype=np.uint64)
+        d.write(bits.astype(np.uint32).astype(d.dtype), None)  # two's-complement truncation
+        _record(name, eng, d)
+        return d
+
+    def set_rng_seed(self, src_seeds: Any) -> None:
+        """Seed the generator from a (1, 1) 32-bit tile."""
+        t = require_on_chip(src_seeds, "nisa.set_rng_seed", "src_seeds")
+        if t.size != 1 or t.dtype.itemsize != 4:
+            raise NkiConstraintError(
+                "err_invalid_operand", "nisa.set_rng_seed: src_seeds must be a [1, 1] 32-bit tile"
+            )
+        data, _ = t.read()
+        seed_random(int(np.asarray(data).view(np.uint32).reshape(-1)[0]))
+        _record("nisa.set_rng_seed", Engine.VECTOR, TileShape(1, 1, t.dtype))
+
+    def nonzero_with_count(
+        self, dst: Tensor, src: Any, *, index_offset: int = 0, padding_val: int = -1
+    ) -> Tensor:
+        """Per GpSimd core (partitions 0, 16, ..., 112): indices of the nonzero elements plus
+        ``index_offset``, then ``padding_val``, then the count; other partitions untouched."""
+        name = "nisa.nonzero_with_count"
+        s = require_buffer(src, name, "src", ("sbuf",))
+        d = require_buffer(dst, name, "dst", ("sbuf",))
+        if d.dtype != _dt.int32 or s.dtype not in (_dt.float32, _dt.int32):
+            raise NkiConstraintError(
+                "err_unsupported_dtype", f"{name}: src float32/int32 and dst int32"
+            )
+        if d.partitions != s.partitions or d.free_size != s.free_size + 1:
+            raise NkiConstraintError(
+                "err_shape_mismatch", f"{name}: dst must be src {s.shape} with one more element"
+            )
+        data, ok = s.read()
+        rows = np.arange(0, s.partitions, 16)
+        x = flat(np.asarray(data))[rows]
+        nz = x != 0
+        count = nz.sum(axis=1)
+        n = x.shape[1]
+        order = np.argsort(~nz, axis=1, kind="stable")  # nonzero positions first, in order
+        slots = np.arange(n)[None, :]
+        out = np.where(slots < count[:, None], order + int(index_offset), int(padding_val))
+        out = np.concatenate([out, count[:, None]], axis=1).astype(np.int64)
+        where = np.zeros((d.partitions, n + 1), bool)
+        where[rows] = True
+        full = np.zeros((d.partitions, n + 1), np.int64)
+        full[rows] = out
+        valid = None
+        if ok is not None:
+            bad = ~flat(ok)[rows].all(axis=1)
+            valid = np.ones(full.shape, bool)
+            valid[rows[bad]] = False
+        ok_out = None if valid is None else valid.reshape(d.shape)
+        d.write(full.reshape(d.shape).astype(np.int32), ok_out, where.reshape(d.shape))
+        _record(name, Engine.GPSIMD, s)
+        return d
+
+    def tensor_scalar_cumulative(
+        self,
+        dst: Tensor,
+        src: Any,
+        op0: Any,
+        op1: Any,
+        imm0: Any,
+        *,
+        imm1: Any = None,
+        reduce_cmd: Any = 3,
+    ) -> Tensor:
+        """Running ``reg = op1(op0(src[i], imm0), reg)`` along the free axes, each step
+        written to ``dst``; ``reg`` starts at op1's identity (reset_reduce), the registers
+        (reduce) or ``imm1`` (load_reduce). One step per free position, vectorised over
+        partitions."""
+        name = "nisa.tensor_scalar_cumulative"
+        t = require_on_chip(src, name, "src")
+        f0 = _ops.BINARY[_ops.resolve(op0, name)][0]
+        red = _ops.resolve(op1, name)
+        combine = {
+            "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+            "maximum": np.maximum, "minimum": np.minimum,
+        }.get(red)  # fmt: skip
+        if combine is None:
+            raise NkiConstraintError(
+                "err_unsupported_operator", f"{name}: op1 must be add/subtract/mult/max/min"
+            )
+        command = _cmd(reduce_cmd, name)
+        parts = t.partitions
+        regs = current_run().registers
+        if command is reduce_cmd_enum.reset_reduce:
+            start = {"add": 0.0, "subtract": 0.0, "multiply": 1.0,
+                     "maximum": -np.inf, "minimum": np.inf}[red]  # fmt: skip
+            acc = np.full(parts, start, np.float32)
+        elif command is reduce_cmd_enum.reduce:
+            acc = regs.get(Engine.VECTOR)
+            if acc is None or acc.shape[0] != parts:
+                raise NkiConstraintError(
+                    "err_invalid_operand", f"{name}: reduce_cmd=reduce with no accumulated value"
+                )
+        elif command is reduce_cmd_enum.load_reduce:
+            v, _ = per_partition(imm1, parts, name, "imm1")
+            acc = np.broadcast_to(v, (parts, 1))[:, 0].astype(np.float32)
+        else:
+            raise NkiConstraintError(
+                "err_invalid_operand", f"{name}: reduce_cmd must be reset_reduce/reduce/load_reduce"
+            )
+        vals, ok = f32(t)
+        s0, s0_ok = per_partition(imm0, parts, name, "imm0")
+        with np.errstate(all="ignore"):
+            x = np.asarray(f0(flat(vals), s0), np.float32)
+            out = np.empty_like(x)
+            for i in range(x.shape[1]):  # a running value: one step per free position
+                acc = np.asarray(combine(x[:, i], acc), np.float32)
+                out[:, i] = acc
+        regs[Engine.VECTOR] = acc
+        valid = all_valid(None if ok is None else flat(ok), s0_ok)
+        if valid is not None:
+            valid = np.logical_and.accumulate(np.broadcast_to(valid, x.shape), axis=1)
+        _record(name, Engine.VECTOR, t)
+        return emit(out.reshape(t.shape), None if valid is None else valid.reshape(t.shape),
+                    dst.dtype, Buffer.SBUF, None, dst)  # fmt: skip
+
+
+def _into(dst: Tensor, tile: Tensor) -> Tensor:
+    vals, ok = tile.read()
+    vals, ok = _fit(vals, ok, dst.shape)
+    dst.write(vals, ok)
+    return dst
 
 
 def _check_top8_size(n: int, name: str) -> None:

@@ -296,6 +296,15 @@ NEW_EXAMPLES: dict[str, Any] = {
     "new.dma_copy": lambda f, e, **kw: _new_dma(f, e, **kw),
     "new.dma_transpose": lambda f, e, **kw: f(e.out((8, 128)), e.hx, **kw),
     "new.dma_compute": lambda f, e, **kw: _new_compute(f, e, **kw),
+    "new.nc_n_gather": lambda f, e, **kw: f(e.out(), e.x(), nl.copy(e.i(), dtype=nl.uint32), **kw),
+    "new.rng": lambda f, e, **kw: f(e.out(dtype=nl.uint16), **kw),
+    "new.set_rng_seed": lambda f, e, **kw: f(nl.full((1, 1), 7, nl.int32), **kw),
+    "new.nonzero_with_count": lambda f, e, **kw: f(
+        e.out((128, 9), nl.int32), nl.copy(nl.greater(e.x(), 1.5), dtype=nl.int32), **kw
+    ),
+    "new.tensor_scalar_cumulative": lambda f, e, **kw: f(
+        e.out(), e.x(), np.subtract, np.add, 0.5, **kw
+    ),
     "new.dropout": lambda f, e, **kw: f(e.out(), e.x(), 0.5, **kw),
     "new.iota": lambda f, e, **kw: f(e.out(dtype=nl.int32), [[1, 8]], **kw),
     "new.local_gather": lambda f, e, **kw: f(
@@ -443,6 +452,11 @@ PROBE_FOR: dict[tuple[str, str], Any] = {
     ("new.dma_copy", "oob_mode"): isa_legacy.oob_mode.skip,
     ("new.dma_compute", "oob_mode"): isa_legacy.oob_mode.skip,
     ("nl.dynamic_range", "stop"): 9,
+    ("new.nonzero_with_count", "index_offset"): 16,
+    ("new.nonzero_with_count", "padding_val"): -5,
+    ("new.tensor_scalar_cumulative", "imm1"): 3.0,
+    ("new.tensor_scalar_cumulative", "reduce_cmd"): isa_legacy.reduce_cmd.load_reduce,
+    ("new.rng", "engine"): isa_legacy.engine.gpsimd,
     ("nl.dynamic_range", "step"): 2,
     ("legacy.local_gather", "num_elem_per_idx"): 2,
     ("new.local_gather", "num_elem_per_idx"): 2,
@@ -491,6 +505,8 @@ WITH: dict[tuple[str, str], dict[str, Any]] = {
     ("legacy.tensor_scalar", "reverse1"): {"op1": np.subtract, "operand1": 3.0},
     ("new.tensor_scalar", "reverse1"): {"op1": np.subtract, "operand1": 3.0},
     ("legacy.range_select", "reduce_res"): {"reduce_cmd": isa_legacy.reduce_cmd.reset_reduce},
+    ("new.tensor_scalar_cumulative", "imm1"): {"reduce_cmd": isa_legacy.reduce_cmd.load_reduce},
+    ("new.tensor_scalar_cumulative", "reduce_cmd"): {"imm1": 3.0},
     ("new.range_select", "reduce_res"): {},
     ("legacy.range_select", "reduce_op"): {
         "reduce_cmd": isa_legacy.reduce_cmd.reset_reduce, "reduce_res": RES},

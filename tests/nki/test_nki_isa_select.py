@@ -510,3 +510,47 @@ def test_dynamic_range_and_no_reorder():
 
     x = RNG.standard_normal((128, 8)).astype(F32)
     np.testing.assert_allclose(run_kernel(kernel, x)[0], x * (1 + 3 + 5), rtol=1e-5)
+
+
+def test_new_nc_n_gather_rng_seed_nonzero_and_cumulative():
+    data = RNG.standard_normal((32, 4, 4)).astype(F32)
+    idx = RNG.integers(0, 16, (32, 6)).astype(np.uint32)
+    src = (RNG.random((128, 8)) < 0.4).astype(np.int32)
+
+    def kernel(d, i, s):
+        g = nl.ndarray((32, 6), dtype=nl.float32)
+        nisa_new.nc_n_gather(g, nl.load(d), nl.load(i))
+        seed = nl.full((1, 1), 11, dtype=nl.int32)
+        r1, r2 = nl.ndarray((4, 8), dtype=nl.uint16), nl.ndarray((4, 8), dtype=nl.uint16)
+        nisa_new.set_rng_seed(seed)
+        nisa_new.rng(r1)
+        nisa_new.set_rng_seed(seed)
+        nisa_new.rng(r2)
+        nz = nl.full((128, 9), 99, dtype=nl.int32)
+        nisa_new.nonzero_with_count(nz, nl.load(s), index_offset=100, padding_val=-1)
+        cum = nl.ndarray((32, 6), dtype=nl.float32)
+        nisa_new.tensor_scalar_cumulative(cum, g, np.multiply, np.maximum, 2.0)
+        return stored(g), stored(r1), stored(r2), stored(nz), stored(cum)
+
+    g, r1, r2, nz, cum = run_kernel(kernel, data, idx, src)[0]
+    np.testing.assert_array_equal(g, np.take_along_axis(data.reshape(32, 16), idx.astype(int), 1))
+    np.testing.assert_array_equal(r1, r2)
+    assert len(np.unique(r1)) > 16  # random bits, not a constant
+    for p in range(128):
+        if p % 16:
+            assert (nz[p] == 99).all()  # partitions a GpSimd core does not own: untouched
+            continue
+        hits = np.flatnonzero(src[p])
+        expect = np.full(9, -1)
+        expect[: hits.size] = hits + 100
+        expect[8] = hits.size
+        np.testing.assert_array_equal(nz[p], expect)
+    np.testing.assert_allclose(cum, np.maximum.accumulate(2.0 * g, axis=1), rtol=1e-6)
+
+    def bad(d, i):
+        g = nl.ndarray((32, 6), dtype=nl.float32)
+        nisa_new.nc_n_gather(g, nl.load(d), nl.load(i))
+        return stored(g)
+
+    with pytest.raises(NkiIndexError):
+        run_kernel(bad, data, idx + 16)
