@@ -572,6 +572,7 @@ from .nl_extra import (  # noqa: E402, F401 - re-exported as the nl surface
     atomic_rmw,
     dropout,
     gather_flattened,
+    loop_reduce,
     rand,
     random_seed,
 )

@@ -80,6 +80,40 @@ def gather_flattened(
     return _engine().gather_flattened(data, indices, mask=mask, dtype=dtype)
 
 
+def loop_reduce(
+    x: Any, op: Any, loop_indices: Any, *, dtype: Any = None, mask: Any = None
+) -> Tensor:
+    """Reduce ``x`` across loop iterations into the tile the result is assigned to:
+    ``t[...] = nl.loop_reduce(x, op, loop_indices=[k])`` is ``t[...] = op(t, x)`` (VectorE).
+
+    The destination is the assignment target, so the result must be assigned into a tile;
+    rebinding a name (``b = nl.loop_reduce(...)``) cannot be emulated and raises on the second
+    call from the same line."""
+    from .errors import kernel_location, unsupported
+    from .run import current_run
+    from .tensor import LOOP_REDUCE
+
+    opname = _ops.resolve(op, "nl.loop_reduce")
+    if opname not in ("add", "subtract", "multiply", "maximum", "minimum"):
+        raise NkiConstraintError(
+            "err_unsupported_operator", f"nl.loop_reduce: cannot reduce with {opname}"
+        )
+    registers = current_run().registers
+    key = ("loop_reduce", kernel_location())
+    site = registers.get(key)
+    if site is not None and not site["assigned"]:
+        raise unsupported(
+            "nki.language.loop_reduce whose result is not assigned into a tile "
+            "(write t[...] = nl.loop_reduce(...)); rebinding a name"
+        )
+    site = registers[key] = {"assigned": False}
+    from .language import copy
+
+    out = copy(x, dtype=dtype, mask=mask)
+    LOOP_REDUCE[out] = (opname, site)
+    return out
+
+
 def atomic_rmw(dst: Any, value: Any, op: Any, *, mask: Any = None) -> None:
     """``dst = op(dst, value)`` on HBM, atomically (only ``np.add``/``nl.add``)."""
     from .isa import rmw_add

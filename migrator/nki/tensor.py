@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,6 +101,12 @@ def held_dtype(dtype: np.dtype, buffer: Buffer, run: Any) -> np.dtype:
 def _is_array_index(x: Any) -> bool:
     return isinstance(x, np.ndarray | list) and np.ndim(x) >= 1
 
+
+# Tiles returned by nl.loop_reduce, waiting to be assigned into their destination:
+# tile -> (operator name, the call site's record).
+LOOP_REDUCE: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, bool]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 # shape -> the key selecting a whole storage of that shape (slices are immutable, so shared)
 _FULL_KEYS: dict[tuple[int, ...], Key] = {}
@@ -685,6 +692,21 @@ class Tensor:
         from . import language
 
         run = maybe_current_run()
+        pending = LOOP_REDUCE.pop(value, None) if isinstance(value, Tensor) else None
+        if pending is not None:  # `t[...] = nl.loop_reduce(x, op, ...)`: t = op(t, x)
+            opname, site = pending
+            site["assigned"] = True
+            from .ops import BINARY
+
+            old, old_ok = view.read()
+            new, new_ok = language._operand_values(value, view.shape)
+            with np.errstate(all="ignore"):
+                combined = BINARY[opname][0](dtypes.to_f32(old), new)
+            ok = old_ok if new_ok is None else (new_ok if old_ok is None else old_ok & new_ok)
+            with run.to_last_instruction() if run is not None else contextlib.nullcontext():  # type: ignore[union-attr]
+                # an associative reduction, allowed across affine iterations (as `+=`)
+                view.write(np.asarray(combined, np.float32), ok, accumulate=True)
+            return
         moved = run is not None and isinstance(value, Tensor) and run.wrote_last(value.storage.uid)
         # `t[...] = op(...)`: on hardware the instruction writes t directly.
         with run.to_last_instruction() if moved else contextlib.nullcontext():  # type: ignore[union-attr]

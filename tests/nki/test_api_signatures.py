@@ -128,6 +128,13 @@ def _atomic(f, e, **kw):
     return out
 
 
+def _loop_reduce(f, e, **kw):
+    acc = e.out()
+    for k in nl.affine_range(2):
+        acc[...] = f(e.x(), np.add, loop_indices=[k], **kw)
+    return acc
+
+
 def _device_print(f, e, **kw):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -177,6 +184,7 @@ EXAMPLES: dict[str, Any] = {
     "nl.dropout": lambda f, e, **kw: f(e.x(), 0.5, **kw),
     "nl.gather_flattened": lambda f, e, **kw: f(e.x(), nl.copy(e.i(), dtype=nl.uint32), **kw),
     "nl.atomic_rmw": _atomic,
+    "nl.loop_reduce": lambda f, e, **kw: _loop_reduce(f, e, **kw),
     "nl.arange": lambda f, e, **kw: f(6, **kw),
     "nl.dynamic_range": lambda f, e, **kw: list(f(6, **kw)),
     "nl.program_id": lambda f, e, **kw: f(**kw),

@@ -554,3 +554,26 @@ def test_new_nc_n_gather_rng_seed_nonzero_and_cumulative():
 
     with pytest.raises(NkiIndexError):
         run_kernel(bad, data, idx + 16)
+
+
+def test_loop_reduce_accumulates_into_the_assigned_tile():
+    x = RNG.standard_normal((4, 128, 16)).astype(F32) - 5.0  # all negative
+
+    def kernel(a, op):
+        best = nl.zeros((128, 16), dtype=nl.float32)
+        for k in nl.affine_range(4):
+            best[...] = nl.loop_reduce(nl.load(a[k]), op=op, loop_indices=[k])
+        return stored(best)
+
+    np.testing.assert_allclose(run_kernel(kernel, x, np.add)[0], x.sum(axis=0), rtol=1e-5)
+    # the destination is the rhs: its zero start takes part in the max
+    np.testing.assert_array_equal(run_kernel(kernel, x, np.maximum)[0], np.zeros((128, 16)))
+
+    def rebinding(a):
+        best = nl.zeros((128, 16), dtype=nl.float32)
+        for k in nl.affine_range(4):
+            best = nl.loop_reduce(nl.load(a[k]), op=np.add, loop_indices=[k])
+        return stored(best)
+
+    with pytest.raises(NotImplementedError, match="loop_reduce"):
+        run_kernel(rebinding, x)
