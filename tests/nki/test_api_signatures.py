@@ -721,3 +721,30 @@ def _double_row(api: str, mode: Any) -> None:
     got = mn.run_kernel(kernel, s, m)[0]
     np.testing.assert_array_equal(got, np.einsum("kli,klj->ij", s.astype(np.float32),
                                                  m.astype(np.float32)))  # fmt: skip
+
+
+def test_the_probe_catches_a_silently_ignored_keyword(monkeypatch):
+    """The rule can fail: a function that accepts dtype= but ignores it is caught."""
+    real = language.exp
+
+    def exp(x, *, dtype=None, mask=None):  # accepts dtype, drops it
+        return real(x, mask=mask)
+
+    exp.__module__ = "migrator.nki.language"
+    monkeypatch.setattr(language, "exp", exp)
+    assert run_example("nl.exp", {"dtype": nl.bfloat16}) == run_example("nl.exp", {})
+    monkeypatch.setattr(language, "exp", real)
+    assert run_example("nl.exp", {"dtype": nl.bfloat16}) != run_example("nl.exp", {})
+
+
+def test_a_catch_all_or_an_unclassified_parameter_fails_the_rule(monkeypatch):
+    def newcomer(x, *, dtype=None, mask=None, fancy=False, **extra):
+        return language.exp(x, dtype=dtype, mask=mask)
+
+    newcomer.__module__ = "migrator.nki.language"
+    monkeypatch.setitem(vars(language), "newcomer", newcomer)
+    listed = dict(functions())
+    assert "nl.newcomer" in listed
+    assert api_params.handling("nl.newcomer", "fancy") is None  # -> the coverage test fails
+    kinds = [p.kind for p in inspect.signature(listed["nl.newcomer"]).parameters.values()]
+    assert inspect.Parameter.VAR_KEYWORD in kinds  # -> test_no_keyword_catch_alls fails
