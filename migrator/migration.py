@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
@@ -21,6 +22,7 @@ from migrator.contract import (
     TaskSpec,
     bind_source,
     check_parameters,
+    is_float,
     load_spec,
     spec_for_source,
 )
@@ -304,6 +306,38 @@ def _lifted_plan(
     return plan, spec
 
 
+def _rounding_allowance(km: KernelMigration, plan: Plan, spec: TaskSpec) -> Any:
+    """For a kernel emitted from its lifted program whose task has half/bf16/fp8 data: the
+    check's allowance for the original's own rounding. The verified program evaluated in
+    float64 is the exact result; an NKI kernel may differ from the original by twice as much
+    as the original differs from it (it is then at least about as accurate)."""
+    from migrator.lift.lifter import low_unit
+    from migrator.lift.program import evaluate
+
+    if not plan.fields.get("lifted") or km.lifted is None or km.lifted.program is None:
+        return None
+    if not low_unit(spec):
+        return None
+    prog = km.lifted.program
+
+    def allowance(
+        sizes: dict[str, int], inputs: dict[str, Any], want: dict[str, Any]
+    ) -> dict[str, Any]:
+        shapes = {t.name: spec.shape_of(t, sizes) for t in spec.tensors}
+        params = {s.name: float(spec.scalar_value(s, sizes)) for s in spec.scalars
+                  if s.value is not None}  # fmt: skip
+        arrays = {n: np.asarray(v, dtype=np.float64) if is_float(v.dtype) else v
+                  for n, v in inputs.items()}  # fmt: skip
+        try:
+            exact = evaluate(prog, arrays, shapes, sizes, params)
+        except (ValueError, ArithmeticError):
+            return {}
+        return {n: 2.0 * np.abs(np.asarray(want[n], dtype=np.float64) - v)
+                for n, v in exact.items() if n in want}  # fmt: skip
+
+    return allowance
+
+
 def _unreadable_sizes(program: Any, spec: TaskSpec) -> set[str]:
     """Sizes the program uses that no tensor has as a whole dimension (the NKI kernel reads
     sizes from shapes, so it could not know them)."""
@@ -386,8 +420,9 @@ def _check(
     extra = [spec.resolve_sizes(options["sizes"])] if options.get("sizes") else []
     try:
         km.check = check_kernel(
-            nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target
-        )
+            nki_path, spec, plan.nki_name, size_sets=spec.all_size_sets() + extra, target=target,
+            allowance=_rounding_allowance(km, plan, spec),
+        )  # fmt: skip
     except Exception as e:  # the emitted kernel broke a rule outside the per-size checks
         km.status = "failed"
         km.diagnostics.append(diag.make("CONSTRAINT_VIOLATION", k.span, detail=str(e)[:300]))

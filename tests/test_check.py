@@ -61,3 +61,12 @@ def test_cuda_view_follows_a_typedef_chosen_by_a_macro_in_a_header(tmp_path) -> 
     )
     spec = load_spec(tmp_path / "k.toml")
     assert {t.dtype for t in cuda_view(spec).tensors} == {"bfloat16"}
+
+
+def test_an_allowance_widens_the_tolerance_where_given_and_only_there() -> None:
+    want = np.array([1.0, 2.0, 3.0])
+    got = want + np.array([0.05, 0.05, 0.05])
+    assert not compare("y", got, want, 1e-3, 1e-3).ok
+    allow = np.array([0.1, 0.1, 0.0])
+    r = compare("y", got, want, 1e-3, 1e-3, allowance=allow)
+    assert r.mismatches == 1 and r.allowance == 0.1

@@ -289,3 +289,24 @@ def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) ->
             v = v % int(value_of(t.mod, sizes))
         acc = acc + int(value_of(t.coef, sizes)) * v
     return np.asarray(acc, dtype=np.int64)
+
+
+def magnitude(e: Expr) -> Expr:
+    """An expression for the size of the terms `e` adds up: loads and constants by absolute
+    value, sums and products of those, reductions over them; any other operation by the
+    absolute value of its result (a quotient: the numerator's magnitude over the actual
+    denominator). A kernel that accumulates in low precision is off by about its unit
+    roundoff times this, not times the result (which may cancel to near zero)."""
+
+    def ab(x: Expr) -> Expr:
+        return Expr(kind="op", op="abs", args=[x])
+
+    if e.kind in ("load", "const", "param"):
+        return ab(e)
+    if e.kind == "reduce":
+        return e.model_copy(update={"args": [magnitude(e.args[0])]})
+    if e.op in ("+", "*", "max", "min", "neg"):
+        return e.model_copy(update={"args": [magnitude(a) for a in e.args]})
+    if e.op == "/":
+        return Expr(kind="op", op="/", args=[magnitude(e.args[0]), ab(e.args[1])])
+    return ab(e)

@@ -391,3 +391,40 @@ int main() {
     ln<<<(N * 32 + block_size - 1) / block_size, block_size>>>(x, y, N, C);
 }
 """
+
+
+def test_a_half_precision_tree_sum_checks_against_the_exact_result(tmp_path: Path) -> None:
+    """A row sum accumulated in half in a shared-memory tree: the original itself is off by
+    its rounding, the NKI kernel (fp32 accumulation) is closer to the exact sum. The lift
+    verifies within the unit roundoff times the terms' magnitude, and the check allows the NKI
+    kernel as much as the original's own distance from the exact result (reported)."""
+    src = tmp_path / "ht.cu"
+    src.write_text(HALF_TREE)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]
+    assert k.check is not None and k.check.ok
+    assert any(o.allowance > 0 for s in k.check.sizes for o in s.outputs)
+
+
+HALF_TREE = """#include <cuda_fp16.h>
+// one block per row of 512 halves, a shared-memory tree in half precision
+#define C 512
+__global__ void rowsum_tree(const half* x, half* y) {
+    __shared__ half s[256];
+    const half* row = x + blockIdx.x * C;
+    s[threadIdx.x] = __hadd(row[threadIdx.x], row[threadIdx.x + 256]);
+    __syncthreads();
+    for (int h = 128; h > 0; h >>= 1) {
+        if (threadIdx.x < h) s[threadIdx.x] = __hadd(s[threadIdx.x], s[threadIdx.x + h]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) y[blockIdx.x] = s[0];
+}
+int main() {
+    int R = 300;
+    half *x, *y;
+    cudaMalloc(&x, R * C * sizeof(half));
+    cudaMalloc(&y, R * sizeof(half));
+    rowsum_tree<<<R, 256>>>(x, y);
+}
+"""
