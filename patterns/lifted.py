@@ -11,6 +11,8 @@ Each rule looks at the verified program's shape and fills the plan of a template
   template (PSUM accumulation over K tiles);
 - total: `out[0] = sum_k f(x[k], y[k])` (plus the old `out[0]` where the kernel accumulates
   into it with atomics) -> per-partition sums, then one ones-vector matmul across partitions;
+- columns: `out[j] = sum_k f(x[k, j])` (plus the old `out[j]`: a bias gradient) -> row tiles
+  on the partitions, each summed across them by a ones-vector matmul into PSUM;
 - rows: `out[i, j]` (or a row result `out[i]`) from reductions along the row of 2-D inputs
   (`sum_k`, `max_k` of anything computed from `x[i, k]`) and a map of the row -> one row per
   partition, each reduction one free-axis instruction (softmax, layernorm, rmsnorm ... in any
@@ -54,7 +56,7 @@ _CALL = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt":
 def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
     """The plan of the first lowering rule that fits `program`."""
     why: list[str] = []
-    for rule in (_map, _transpose, _matmul, _rows, _total):
+    for rule in (_map, _transpose, _matmul, _rows, _total, _columns):
         try:
             return rule(program, tu, k, spec)
         except _NoFit as e:
@@ -618,5 +620,84 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
         "variant": "atomic_total", "term": term, "loads": loads, "n": first[0].shape[0],
         "out": out.var, "out_in": out.name if carried is not None else None, "op": "sum",
         "constant_notes": {"P_TILE": "partitions per tile", "F_TILE": "elements per partition"},
+    })  # fmt: skip
+    return p
+
+
+def _zero_at_zero(e: Expr) -> bool:
+    """Whether `e` is 0 wherever every load reads 0 (the padding of a partial tile adds
+    nothing to a sum over rows)."""
+    if e.kind == "load":
+        return True
+    if e.kind == "const":
+        return e.value == 0
+    if e.kind == "param":
+        return False
+    if e.kind == "reduce":
+        return _zero_at_zero(e.args[0])
+    if e.op == "*":
+        return any(_zero_at_zero(a) for a in e.args)
+    if e.op in ("+", "-", "max", "min"):
+        return all(_zero_at_zero(a) for a in e.args)
+    if e.op == "/":
+        return _zero_at_zero(e.args[0])
+    if e.op in ("neg", "abs", "sqrt", "tanh", "sin", "erf"):
+        return _zero_at_zero(e.args[0])
+    return False
+
+
+def _columns(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    if len(a.vars) != 1:
+        raise _NoFit("the output is not a vector")
+    j = a.vars[0]
+    e, carried = a.expr, None
+    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
+        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor and _reads(x, j)]
+        red = [x for x in e.args if x.kind == "reduce"]
+        if len(old) == 1 and len(red) == 1:
+            e, carried = red[0], old[0]
+    if e.kind != "reduce" or e.op != "sum":
+        raise _NoFit("not a sum down the columns (plus the old value)")
+    body, kv = e.args[0], e.var or ""
+    if _reduces(body):
+        raise _NoFit("a reduction inside the column sum")
+    if not _zero_at_zero(body):
+        raise _NoFit("the summed term is not 0 where a tile is padded")
+    p = _bind(tu, k, spec, "reduction", "columns")
+    out = _tensor(p, a.tensor)
+    if carried is not None and out.role != "inout":
+        raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
+    loads: dict[str, str] = {}
+    first: list[Any] = []
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        if not _reads(ld, kv, j) or len(t.shape) != 2:
+            raise Untranslatable(f"{ld.render()} is not a 2-D tensor read at [{kv}, {j}]")
+        if first and t.shape != first[0].shape:
+            raise Untranslatable(f"{ld.render()}: operands of different shapes")
+        first.append(t)
+        loads.setdefault(t.name, f"{t.name}_tile")
+        return loads[t.name]
+
+    try:
+        term = _Renderer(p, spec, tile_of).render(body)
+    except Untranslatable as e2:
+        raise _NoFit(str(e2)) from e2
+    if not first:
+        raise _NoFit("the summed term reads no tensor")
+    p.constants = {"P_TILE": PMAX, "F_TILE": MOVING_FMAX}
+    why = ("a sum down the columns: row tiles on the partitions, summed across them by a "
+           "ones-vector matmul that accumulates in PSUM")  # fmt: skip
+    p.notes = {"reduce": note(k.span, why)}
+    p.fields.update({
+        "variant": "columns", "term": term, "loads": loads, "rows": first[0].shape[0],
+        "cols": first[0].shape[1], "out": out.var, "op": "sum",
+        "out_in": out.name if carried is not None else None,
+        "constant_notes": {"P_TILE": "rows per tile (partitions)",
+                           "F_TILE": "columns per PSUM accumulation"},
     })  # fmt: skip
     return p
