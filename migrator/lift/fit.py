@@ -185,7 +185,9 @@ class Fitter:
         self.c = c
         self.shapes = shapes
         self.sizes = sizes
-        self.red_names = iter(RED_VARS)
+        # reduction variables: the usual letters, then numbered ones (an online softmax's
+        # rescaling nests more reductions than there are letters)
+        self.red_names = itertools.chain(RED_VARS, (f"k{n}" for n in itertools.count(1)))
 
     def node(self, insts: list[Inst]) -> Expr:
         # a subexpression the kernel computed once and used for many elements (a row's max in

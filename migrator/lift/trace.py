@@ -34,6 +34,11 @@ def _is_float(dtype: str) -> bool:
     return np_dtype(dtype).kind == "f" or dtype.startswith(("bfloat", "float"))
 
 
+# thread-statements a traced run may take (a few seconds of traced arithmetic): beyond it the
+# run stops with an error that names the budget, and the lifter tries no larger sizes
+TRACE_STATEMENTS = 4_000_000
+
+
 def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
     sz = dict(sizes)
     ins = make_inputs(spec, sz, seed)
@@ -75,7 +80,13 @@ def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
         args,
         shared_bytes=smem,
         template_args=list(spec.kernel.template_args),
-        options=InterpOptions(trace=True, oob="report", races=False, compact=False),
+        options=InterpOptions(
+            trace=True,
+            oob="report",
+            races=False,
+            compact=False,
+            max_thread_statements=TRACE_STATEMENTS,
+        ),
     )
     outs = {
         t.name: np.asarray(result.outputs.get(t.cuda_param, args[t.cuda_param]))

@@ -436,3 +436,24 @@ def test_large_verification_sets_are_sampled_not_skipped(
     at = np.array([0, 7, 19])
     sampled = evaluate(result.program, *args, points={"out": at})["out"]
     np.testing.assert_allclose(sampled, dense.reshape(-1)[at], rtol=1e-12)
+
+
+def test_a_traced_run_past_its_statement_budget_stops_with_a_named_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A traced run is slow per value: past its budget of thread-statements it stops (an error
+    naming the budget, deterministic on any machine) instead of running on."""
+    import migrator.lift.trace as trace
+
+    monkeypatch.setattr(trace, "TRACE_STATEMENTS", 50)
+    result = lift_task(_task(tmp_path, "linear"))
+    assert not result.ok and result.error and "budget of 50 thread-statements" in result.error
+
+
+def test_reduction_variables_do_not_run_out() -> None:
+    """More nested reductions than there are letters get numbered variables."""
+    from migrator.lift.fit import RED_VARS, Canonicaliser, Fitter
+
+    f = Fitter(Canonicaliser(), {}, {})
+    names = [next(f.red_names) for _ in range(len(RED_VARS) + 3)]
+    assert len(set(names)) == len(names) and names[-1] == "k3"

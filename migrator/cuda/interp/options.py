@@ -49,6 +49,9 @@ class InterpOptions:
     max_loop_iterations: int = 1 << 20
     extents: bool = False
     trace: bool = False
+    # stop a run past this many thread-statements (0: no limit); a traced run is slow per
+    # value, and the lifter sizes its work by this rather than by a clock
+    max_thread_statements: int = 0
 
     def __post_init__(self) -> None:
         if self.oob not in OOB_MODES:

@@ -85,6 +85,11 @@ class StmtMixin:
         if kind != "compound_statement":
             self.thread_statements += active
             self.current = node  # where an unexpected internal error is reported
+            cap = self.options.max_thread_statements
+            if cap and self.thread_statements > cap:
+                raise self.unsupported(
+                    node, f"the run exceeds its budget of {cap} thread-statements"
+                )
         fn(node, mask)
 
     def _s_nothing(self: Machine, node: Node, mask: np.ndarray) -> None:
