@@ -90,10 +90,10 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     and different between the sets (so that each number of the program names one size
     expression), multiples of 4 first (vectorised kernels often write only whole vectors).
 
-    Sizes that obey the kernel's relations (`M % 128 == 0`) come first; the smallest sizes,
-    relations set aside, after them (a whole-tile kernel then reads and writes past the edges,
-    reported and not stored, and may compute its stored elements differently: verification at
-    sizes that obey the relations decides)."""
+    Pairs of sizes that obey the kernel's relations (`M % 128 == 0`) and of the smallest sizes,
+    relations set aside, are tried cheapest first (a whole-tile kernel at the smallest sizes
+    reads and writes past the edges, reported and not stored, and may compute its stored
+    elements differently: verification at sizes that obey the relations decides)."""
     out: list[list[dict[str, int]]] = []
     for obey, scale, avoid in ((True, 1, True), (True, 1, False), (False, 1, True),
                                (True, 16, True)):  # fmt: skip
@@ -105,7 +105,9 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
             out.append(pair)
     if not out:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
-    return out
+    # cheapest first: a traced run costs its work, and a small pair that shows the wrong
+    # structure is caught by verification at the larger sizes anyway
+    return sorted(out, key=lambda pair: _work(spec, pair[1]))
 
 
 def _data_sizes(spec: TaskSpec) -> set[str]:
