@@ -22,7 +22,7 @@ from migrator.lift import lift_task
 from migrator.migration import migrate
 
 ROOT = Path(__file__).resolve().parents[1]
-LIFTED = ["mean_rows_cg", "sigmoid_vec4", "softmax_warp", "l2_norm_sq", "swiglu"]
+LIFTED = ["mean_rows_cg", "sigmoid_vec4", "softmax_warp", "l2_norm_sq", "swiglu", "col_sum"]
 BASELINE = "softmax_row"
 
 

@@ -70,3 +70,5 @@ def test_an_allowance_widens_the_tolerance_where_given_and_only_there() -> None:
     allow = np.array([0.1, 0.1, 0.0])
     r = compare("y", got, want, 1e-3, 1e-3, allowance=allow)
     assert r.mismatches == 1 and r.allowance == 0.1
+    # one allowance for the whole output (a sampled estimate of the original's error)
+    assert compare("y", got, want, 1e-3, 1e-3, allowance=np.float64(0.1)).ok

@@ -176,6 +176,7 @@ def _groups(c: Canonicaliser, t: Canon) -> list[tuple[str, list[Canon]]]:
 Inst = tuple[dict[str, int], Canon]
 
 
+MAX_DIVISORS = 48  # divisors tried per coordinate of a load that is not affine
 MAX_POSITIONAL = 8  # terms of one shape fitted one by one when they are no reduction
 
 
@@ -300,8 +301,13 @@ class Fitter:
             sizes = {s for s in self.sizes.values() if 1 < s < extents[j]}
             # likely divisors first: sizes, powers of two, then any other (a sample of the
             # elements can agree with several divisors; verification settles the choice)
-            cands = sorted({d for d in range(2, int(extents[j]))} | sizes,
+            # at most MAX_DIVISORS tries per coordinate: an index that no small divisor, size or
+            # power of two explains is not quasi-affine in a way the lifter would recognise
+            top = int(extents[j])
+            pool = sizes | {1 << b for b in range(1, top.bit_length())} | set(range(2, 64))
+            cands = sorted((d for d in pool if 1 < d < top),
                            key=lambda d: (d not in sizes, d & (d - 1) != 0, d))  # fmt: skip
+            cands = cands[:MAX_DIVISORS]
             others = np.delete(x, j, axis=1)
             for d in cands:
                 col = x[:, j]

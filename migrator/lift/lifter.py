@@ -291,10 +291,10 @@ def low_unit(spec: TaskSpec) -> float:
     return max((units.get(t.dtype, 0.0) for t in spec.tensors), default=0.0)
 
 
-def _reduce_cost(e: Expr, sizes: Mapping[str, int]) -> int:
+def reduce_cost(e: Expr, sizes: Mapping[str, int]) -> int:
     """Elements evaluated per output element: the largest product of reduction extents along a
     chain of nested reductions (side by side ones add, nested ones multiply)."""
-    inner = max((_reduce_cost(a, sizes) for a in e.args), default=1)
+    inner = max((reduce_cost(a, sizes) for a in e.args), default=1)
     if e.kind == "reduce":
         return max(1, int(value_of(e.extent or 1, sizes))) * inner
     return inner
@@ -314,7 +314,7 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
     rng = np.random.default_rng(seed)
     points: dict[str, np.ndarray] = {}
     for a in program.assigns:
-        red = _reduce_cost(a.expr, sizes)
+        red = reduce_cost(a.expr, sizes)
         total = math.prod(shapes[a.tensor])
         if total * red <= MAX_EVAL_ELEMENTS:
             continue
