@@ -570,6 +570,32 @@ def _post_order_reduces(e: Expr) -> list[Expr]:
 
 
 # --- total -------------------------------------------------------------------------------------
+def _sum_plus_old(
+    a: Any, is_old: Callable[[Expr], bool], what: str
+) -> tuple[Expr, str, Expr | None]:
+    """`out = sum_k body` or `out = out_old + sum_k body` (an accumulation into the output,
+    `is_old` telling the load of its own element): (body, k, the old-value load or None)."""
+    e, carried = a.expr, None
+    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
+        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor and is_old(x)]
+        red = [x for x in e.args if x.kind == "reduce"]
+        if len(old) == 1 and len(red) == 1:
+            e, carried = red[0], old[0]
+    if e.kind != "reduce" or e.op != "sum":
+        raise _NoFit(f"not {what} (plus the old value)")
+    body = e.args[0]
+    if _reduces(body):
+        raise _NoFit(f"a reduction inside {what}")
+    return body, e.var or "", carried
+
+
+def _carrying_tensor(p: Plan, name: str, carried: Expr | None) -> Any:
+    out = _tensor(p, name)
+    if carried is not None and out.role != "inout":
+        raise _NoFit(f"{name} adds its old value but is not an inout tensor")
+    return out
+
+
 def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
     if len(program.assigns) != 1:
         raise _NoFit("more than one output")
@@ -577,22 +603,10 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     o = next(t for t in spec.tensors if t.name == a.tensor)
     if spec.shape_of(o, spec.sizes) != (1,):
         raise _NoFit(f"{a.tensor} is not a single value")
-    e, carried = a.expr, None
-    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
-        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor]
-        red = [x for x in e.args if x.kind == "reduce"]
-        if len(old) == 1 and len(red) == 1 and [m.const for m in old[0].index] == [0] \
-                and not old[0].index[0].terms:  # fmt: skip
-            e, carried = red[0], old[0]
-    if e.kind != "reduce" or e.op != "sum":
-        raise _NoFit("not a sum over every element (plus the old total)")
-    body, kv = e.args[0], e.var or ""
-    if _reduces(body):
-        raise _NoFit("a reduction inside the sum")
+    total = [IndexMap()]  # the one element: out[0]
+    body, kv, carried = _sum_plus_old(a, lambda ld: ld.index == total, "a sum over every element")
     p = _bind(tu, k, spec, "reduction", "atomic_total")
-    out = _tensor(p, a.tensor)
-    if carried is not None and out.role != "inout":
-        raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
+    out = _carrying_tensor(p, a.tensor, carried)
     loads: dict[str, str] = {}
     first: list[Any] = []
 
@@ -631,21 +645,9 @@ def _columns(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -
     if len(a.vars) != 1:
         raise _NoFit("the output is not a vector")
     j = a.vars[0]
-    e, carried = a.expr, None
-    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
-        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor and _reads(x, j)]
-        red = [x for x in e.args if x.kind == "reduce"]
-        if len(old) == 1 and len(red) == 1:
-            e, carried = red[0], old[0]
-    if e.kind != "reduce" or e.op != "sum":
-        raise _NoFit("not a sum down the columns (plus the old value)")
-    body, kv = e.args[0], e.var or ""
-    if _reduces(body):
-        raise _NoFit("a reduction inside the column sum")
+    body, kv, carried = _sum_plus_old(a, lambda ld: _reads(ld, j), "a sum down the columns")
     p = _bind(tu, k, spec, "reduction", "columns")
-    out = _tensor(p, a.tensor)
-    if carried is not None and out.role != "inout":
-        raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
+    out = _carrying_tensor(p, a.tensor, carried)
     loads: dict[str, str] = {}
     first: list[Any] = []
 
