@@ -589,6 +589,31 @@ def _sum_plus_old(
     return body, e.var or "", carried
 
 
+def _summed_term(
+    p: Plan, spec: TaskSpec, body: Expr, check: Callable[[Expr, Any, list[Any]], None]
+) -> tuple[str, dict[str, str], list[Any]]:
+    """The summed term as NKI source over one tile per tensor it loads (each load accepted by
+    `check(load, tensor, tensors so far)`, which raises `Untranslatable` otherwise): (term,
+    tensor -> tile name, the tensors read in order)."""
+    loads: dict[str, str] = {}
+    first: list[Any] = []
+
+    def tile_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        check(ld, t, first)
+        first.append(t)
+        loads.setdefault(t.name, f"{t.name}_tile")
+        return loads[t.name]
+
+    try:
+        term = _Renderer(p, spec, tile_of).render(body)
+    except Untranslatable as e:
+        raise _NoFit(str(e)) from e
+    if not first:
+        raise _NoFit("the summed term reads no tensor")
+    return term, loads, first
+
+
 def _carrying_tensor(p: Plan, name: str, carried: Expr | None) -> Any:
     out = _tensor(p, name)
     if carried is not None and out.role != "inout":
@@ -607,23 +632,12 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     body, kv, carried = _sum_plus_old(a, lambda ld: ld.index == total, "a sum over every element")
     p = _bind(tu, k, spec, "reduction", "atomic_total")
     out = _carrying_tensor(p, a.tensor, carried)
-    loads: dict[str, str] = {}
-    first: list[Any] = []
 
-    def tile_of(ld: Expr) -> str:
-        t = _tensor(p, ld.tensor)
+    def check(ld: Expr, t: Any, first: list[Any]) -> None:
         if not _reads(ld, kv) or len(t.shape) != 1:
             raise Untranslatable(f"{ld.render()} is not a 1-D tensor read at the summed index")
-        first.append(t)
-        loads.setdefault(t.name, f"{t.name}_tile")
-        return loads[t.name]
 
-    try:
-        term = _Renderer(p, spec, tile_of).render(body)
-    except Untranslatable as e2:
-        raise _NoFit(str(e2)) from e2
-    if not first:
-        raise _NoFit("the summed term reads no tensor")
+    term, loads, first = _summed_term(p, spec, body, check)
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
     why = "the total over every element: per-partition sums, then one ones-vector matmul"
     p.notes = {"reduce": note(k.span, why)}
@@ -648,25 +662,14 @@ def _columns(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -
     body, kv, carried = _sum_plus_old(a, lambda ld: _reads(ld, j), "a sum down the columns")
     p = _bind(tu, k, spec, "reduction", "columns")
     out = _carrying_tensor(p, a.tensor, carried)
-    loads: dict[str, str] = {}
-    first: list[Any] = []
 
-    def tile_of(ld: Expr) -> str:
-        t = _tensor(p, ld.tensor)
+    def check(ld: Expr, t: Any, first: list[Any]) -> None:
         if not _reads(ld, kv, j) or len(t.shape) != 2:
             raise Untranslatable(f"{ld.render()} is not a 2-D tensor read at [{kv}, {j}]")
         if first and t.shape != first[0].shape:
             raise Untranslatable(f"{ld.render()}: operands of different shapes")
-        first.append(t)
-        loads.setdefault(t.name, f"{t.name}_tile")
-        return loads[t.name]
 
-    try:
-        term = _Renderer(p, spec, tile_of).render(body)
-    except Untranslatable as e2:
-        raise _NoFit(str(e2)) from e2
-    if not first:
-        raise _NoFit("the summed term reads no tensor")
+    term, loads, first = _summed_term(p, spec, body, check)
     p.constants = {"P_TILE": PMAX, "F_TILE": MOVING_FMAX}
     why = ("a sum down the columns: row tiles on the partitions, summed across them by a "
            "ones-vector matmul that accumulates in PSUM")  # fmt: skip
