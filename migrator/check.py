@@ -22,7 +22,6 @@ from migrator.contract import (
     SpecError,
     TaskSpec,
     bind_source,
-    is_float,
     load_spec,
     make_inputs,
     np_dtype,
@@ -207,22 +206,6 @@ def compare(
     )
 
 
-def _unwritten(spec: TaskSpec, sizes: dict[str, int], seed: int, inputs: dict[str, np.ndarray],
-               want: list[np.ndarray]) -> list[np.ndarray | None]:  # fmt: skip
-    """Per output: where the CUDA original leaves it unwritten (NaN before the run stays NaN, and
-    a second run with another fill keeps that fill), or None where it writes every element."""
-    from migrator.cuda.interp.spec_run import run_spec_full
-
-    outs = spec.outputs_in_order
-    nan = [t.role == "out" and is_float(w.dtype) and bool(np.isnan(w).any())
-           for t, w in zip(outs, want, strict=False)]  # fmt: skip
-    if not any(nan):
-        return [None] * len(want)
-    again = run_spec_full(spec, sizes, seed, inputs=inputs, out_fill=7.25).outputs
-    return [np.isnan(w) & (np.asarray(a, dtype=np.float64) == 7.25) if n else None
-            for n, w, a in zip(nan, want, again, strict=False)]  # fmt: skip
-
-
 def check_kernel(
     nki_file: str | Path,
     spec: TaskSpec,
@@ -241,6 +224,7 @@ def check_kernel(
     import migrator.nki as mn
     from migrator.cuda.interp import run_spec
     from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.spec_run import unwritten_elements
 
     module = mn.load_kernel_module(nki_file)
     name = nki_name or spec.kernel.name.removesuffix("_kernel")
@@ -257,7 +241,7 @@ def check_kernel(
         cuda_ins = {t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c in pairs}
         try:
             want = run_spec(cuda_spec, sizes, seed=seed, inputs=cuda_ins)
-            unwritten = _unwritten(cuda_spec, sizes, seed, cuda_ins, want)
+            unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins)
         except InterpError as e:  # the original does not run: nothing to compare against
             res.cuda_error = str(e)
             results.append(res)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from migrator.contract import TaskSpec, is_float, np_dtype
 from migrator.cuda.interp.findings import InterpError
-from migrator.cuda.interp.spec_run import run_spec_full
+from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
 from migrator.lift.fit import Canonicaliser, fit_elements, merge, symbolise
 from migrator.lift.program import Expr, LiftError, Program, evaluate, magnitude, value_of
@@ -358,11 +358,11 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
             # kernel at a size that is no multiple of 4), or a NaN it computed? A second run
             # with another fill tells them apart; unwritten elements are not compared
             if unwritten is None:
-                again = run_spec_full(spec, sizes, seed, out_fill=7.25).outputs
-                unwritten = [np.isnan(a) & (np.asarray(b, dtype=np.float64) == 7.25)
-                             for a, b in zip(outs, again, strict=True)]  # fmt: skip
-            skip = unwritten[n] if at is None else unwritten[n].reshape(-1)[at]
-            ref64 = np.where(skip, mine, ref64)
+                unwritten = unwritten_elements(spec, sizes, seed, outs)
+            mask = unwritten[n]
+            if mask is not None:
+                skip = mask if at is None else mask.reshape(-1)[at]
+                ref64 = np.where(skip, mine, ref64)
         scale = max(1.0, float(np.nanmax(np.abs(ref64))) if ref64.size else 1.0)
         tol = 1e-5 * scale if np_dtype(t.dtype).itemsize >= 4 else 1e-2 * scale
         if unit and t.name in mags:

@@ -125,3 +125,22 @@ def run_spec(
 ) -> list[np.ndarray]:
     """Run a spec's kernel; returns the `out`/`inout` tensors in spec order."""
     return run_spec_full(spec, sizes, seed, inputs, options).outputs
+
+
+def unwritten_elements(
+    spec: TaskSpec,
+    sizes: Mapping[str, int],
+    seed: int,
+    outputs: list[np.ndarray],
+    inputs: Mapping[str, np.ndarray] | None = None,
+) -> list[np.ndarray | None]:
+    """Per output of a run (`outputs`, with NaN-filled `out` tensors): where the kernel left it
+    unwritten (NaN that a second run with another fill keeps as that fill, not a NaN it
+    computed), or None where it has no NaN to explain."""
+    nan = [t.role == "out" and is_float(w.dtype) and bool(np.isnan(w).any())
+           for t, w in zip(spec.outputs_in_order, outputs, strict=False)]  # fmt: skip
+    if not any(nan):
+        return [None] * len(outputs)
+    again = run_spec_full(spec, sizes, seed, inputs=inputs, out_fill=7.25).outputs
+    return [np.isnan(w) & (np.asarray(a, dtype=np.float64) == 7.25) if n else None
+            for n, w, a in zip(nan, outputs, again, strict=False)]  # fmt: skip
