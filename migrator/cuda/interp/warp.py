@@ -28,23 +28,29 @@ WARP_SIZE = 32
 
 
 def _lane_id(m: Machine) -> np.ndarray:
-    return m.geo.tid % WARP_SIZE
+    return m.geo._memo("warp_lane", lambda: m.geo.tid % WARP_SIZE)
 
 
 def _warp_id(m: Machine) -> np.ndarray:
     """Global warp number of each lane within the batch."""
     per_block = -(-m.geo.threads // WARP_SIZE)
-    return m.geo.blk * per_block + m.geo.tid // WARP_SIZE
+    return m.geo._memo("warp_id", lambda: m.geo.blk * per_block + m.geo.tid // WARP_SIZE)
 
 
 def _check_mask(m: Machine, mask_val: Val, mask: np.ndarray, node: Node) -> None:
     """Every lane named in the member mask must be executing this call."""
+    if m.geo.n == 0 or mask.all():  # every lane executes it: no named lane can be missing
+        return
     wid = _warp_id(m)
-    n_warps = int(wid[-1]) + 1 if m.geo.n else 0
-    member = np.zeros(n_warps, dtype=np.uint64)
-    mv = lanes(convert(mask_val, ct.UINT), m.geo.n).astype(np.uint64)
-    np.bitwise_or.at(member, wid[mask], mv[mask])
-    named = ((member[wid] >> _lane_id(m).astype(np.uint64)) & np.uint64(1)).astype(bool)
+    n_warps = int(wid[-1]) + 1
+    mv_all = convert(mask_val, ct.UINT).data
+    if np.ndim(mv_all) == 0:  # one mask for every lane (the usual 0xffffffff)
+        named = ((np.uint64(mv_all) >> _lane_id(m).astype(np.uint64)) & np.uint64(1)).astype(bool)
+    else:
+        member = np.zeros(n_warps, dtype=np.uint64)
+        mv = lanes(convert(mask_val, ct.UINT), m.geo.n).astype(np.uint64)
+        np.bitwise_or.at(member, wid[mask], mv[mask])
+        named = ((member[wid] >> _lane_id(m).astype(np.uint64)) & np.uint64(1)).astype(bool)
     warp_active = np.zeros(n_warps, dtype=bool)
     warp_active[wid[mask]] = True
     bad = named & ~mask & warp_active[wid]
@@ -55,6 +61,21 @@ def _check_mask(m: Machine, mask_val: Val, mask: np.ndarray, node: Node) -> None
             "warp intrinsic mask names lanes that are not executing it (exited or diverged)",
             bad,
         )
+
+
+def _sources(
+    m: Machine,
+    b: np.ndarray,
+    width: int,
+    src_of: Callable[[np.ndarray, np.ndarray, int], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per lane: the batch lane it reads from, and whether that source thread exists."""
+    lane = _lane_id(m)
+    src_lane = src_of(lane, b, width)
+    src_tid = m.geo.tid - lane + src_lane
+    exists = src_tid < m.geo.threads  # partial last warp: no such thread
+    src_tid = np.where(exists, src_tid, m.geo.tid)
+    return m.geo.lane - m.geo.tid + src_tid, exists
 
 
 def _shuffle(
@@ -71,13 +92,14 @@ def _shuffle(
     if width not in (1, 2, 4, 8, 16, 32):
         raise m.error(node, f"shuffle width {width} is not a power of two <= 32")
     _check_mask(m, mask_val, mask, node)
-    lane = _lane_id(m)
-    b = lanes(convert(arg, ct.INT), m.geo.n).astype(np.int64)
-    src_lane = src_of(lane, b, width)
-    src_tid = m.geo.tid - lane + src_lane
-    exists = src_tid < m.geo.threads  # partial last warp: no such thread
-    src_tid = np.where(exists, src_tid, m.geo.tid)
-    src = m.geo.lane - m.geo.tid + src_tid
+    delta = convert(arg, ct.INT).data
+    if np.ndim(delta) == 0:
+        # one lane/delta for the whole batch (a shuffle tree's offsets): the source table
+        # depends only on the geometry, so each tree level builds it once per batch
+        key = f"shfl:{src_of.__name__}:{int(delta)}:{width}"
+        src, exists = m.geo._memo(key, lambda: _sources(m, np.int64(delta), width, src_of))
+    else:
+        src, exists = _sources(m, np.asarray(delta, dtype=np.int64), width, src_of)
     inactive_src = mask & (~exists | ~mask[src])  # a missing lane of a partial warp too
     if inactive_src.any():
         m.finding(
