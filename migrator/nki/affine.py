@@ -83,6 +83,19 @@ def _materialise(storage: Storage) -> None:
     storage.stamps = stamps
 
 
+def alias_stamps(storage: Storage, key: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Writer stamps for a reshaped alias of `storage`: a view of the same per-element array,
+    so a write through one reshape is seen by the checks of every other view of that memory
+    (each `x.reshape(...)` inside a loop is a new alias)."""
+    _materialise(storage)
+    if storage.stamps is None:
+        storage.stamps = np.zeros(storage.data.shape, dtype=np.int64)  # lazily mapped pages
+    elif storage.stamps.dtype != np.int64:
+        # widened now, before any alias holds a view (a later widening would detach them)
+        storage.stamps = storage.stamps.astype(np.int64)
+    return storage.stamps[key].reshape(shape)
+
+
 def _scan(storage: Storage, idx: Any, mask: np.ndarray | None) -> _Scan | None:
     """One pass over the stamp rectangles for a rectangular access, or None (array form)."""
     boxes = storage.stamp_boxes

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
-from .affine import check_affine_read, check_affine_write
+from .affine import alias_stamps, check_affine_read, check_affine_write
 from .errors import (
     NkiConstraintError,
     NkiHostComputeError,
@@ -602,6 +602,9 @@ class Tensor:
         alias = Storage(data.reshape(shape), self.buffer, valid=valid, account=False)
         alias.borrowers = self.storage.shared_borrowers()  # writes via either side detach them
         alias.uid = self.storage.uid  # same memory for the dependency schedule
+        # the same affine-loop history: writes through any view are checked against all
+        alias.alloc_depth = self.storage.alloc_depth
+        alias.stamps = alias_stamps(self.storage, self.key, shape)
         return Tensor(alias)
 
     def view(self, dtype: Any) -> Tensor:

@@ -320,6 +320,33 @@ def test_affine_iterations_overwriting_same_output():
     expect_violation(kernel, "err_unexpected_output_dependencies", np.ones((128, 4), F32))
 
 
+def test_affine_iterations_overwriting_through_reshaped_views():
+    # every iteration reshapes the output afresh (as generated row-tiled kernels do): the
+    # views share one write history, so two iterations writing the same rows still conflict
+    def kernel(a):
+        out = nl.ndarray((128 * 4,), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            i_p = nl.arange(128)[:, None]
+            i_f = nl.arange(4)[None, :]
+            rows = out.reshape((128, 4))
+            nl.store(rows[i_p, i_f], value=nl.load(a), mask=(i_p < 128))  # VIOLATION
+        return out
+
+    expect_violation(kernel, "err_unexpected_output_dependencies", np.ones((128, 4), F32))
+
+    def disjoint(a):
+        out = nl.ndarray((256 * 4,), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            i_p = i * 128 + nl.arange(128)[:, None]
+            i_f = nl.arange(4)[None, :]
+            nl.store(out.reshape((256, 4))[i_p, i_f], value=nl.load(a), mask=(i_p < 256))
+        return out
+
+    out, run = run_kernel(disjoint, np.ones((128, 4), F32))
+    np.testing.assert_array_equal(out, np.ones(1024, F32))
+    assert run.findings == []
+
+
 def test_psum_accumulation_in_affine_loop_is_allowed():
     def kernel(s, mv):
         out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
