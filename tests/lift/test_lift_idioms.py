@@ -461,3 +461,61 @@ def test_a_column_sum_lowers_to_ones_vector_matmuls(tmp_path: Path, api: str) ->
     assert k.status == "complete", [d.render() for d in k.diagnostics]
     assert k.variant == "columns"
     assert k.check is not None and k.check.ok
+
+
+def test_a_program_too_large_to_verify_at_first_reading_is_decided_by_the_second_fit(
+    tmp_path: Path,
+) -> None:
+    """Rows of 64 (a template argument) traced at N = 8 rows: reading 64 as N * N makes every
+    verification set too large to evaluate, which proves nothing. The second fit of the same
+    pair decides that 64 is a constant; the lifter must not move on to larger, slower traces."""
+    from migrator.api import inspect
+    from migrator.infer import infer_spec
+    from migrator.lift.lifter import lift_task, trace_pairs
+
+    cuda = """
+    template <int T = 64>
+    __global__ void center_scale(float* x, float* y, int N, int K) {
+        __shared__ float s[T];
+        __shared__ float mean, var;
+        int tid = threadIdx.x;
+        int i = blockIdx.x * K + tid;
+        float v = (i < N * K) ? x[i] : 0.0f;
+        s[tid] = v;
+        __syncthreads();
+        for (int h = T / 2; h > 0; h >>= 1) {
+            if (tid < h) s[tid] += s[tid + h];
+            __syncthreads();
+        }
+        if (tid == 0) mean = s[0] / (float)K;
+        __syncthreads();
+        float d = v - mean;
+        s[tid] = d * d;
+        __syncthreads();
+        for (int h = T / 2; h > 0; h >>= 1) {
+            if (tid < h) s[tid] += s[tid + h];
+            __syncthreads();
+        }
+        if (tid == 0) var = s[0] / (float)K;
+        __syncthreads();
+        if (i < N * K) y[i] = d * rsqrtf(var + 1e-5f);
+    }
+    int main() {
+        int N = 4096;
+        float *x, *y;
+        cudaMalloc(&x, N * 64 * sizeof(float));
+        cudaMalloc(&y, N * 64 * sizeof(float));
+        center_scale<64><<<N, 64>>>(x, y, N, 64);
+        return 0;
+    }
+    """
+    src = tmp_path / "center_scale.cu"
+    src.write_text(textwrap.dedent(cuda))
+    tu = inspect(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    first = trace_pairs(spec)[0]
+    assert first[0] == {"N": 8}, first  # 8 * 8 is the row length: the coincidence
+    result = lift_task(spec)
+    assert result.ok, result.render()
+    assert result.fitted_at[0] == first[0], result.render()
+    assert "64" in result.program.render() and "N * N" not in result.program.render()
