@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tree_sitter import Node
 
@@ -54,7 +55,20 @@ def analyze_file(
     defines: dict[str, str] | None = None,
 ) -> TranslationUnit:
     """Read, preprocess, parse and analyse a CUDA file (raises `SourceError` on bad input)."""
-    return analyze(parse_file(path, include_dirs, defines))
+    parsed = parse_file(path, include_dirs, defines)
+    # a migration analyses its file more than once (itself, the check's parameter types):
+    # the same preprocessed text gives the same unit; each caller gets its own copy
+    key = (str(path), parsed.pre.text, tuple(parsed.pre.line_map))
+    tu = _ANALYSED.get(key)
+    if tu is None:
+        tu = analyze(parsed)
+        if len(_ANALYSED) >= 8:
+            _ANALYSED.pop(next(iter(_ANALYSED)))
+        _ANALYSED[key] = tu
+    return tu.model_copy(deep=True)
+
+
+_ANALYSED: dict[tuple[Any, ...], TranslationUnit] = {}
 
 
 def analyze_text(text: str, path: str = "<string>", **kw: object) -> TranslationUnit:

@@ -164,6 +164,12 @@ class _Preprocessor(pcpp.Preprocessor):
         self.c2n_diagnostics: list[Diagnostic] = []
         self.line_directive = "#line"
         self.compress = 0
+        self.opened: set[str] = set()  # files read through #include (a cached result's deps)
+
+    def on_file_open(self, is_system_include: bool, includepath: str):  # type: ignore[no-untyped-def]
+        f = super().on_file_open(is_system_include, includepath)
+        self.opened.add(str(Path(includepath).resolve()))
+        return f
 
     def on_include_not_found(
         self, is_malformed: bool, is_system_include: bool, curdir: str, includepath: str
@@ -191,12 +197,48 @@ class _Preprocessor(pcpp.Preprocessor):
 _LINE_RE = re.compile(r'^#line (\d+)(?: "(.*)")?\s*$')
 
 
+# Preprocessed files by (name, text, -I, -D): one migration reads its file several times
+# (front end, spec inference, interpreter, check), and pcpp is the slowest step of each read.
+# An entry is used only while every file it included is unchanged (its mtime and size).
+_PREPROCESSED: dict[tuple[str, str, str, str], tuple[Preprocessed, list[tuple[str, int, int]]]]
+_PREPROCESSED = {}
+_PREPROCESSED_MAX = 16
+
+
+def _stamp(path: str) -> tuple[str, int, int]:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return (path, -1, -1)
+    return (path, st.st_mtime_ns, st.st_size)
+
+
 def preprocess(
     source: SourceFile,
     include_dirs: list[str | Path] | None = None,
     defines: dict[str, str] | None = None,
 ) -> Preprocessed:
     """Run the C preprocessor over a CUDA file, mapping every output line to its origin."""
+    key = (source.path, source.text, repr([str(d) for d in include_dirs or []]),
+           repr(sorted((defines or {}).items())))  # fmt: skip
+    hit = _PREPROCESSED.get(key)
+    if hit is None or any(_stamp(st[0]) != st for st in hit[1]):
+        pre, opened = _preprocess(source, include_dirs, defines)
+        if len(_PREPROCESSED) >= _PREPROCESSED_MAX:
+            _PREPROCESSED.pop(next(iter(_PREPROCESSED)))  # the oldest
+        hit = _PREPROCESSED[key] = (pre, [_stamp(f) for f in sorted(opened)])
+    p = hit[0]
+    return Preprocessed(path=p.path, text=p.text, line_map=list(p.line_map),
+                        originals=dict(p.originals), macros=dict(p.macros),
+                        diagnostics=list(p.diagnostics))  # fmt: skip
+
+
+def _preprocess(
+    source: SourceFile,
+    include_dirs: list[str | Path] | None = None,
+    defines: dict[str, str] | None = None,
+) -> tuple[Preprocessed, set[str]]:
+    """The preprocessed file and the paths of the files it included."""
     main = source.path
     pp = _Preprocessor(main)
     base_dir = str(Path(main).resolve().parent)
@@ -247,7 +289,7 @@ def preprocess(
         originals={main: source.text.splitlines()},
         macros=macros,
         diagnostics=list(pp.c2n_diagnostics),
-    )
+    ), pp.opened
 
 
 def _resolve_include(name: str, main: str, base_dir: str, include_dirs: list[str | Path]) -> str:

@@ -113,3 +113,23 @@ def test_quoted_system_header_is_skipped_like_a_system_one(tmp_path: Path) -> No
                   "__global__ void k(float* x) { x[0] = 1.0f; }\n")  # fmt: skip
     parsed = parse_file(cu)
     assert "__global__" in parsed.text(parsed.root)
+
+
+def test_preprocessing_is_reused_until_an_included_file_changes(tmp_path: Path) -> None:
+    """A migration reads its file several times; the preprocessed result is kept, but an edit
+    of a header it includes (even one that only defines macros) is seen at the next read."""
+    import os
+
+    (tmp_path / "width.cuh").write_text("#define WIDTH 4\n")
+    main = tmp_path / "k.cu"
+    main.write_text('#include "width.cuh"\n__global__ void k(float* y) { y[0] = WIDTH; }\n')
+    first = preprocess(read_source(main))
+    assert first.macros["WIDTH"] == "4"
+    again = preprocess(read_source(main))
+    assert again.macros["WIDTH"] == "4" and again is not first
+    again.macros["WIDTH"] = "changed by a caller"  # a caller's edit stays its own
+    assert preprocess(read_source(main)).macros["WIDTH"] == "4"
+    (tmp_path / "width.cuh").write_text("#define WIDTH 16\n")
+    st = (tmp_path / "width.cuh").stat()
+    os.utime(tmp_path / "width.cuh", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert preprocess(read_source(main)).macros["WIDTH"] == "16"
