@@ -33,6 +33,9 @@ PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measure
 
 
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
+# ... and a default size set chosen here, not read from the host code, is at most this large:
+# every migration runs the original, the lifted program and the NKI kernel at the defaults
+DEFAULT_ELEMENTS = 1 << 20
 
 
 MAX_PROBE_ALLOC = 1 << 26  # no measurement run allocates a larger tensor
@@ -90,9 +93,11 @@ def _grow_until_launchable(data: dict[str, Any], sset: dict[str, int], free: set
         sset.update(grown)
 
 
-def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str]) -> None:
+def _cap_elements(
+    tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str], cap: int = MAX_ELEMENTS
+) -> None:
     """Halve the largest free size (keeping it odd: still ragged) until every tensor of the
-    size set has at most MAX_ELEMENTS elements (`S * H` with S = 65536 is 16M)."""
+    size set has at most `cap` elements (`S * H` with S = 65536 is 16M)."""
     from migrator.contract import SpecError, eval_expr
 
     def largest() -> int:
@@ -106,7 +111,7 @@ def _cap_elements(tensors: list[dict[str, Any]], sset: dict[str, int], keep: set
 
     for _ in range(64):
         free = [n for n in sset if n not in keep and sset[n] > 8]
-        if largest() <= MAX_ELEMENTS or not free:
+        if largest() <= cap or not free:
             return
         n = max(free, key=lambda x: sset[x])
         sset[n] = sset[n] // 2 + 1

@@ -25,6 +25,7 @@ from migrator.infer.host import (
     _positive_int,
 )
 from migrator.infer.measure import (
+    DEFAULT_ELEMENTS,
     _cap_elements,
     _fit_budget,
     _fixed_extents,
@@ -231,6 +232,7 @@ def infer_spec(
         # then [i], fool the index algebra); kernels that assume whole tiles reach past a
         # ragged size by design, so tiny sizes would accuse them wrongly
         _cap_elements(tensors, sizes, launch_only | in_block)
+        _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
         short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
         if short:
             for p in short:
@@ -243,6 +245,10 @@ def infer_spec(
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
+    # sizes the host code does not state are ours to choose: small enough that a migration's
+    # runs at the defaults (original, lifted program, NKI kernel, profile) stay quick
+    _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
+    for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
     if relations:

@@ -29,6 +29,7 @@ from migrator.cuda.interp.traced import Sym
 from migrator.lift.program import Assign, Expr, IndexMap, LiftError, Program, Term
 
 Canon = tuple[Any, ...]
+_chained = itertools.chain.from_iterable  # keys concatenate their leaves' indices (in C)
 OUT_VARS = ("i", "j", "l", "m", "n")
 RED_VARS = ("k", "q", "r", "s", "t", "u", "w")
 _FUNCS = {"exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "abs"}
@@ -154,12 +155,12 @@ class Canonicaliser:
             for s, grp in itertools.groupby(k0 for k0, _ in ks):
                 n = len(list(grp))
                 sigs.append(f"{s}*" if n > 1 else s)
-            k = (f"{tag}({','.join(sigs)})", tuple(v for _, vs in ks for v in vs))
+            k = (f"{tag}({','.join(sigs)})", tuple(_chained(vs for _, vs in ks)))
         else:
             parts = [x for x in t[1:] if isinstance(x, tuple)]
             ks = [self.key(x) for x in parts]
             head = t[0] if tag != "sel" else f"sel{t[1]}"
-            k = (f"{head}({','.join(s for s, _ in ks)})", tuple(v for _, vs in ks for v in vs))
+            k = (f"{head}({','.join(s for s, _ in ks)})", tuple(_chained(vs for _, vs in ks)))
         self.keys[id(t)] = k
         return k
 
