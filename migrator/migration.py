@@ -302,6 +302,7 @@ def _lifted_plan(
                                     sizes=_clip(sizes, 160)))  # fmt: skip
     km.family, km.variant = plan.family, plan.variant
     km.reasons = [f"computes {line}" for line in result.program.render().splitlines()]
+    km.reasons += [f"from the CUDA lines: {p.render()}" for p in result.sources]
     km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
                      for c in km.constructs]  # fmt: skip
     return plan, spec
@@ -351,7 +352,12 @@ def _rounding_allowance(km: KernelMigration, plan: Plan, spec: TaskSpec) -> Any:
                 err = np.abs(w.reshape(-1)[points[n]] - v)
                 out[n] = np.float64(2.0 * np.nanmax(err)) if err.size else np.float64(0.0)
             else:
-                out[n] = 2.0 * np.abs(w - v)
+                # where the original overflows its precision (hexp past 65504) and the exact
+                # result is finite, the NKI kernel is held to the exact result
+                over = ~np.isfinite(w) & np.isfinite(v)
+                out[n] = np.where(over, 0.0, 2.0 * np.abs(w - v))
+                if over.any():
+                    out[f"{n}@exact"] = np.where(over, v, np.nan)
         return out
 
     return allowance

@@ -43,6 +43,8 @@ class Canonicaliser:
     def __init__(self) -> None:
         self.memo: dict[int, Canon] = {}
         self.keys: dict[int, tuple[str, tuple[float, ...]]] = {}
+        # per n-ary node: the source rows (`Sym.at`) of the traced operations folded into it
+        self.rows: dict[int, set[tuple[int, int]]] = {}
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -61,18 +63,19 @@ class Canonicaliser:
         if op == "param":
             return ("p", a[0])
         if op in ("+", "-"):  # a chain of thousands of sequential additions: no recursion
-            return self.nary("sum", self._chain(x))
+            rows: set[tuple[int, int]] = set()
+            return self.nary("sum", self._chain(x, rows), rows)
         if op == "neg":
             return self.neg(self(a[0]))
         if op == "*":
-            return self.nary("prod", [self(a[0]), self(a[1])])
+            return self.nary("prod", [self(a[0]), self(a[1])], {x.at})
         if op == "/":
             num, den = self(a[0]), self(a[1])
             if den[0] == "c" and den[1] != 0:
                 return self.nary("prod", [num, ("c", 1.0 / den[1])])
             return ("div", num, den)
         if op in ("max", "min"):
-            return self.nary(op, [self(a[0]), self(a[1])])
+            return self.nary(op, [self(a[0]), self(a[1])], {x.at})
         if op in _FUNCS:
             inner = self(a[0])
             if inner[0] == "c":
@@ -85,19 +88,20 @@ class Canonicaliser:
             # `if (x > m) m = x;`: a running max (min) spelled as a select is a max (min)
             if cmp in (">", ">=", "<", "<=") and {t, f} == {lhs, rhs} and lhs != rhs:
                 bigger = (t == lhs) == (cmp in (">", ">="))
-                return self.nary("max" if bigger else "min", [lhs, rhs])
+                return self.nary("max" if bigger else "min", [lhs, rhs], {x.at})
             return ("sel", cmp, lhs, rhs, t, f)
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
 
-    def _chain(self, x: Sym) -> list[Canon]:
+    def _chain(self, x: Sym, rows: set[tuple[int, int]]) -> list[Canon]:
         """The operands of a `+`/`-` chain (each negated where it is subtracted), walked with
         an explicit stack: a loop that accumulates one term per iteration nests as deep as the
-        loop is long."""
+        loop is long. `rows` collects where its additions were computed."""
         out: list[Canon] = []
         stack: list[tuple[Any, bool]] = [(x, False)]
         while stack:
             v, negate = stack.pop()
             if isinstance(v, Sym) and v.op in ("+", "-") and id(v) not in self.memo:
+                rows.add(v.at)
                 left, right = v.args
                 stack.append((right, negate != (v.op == "-")))
                 stack.append((left, negate))
@@ -109,10 +113,15 @@ class Canonicaliser:
     def neg(self, t: Canon) -> Canon:
         return self.nary("prod", [("c", -1.0), t])
 
-    def nary(self, tag: str, items: list[Canon]) -> Canon:
+    def nary(self, tag: str, items: list[Canon], rows: set[tuple[int, int]] | None = None) -> Canon:
         flat: list[Canon] = []
+        rows = set(rows or ())
         for it in items:
-            flat.extend(it[1] if it[0] == tag else (it,))
+            if it[0] == tag:
+                flat.extend(it[1])
+                rows |= self.rows.get(id(it), set())
+            else:
+                flat.append(it)
         consts = [c[1] for c in flat if c[0] == "c"]
         rest = [c for c in flat if c[0] != "c"]
         if tag == "sum":
@@ -135,7 +144,10 @@ class Canonicaliser:
         if len(rest) == 1:
             return rest[0]
         rest.sort(key=self.key)
-        return (tag, tuple(rest))
+        out = (tag, tuple(rest))
+        if rows:
+            self.rows[id(out)] = rows
+        return out
 
     def key(self, t: Canon) -> tuple[str, tuple[float, ...]]:
         """Structure first (leaves abstracted), then the input elements read, in order."""
@@ -190,6 +202,8 @@ class Fitter:
         # reduction variables: the usual letters, then numbered ones (an online softmax's
         # rescaling nests more reductions than there are letters)
         self.red_names = itertools.chain(RED_VARS, (f"k{n}" for n in itertools.count(1)))
+        # reduction variable -> source rows of the traced operations that carried it out
+        self.sources: dict[str, set[tuple[int, int]]] = {}
 
     def node(self, insts: list[Inst]) -> Expr:
         # a subexpression the kernel computed once and used for many elements (a row's max in
@@ -272,6 +286,7 @@ class Fitter:
                             for p in range(counts[0]))  # fmt: skip
                 continue
             red = Expr(kind="reduce", op=tag, var=var, extent=counts[0] // m, args=[fitted])
+            self.sources[var] = set().union(*(self.c.rows.get(id(t), set()) for _, t in insts))
             if m > 1 and tag == "sum":
                 red = Expr(kind="op", op="*", args=[Expr(kind="const", value=m), red])
             args.append(red)
@@ -360,8 +375,11 @@ def fit_elements(
     values: np.ndarray,
     shapes: Mapping[str, tuple[int, ...]],
     sizes: Mapping[str, int],
+    sources: dict[str, set[tuple[int, int]]] | None = None,
 ) -> Assign:
-    """The one expression, over the output coordinates, that every element of `values` is."""
+    """The one expression, over the output coordinates, that every element of `values` is.
+    `sources` receives the source rows behind it: the output's own (where its value was
+    computed) under the tensor's name, each reduction's under `tensor/variable`."""
     shape = values.shape
     if len(shape) > len(OUT_VARS):
         raise LiftError(f"{tensor} has more than {len(OUT_VARS)} dimensions")
@@ -392,7 +410,11 @@ def fit_elements(
             f"the elements of {tensor} are computed by {len(by_sig)} different expressions "
             f"(the most common covers {common[0][1]} of {len(insts)} sampled)"
         )
-    expr = Fitter(c, shapes, sizes).node(insts)
+    fitter = Fitter(c, shapes, sizes)
+    expr = fitter.node(insts)
+    if sources is not None:
+        sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
+        sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
     return Assign(tensor=tensor, vars=names, expr=expr)
 
 

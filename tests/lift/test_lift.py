@@ -318,6 +318,20 @@ def test_softmax_lifts_to_the_normalised_exponential(tmp_path: Path) -> None:
     ops = {(e.kind, e.op) for e in prog.assigns[0].expr.walk()}
     assert ("reduce", "max") in ops and ("reduce", "sum") in ops and ("op", "exp") in ops
 
+    # the report names the CUDA lines behind each part: the max's tree (fitted where each
+    # thread holds one element of a row, so its running max combines nothing), the running
+    # sum and its tree, the normalising division that stores the output
+    text = KERNELS["softmax_tree"][0].splitlines()
+
+    def line(snippet: str) -> str:
+        return f"softmax_tree.cu:{next(n for n, t in enumerate(text, 1) if snippet in t)}"
+
+    parts = {p.part.split(" in ")[0].split("_")[0]: p.lines for p in result.sources}
+    assert parts["max"] == [line("red[threadIdx.x] = fmaxf(")]
+    assert line("sum += e;") in parts["sum"] and line("] += red[threadIdx.x + s]") in parts["sum"]
+    assert parts["out[i, j]"] == [line("/= sum")]
+    assert "from the CUDA lines" in result.render()
+
 
 def test_a_wrong_fit_is_caught_by_verification(tmp_path: Path) -> None:
     """A kernel whose small-size behaviour hides its structure (partial sums per block of 64

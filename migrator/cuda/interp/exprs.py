@@ -14,7 +14,7 @@ import numpy as np
 from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
-from migrator.cuda.interp import lambdas, memory
+from migrator.cuda.interp import lambdas, memory, traced
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
 from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
@@ -106,6 +106,16 @@ class ExprMixin:
         fn = self._expr.get(node.type)
         if fn is None:
             raise self.unsupported(node, f"expression {node.type} ({self.parsed.text(node)!r})")
+        if self.options.trace:
+            # traced values made here remember this expression's row, and the row of the
+            # kernel's own statement that led here (the call of a device helper)
+            prev = traced.AT[0]
+            row = node.start_point[0]
+            traced.AT[0] = (row, row if len(self.frames) <= 1 else prev[1])
+            try:
+                return fn(node, mask)
+            finally:
+                traced.AT[0] = prev
         return fn(node, mask)
 
     def lvalue(self: Machine, node: Node, mask: np.ndarray) -> LValue:

@@ -33,17 +33,26 @@ def _v(x: Any) -> float:
     return x.v if isinstance(x, Sym) else float(x)
 
 
+# The row of the preprocessed source whose expression is being evaluated (the interpreter sets
+# it in a traced run): every Sym remembers where it was computed, so a lifted program can name
+# the CUDA lines behind each of its parts.
+AT: list[tuple[int, int]] = [(-1, -1)]
+
+
 class Sym:
-    """One traced scalar: value `v`, operation `op`, operands `args` (Syms or numbers).
+    """One traced scalar: value `v`, operation `op`, operands `args` (Syms or numbers), and `at`:
+    the preprocessed-source rows of the expression that computed it and of the kernel statement
+    that led there (a device helper's caller); -1: an input.
 
     Leaves: op "in" (args: tensor name, flat element index), "param" (args: scalar name)."""
 
-    __slots__ = ("v", "op", "args")
+    __slots__ = ("v", "op", "args", "at")
 
     def __init__(self, v: float, op: str, args: tuple[Any, ...]) -> None:
         self.v = v
         self.op = op
         self.args = args
+        self.at = AT[0]
 
     @staticmethod
     def leaf(tensor: str, index: int, value: float) -> Sym:
