@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from migrator.check import output_notes
 from migrator.migration import KernelMigration, Migration
 
 
@@ -44,9 +45,10 @@ def _kernel_md(k: KernelMigration) -> list[str]:
             if s.error:
                 out.append(f"| {sizes} | error | | | {s.error} |")
             for o in s.outputs:
+                notes = "".join(f"; {n}" for n in output_notes(o))
                 out.append(
                     f"| {sizes} | {o.name} | {o.max_abs:.3g} | {o.max_rel:.3g} | "
-                    f"{o.mismatches}/{o.elements} |"
+                    f"{o.mismatches}/{o.elements}{notes} |"
                 )
         if k.check.estimate_us is not None:
             out += [

@@ -406,6 +406,51 @@ def test_a_half_precision_tree_sum_checks_against_the_exact_result(tmp_path: Pat
     assert any(o.allowance > 0 for s in k.check.sizes for o in s.outputs)
 
 
+HALF_TANH = """#include <cuda_fp16.h>
+// tanh(2x) written with exponentials in half: hexp(4x) passes 65504 for x > 2.77, where the
+// original returns inf / inf = NaN
+__global__ void tanh2_h(const half* x, half* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        half e = hexp(__float2half(SCALE) * x[i]);
+        y[i] = (e - __float2half(1.f)) / (e + __float2half(1.f));
+    }
+}
+int main() {
+    int n = 65536;
+    half *x, *y;
+    cudaMalloc(&x, n * sizeof(half));
+    cudaMalloc(&y, n * sizeof(half));
+    tanh2_h<<<(n + 255) / 256, 256>>>(x, y, n);
+}
+"""
+
+
+@pytest.mark.parametrize("scale,excused", [(4, True), (8, False)])
+def test_a_half_original_that_overflows_its_range_is_held_to_the_exact_result(
+    tmp_path: Path, scale: int, excused: bool
+) -> None:
+    """A few elements where the half-precision original overflows (NaN from inf / inf) and the
+    exact result is finite are its precision's limit: the lift does not compare them (and says
+    so), the check holds the NKI kernel to the exact result there (and counts them). When many
+    elements overflow (8% here) nothing is excused: no program is emitted."""
+    src = tmp_path / "tanh2.cu"
+    src.write_text(HALF_TANH.replace("SCALE", f"{scale}.f"))
+    m = migrate(src, out_dir=tmp_path / "out")
+    (k,) = m.kernels
+    if not excused:
+        assert k.status != "complete", [d.render() for d in k.diagnostics]
+        assert k.lifted is not None and not k.lifted.ok
+        return
+    assert k.status == "complete", [d.render() for d in k.diagnostics]
+    assert k.lifted is not None and any("overflows" in (v.note or "") for v in k.lifted.verified)
+    assert k.check is not None and k.check.ok
+    assert any(o.overflowed > 0 for s in k.check.sizes for o in s.outputs)
+    from migrator.report import markdown
+
+    assert "overflows its precision" in markdown(m)
+
+
 HALF_TREE = """#include <cuda_fp16.h>
 // one block per row of 512 halves, a shared-memory tree in half precision
 #define C 512
