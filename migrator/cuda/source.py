@@ -219,7 +219,11 @@ def preprocess(
     defines: dict[str, str] | None = None,
 ) -> Preprocessed:
     """Run the C preprocessor over a CUDA file, mapping every output line to its origin."""
-    key = (source.path, source.text, repr([str(d) for d in include_dirs or []]),
+    try:  # one file however it is spelled (`k.cu`, `./k.cu`, absolute): the same includes
+        where = str(Path(source.path).resolve())
+    except OSError:
+        where = source.path
+    key = (where, source.text, repr([str(d) for d in include_dirs or []]),
            repr(sorted((defines or {}).items())))  # fmt: skip
     hit = _PREPROCESSED.get(key)
     if hit is None or any(_stamp(st[0]) != st for st in hit[1]):
@@ -228,9 +232,21 @@ def preprocess(
             _PREPROCESSED.pop(next(iter(_PREPROCESSED)))  # the oldest
         hit = _PREPROCESSED[key] = (pre, [_stamp(f) for f in sorted(opened)])
     p = hit[0]
-    return Preprocessed(path=p.path, text=p.text, line_map=list(p.line_map),
-                        originals=dict(p.originals), macros=dict(p.macros),
-                        diagnostics=list(p.diagnostics))  # fmt: skip
+    old, new = p.path, source.path  # the main file under the caller's spelling
+
+    def named(f: str) -> str:
+        return new if f == old else f
+
+    return Preprocessed(
+        path=new,
+        text=p.text,
+        line_map=[(named(f), n) for f, n in p.line_map] if old != new else list(p.line_map),
+        originals={named(f): lines for f, lines in p.originals.items()},
+        macros=dict(p.macros),
+        diagnostics=[d.model_copy(update={"span": d.span.model_copy(update={"file": new})})
+                     if d.span is not None and d.span.file == old else d
+                     for d in p.diagnostics],
+    )  # fmt: skip
 
 
 def _preprocess(

@@ -270,7 +270,15 @@ class Fitter:
             # m times the reduction over the distinct terms
             mult = {_multiplicity(g[gi][1]) for _, g in per}
             m = mult.pop() if len(mult) == 1 else None
-            if m is None or (m > 1 and tag not in ("sum", "max", "min")):
+            if tag in ("max", "min"):
+                # idempotent: a term read twice (a clamped index `x[min(C - 1, i)]`, a tree
+                # that reads a lane twice) changes nothing; the distinct terms are the range
+                distinct = {len(_distinct(g[gi][1])) for _, g in per}
+                if len(distinct) != 1:
+                    raise LiftError(f"a {tag} runs over a different number of distinct terms "
+                                    "depending on the element")  # fmt: skip
+                counts, m = [distinct.pop()] * len(counts), 1
+            if m is None or (m > 1 and tag != "sum"):
                 raise LiftError(f"a {tag} repeats its terms unevenly across elements")
             var = next(self.red_names)
             body = [({**env, var: kk}, item) for env, g in per

@@ -129,6 +129,9 @@ def test_preprocessing_is_reused_until_an_included_file_changes(tmp_path: Path) 
     assert again.macros["WIDTH"] == "4" and again is not first
     again.macros["WIDTH"] = "changed by a caller"  # a caller's edit stays its own
     assert preprocess(read_source(main)).macros["WIDTH"] == "4"
+    # the same file spelled another way is the same preprocessing, under the caller's name
+    other = preprocess(read_source(f"{tmp_path}/./k.cu"))
+    assert other.path == f"{tmp_path}/./k.cu" and other.origin(1)[0] == other.path
     (tmp_path / "width.cuh").write_text("#define WIDTH 16\n")
     st = (tmp_path / "width.cuh").stat()
     os.utime(tmp_path / "width.cuh", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))

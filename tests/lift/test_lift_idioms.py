@@ -564,3 +564,43 @@ def test_a_program_too_large_to_verify_at_first_reading_is_decided_by_the_second
     assert result.ok, result.render()
     assert result.fitted_at[0] == first[0], result.render()
     assert "64" in result.program.render() and "N * N" not in result.program.render()
+
+
+def test_a_max_over_clamped_reads_counts_each_element_once(tmp_path: Path) -> None:
+    """llm.c's unrolled softmax reads `x[min(C - 1, i + u * blockDim.x)]`: past the row's end
+    every read is its last element, so the max sees that term several times (and a different
+    number of times per thread). A max is idempotent: the distinct terms are its range."""
+    cuda = """
+    __global__ void rowmax_exp(float* out, const float* inp, int N, int C) {
+        __shared__ float red[32];
+        const float* x = inp + blockIdx.x * C;
+        float m = -INFINITY;
+        for (int i = threadIdx.x; i < C; i += blockDim.x * 4)
+            for (int u = 0; u < 4; u++) m = fmaxf(m, x[min(C - 1, i + u * blockDim.x)]);
+        red[threadIdx.x] = m;
+        __syncthreads();
+        for (int h = 16; h > 0; h >>= 1) {
+            if (threadIdx.x < h) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + h]);
+            __syncthreads();
+        }
+        for (int i = threadIdx.x; i < C; i += blockDim.x)
+            out[blockIdx.x * C + i] = expf(x[i] - red[0]);
+    }
+    int main() {
+        int N = 64, C = 100;
+        float *x, *y;
+        cudaMalloc(&x, N * C * sizeof(float));
+        cudaMalloc(&y, N * C * sizeof(float));
+        rowmax_exp<<<N, 32>>>(y, x, N, C);
+        return 0;
+    }
+    """
+    src = tmp_path / "rowmax.cu"
+    src.write_text(textwrap.dedent(cuda))
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete", [d.render() for d in k.diagnostics]
+    assert k.lifted is not None and "max_{" in k.lifted.program.render()
+    # fitted where the rows are shorter than one unrolled sweep (32 threads x 4), i.e. where
+    # the clamped reads repeat: a larger trace without repeats is not needed (for llm.c's
+    # 512 threads x 8 it would be past the trace budget)
+    assert all(s["C"] < 128 for s in k.lifted.fitted_at), k.lifted.fitted_at
