@@ -24,3 +24,16 @@ def inspect(
     if text is not None:
         return analyze(parse_text(text, str(source), include_dirs, defines))
     return analyze_file(source, include_dirs, defines)
+
+
+def clear_caches() -> None:
+    """Forget what this process remembers between calls: preprocessed and analysed files,
+    parsed sources and recent runs of CUDA originals. For timing a first migration (a fresh
+    process is the same); results never depend on these caches."""
+    from migrator.cuda import frontend, source
+    from migrator.cuda.interp import spec_run
+
+    source._PREPROCESSED.clear()
+    frontend._ANALYSED.clear()
+    spec_run._PARSED.clear()
+    spec_run._RUNS.clear()
