@@ -278,7 +278,7 @@ def _lifted_plan(
                 f"the lifted program `{result.program.render()}` over flat tensors")))  # fmt: skip
         plan = plan_program(result.program, tu, k, spec)
     except PlanError as e:
-        checks = [verify(views[1], views[0], v.sizes, 1) for v in result.verified] if views else []
+        checks = [verify(views[1], views[0], v.sizes, 0) for v in result.verified] if views else []
         if (
             not views
             or not checks

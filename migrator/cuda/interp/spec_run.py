@@ -26,7 +26,7 @@ _PARSED: dict[str, ParsedSource] = {}
 # Recent runs, keyed by everything that decides their result (spec, sizes, the inputs' bytes,
 # launch, options, the parsed source): the lifter's verification and the migration's check run
 # the original on the same inputs at the task's own sizes, the largest runs of a migration.
-_RUNS: dict[str, tuple[list[np.ndarray], RunResult]] = {}
+_RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult]] = {}
 _RUNS_MAX = 4
 _RUNS_MAX_BYTES = 256 << 20
 
@@ -60,31 +60,32 @@ def _parsed(
     return p
 
 
-def _run_key(spec: TaskSpec, parse_key: str, parts: tuple[Any, ...],
-             args: dict[str, Any]) -> str:  # fmt: skip
+def _run_key(parse_key: str, parts: tuple[Any, ...], args: dict[str, Any]) -> str:
+    """What decides a run: the source, kernel, launch and options (`parts`), and the bytes of
+    every argument. Not the spec's shapes: the kernel sees flat memory, so a task read with 2-D
+    views of the same buffers is the same run."""
     h = hashlib.blake2b(digest_size=20)
-    h.update(spec.model_dump_json().encode())
     h.update(repr((parse_key, parts)).encode())
     for name in sorted(args):
         v = args[name]
         if isinstance(v, np.ndarray):
-            h.update(f"{name}:{v.dtype.str}:{v.shape}".encode())
+            h.update(f"{name}:{v.dtype.str}:{v.size}".encode())
             h.update(np.ascontiguousarray(v).view(np.uint8).data)
         else:
             h.update(f"{name}={v!r}".encode())
     return h.hexdigest()
 
 
-def _remember(key: str, outs: list[np.ndarray], result: RunResult) -> None:
-    size = sum(o.nbytes for o in outs)
+def _remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
+    size = sum(o.nbytes for o in outs.values())
     if size > _RUNS_MAX_BYTES:
         return
     while _RUNS and (
         len(_RUNS) >= _RUNS_MAX
-        or size + sum(o.nbytes for v in _RUNS.values() for o in v[0]) > _RUNS_MAX_BYTES
+        or size + sum(o.nbytes for v in _RUNS.values() for o in v[0].values()) > _RUNS_MAX_BYTES
     ):
         _RUNS.pop(next(iter(_RUNS)))  # oldest first  # fmt: skip
-    _RUNS[key] = ([o.copy() for o in outs], result)
+    _RUNS[key] = ({p: o.copy() for p, o in outs.items()}, result)
 
 
 def as_dtype(arr: np.ndarray, want: np.dtype) -> np.ndarray:
@@ -146,11 +147,14 @@ def run_spec_full(
     if not (options is not None and options.trace) and not any(
         isinstance(v, np.ndarray) and v.dtype == object for v in args.values()
     ):
-        key = _run_key(spec, _parse_key(path, *spec.preprocessor()),
-                       (grid or g, block or b, smem, repr(options)), args)  # fmt: skip
+        parts = (spec.kernel.name, tuple(map(str, spec.kernel.template_args)), tuple(grid or g),
+                 tuple(block or b), smem, repr(options))  # fmt: skip
+        key = _run_key(_parse_key(path, *spec.preprocessor()), parts, args)
     hit = _RUNS.get(key) if key else None
     if hit is not None:
-        return SpecRun([o.copy() for o in hit[0]], ins, hit[1], sz)
+        outs = [hit[0][t.cuda_param].reshape(np.shape(args[t.cuda_param])).copy()
+                for t in spec.outputs_in_order]  # fmt: skip
+        return SpecRun(outs, ins, hit[1], sz)
     result = run_kernel(
         _parsed(path, *spec.preprocessor()),
         spec.kernel.name,
@@ -163,7 +167,8 @@ def run_spec_full(
     )
     outs = [result.outputs.get(t.cuda_param, args[t.cuda_param]) for t in spec.outputs_in_order]
     if key:
-        _remember(key, outs, result)
+        _remember(key, {t.cuda_param: o for t, o in zip(spec.outputs_in_order, outs,
+                                                          strict=True)}, result)  # fmt: skip
     return SpecRun(outs, ins, result, sz)
 
 
