@@ -26,8 +26,11 @@ from migrator.lift.fit import Canonicaliser, fit_elements, merge, symbolise
 from migrator.lift.program import Expr, LiftError, Program, evaluate, magnitude, value_of
 from migrator.lift.trace import trace_run
 
-# evaluation of a program broadcasts over output x reduction axes: beyond this many elements
-# a verification samples output elements
+# evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
+# verification samples output elements (tens of thousands of them: as telling as all, and the
+# migration's check compares every element anyway); where that leaves too few, up to
+# MAX_EVAL_ELEMENTS (also the check's limit for a per-element low-precision allowance)
+VERIFY_ELEMENTS = 4_000_000
 MAX_EVAL_ELEMENTS = 20_000_000
 MIN_SAMPLE = 64  # fewer sampled output elements than this verify nothing
 
@@ -388,9 +391,11 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
     for a in program.assigns:
         red = reduce_cost(a.expr, sizes)
         total = math.prod(shapes[a.tensor])
-        if total * red <= MAX_EVAL_ELEMENTS:
+        if total * red <= VERIFY_ELEMENTS:
             continue
-        n = MAX_EVAL_ELEMENTS // red
+        n = VERIFY_ELEMENTS // red
+        if n < MIN_SAMPLE:
+            n = MAX_EVAL_ELEMENTS // red
         if n < MIN_SAMPLE:
             return Verification(sizes=sizes, ok=True, skipped=True,
                                 note="skipped: too large to evaluate")  # fmt: skip
