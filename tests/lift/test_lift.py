@@ -436,7 +436,7 @@ def test_large_verification_sets_are_sampled_not_skipped(
     result = lift_task(spec)
     assert result.ok and result.program is not None
     sizes = result.verified[0].sizes
-    monkeypatch.setattr(lifter, "MAX_EVAL_ELEMENTS", 100 * int(sizes["C"]))
+    monkeypatch.setattr(lifter, "VERIFY_ELEMENTS", 100 * int(sizes["C"]))
     v = lifter.verify(spec, result.program, sizes, 3)
     assert v.ok and not v.skipped and v.note and v.note.startswith("sampled"), v
     (a,) = result.program.assigns
