@@ -313,7 +313,7 @@ def _rounding_allowance(km: KernelMigration, plan: Plan, spec: TaskSpec) -> Any:
     check's allowance for the original's own rounding. The verified program evaluated in
     float64 is the exact result; an NKI kernel may differ from the original by twice as much
     as the original differs from it (it is then at least about as accurate)."""
-    from migrator.lift.lifter import MAX_EVAL_ELEMENTS, low_unit, reduce_cost
+    from migrator.lift.lifter import MAX_EVAL_ELEMENTS, MAX_SAMPLE, low_unit, reduce_cost
     from migrator.lift.program import evaluate
 
     if not plan.fields.get("lifted") or km.lifted is None or km.lifted.program is None:
@@ -338,7 +338,8 @@ def _rounding_allowance(km: KernelMigration, plan: Plan, spec: TaskSpec) -> Any:
             total = math.prod(shapes[a.tensor])
             n = MAX_EVAL_ELEMENTS // max(1, reduce_cost(a.expr, sizes))
             if total > n:
-                points[a.tensor] = rng.choice(total, size=max(1, min(n, total)), replace=False)
+                size = max(1, min(n, MAX_SAMPLE))
+                points[a.tensor] = rng.choice(total, size=size, replace=False)
         try:
             exact = evaluate(prog, arrays, shapes, sizes, params, points)
         except (ValueError, ArithmeticError):

@@ -32,6 +32,7 @@ from migrator.lift.trace import trace_run
 # MAX_EVAL_ELEMENTS (also the check's limit for a per-element low-precision allowance)
 VERIFY_ELEMENTS = 4_000_000
 MAX_EVAL_ELEMENTS = 20_000_000
+MAX_SAMPLE = 100_000  # output elements a sampled verification compares at most
 MIN_SAMPLE = 64  # fewer sampled output elements than this verify nothing
 
 
@@ -393,7 +394,7 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
         total = math.prod(shapes[a.tensor])
         if total * red <= VERIFY_ELEMENTS:
             continue
-        n = VERIFY_ELEMENTS // red
+        n = min(VERIFY_ELEMENTS // red, MAX_SAMPLE)
         if n < MIN_SAMPLE:
             n = MAX_EVAL_ELEMENTS // red
         if n < MIN_SAMPLE:
