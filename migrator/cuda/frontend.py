@@ -8,6 +8,7 @@ before callers, so pointer roles propagate through helper calls.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,19 +57,31 @@ def analyze_file(
 ) -> TranslationUnit:
     """Read, preprocess, parse and analyse a CUDA file (raises `SourceError` on bad input)."""
     parsed = parse_file(path, include_dirs, defines)
-    # a migration analyses its file more than once (itself, the check's parameter types):
-    # the same preprocessed text gives the same unit; each caller gets its own copy
-    key = (str(path), parsed.pre.text, tuple(parsed.pre.line_map))
-    tu = _ANALYSED.get(key)
-    if tu is None:
+    # a migration analyses its file more than once (itself, the check's parameter types, often
+    # under another spelling of the path): the same preprocessed text gives the same unit, and
+    # each caller gets its own copy with the file named as that caller names it
+    main = parsed.pre.path
+    try:
+        where = str(Path(main).resolve())
+    except OSError:
+        where = main
+    lines = tuple((where if f == main else f, n) for f, n in parsed.pre.line_map)
+    key = (where, parsed.pre.text, lines)
+    hit = _ANALYSED.get(key)
+    if hit is None:
         tu = analyze(parsed)
         if len(_ANALYSED) >= 8:
             _ANALYSED.pop(next(iter(_ANALYSED)))
-        _ANALYSED[key] = tu
-    return tu.model_copy(deep=True)
+        _ANALYSED[key] = (tu, main)
+        return tu.model_copy(deep=True)
+    tu, spelled = hit
+    if spelled == main:
+        return tu.model_copy(deep=True)
+    text = tu.model_dump_json().replace(json.dumps(spelled), json.dumps(main))
+    return TranslationUnit.model_validate_json(text)
 
 
-_ANALYSED: dict[tuple[Any, ...], TranslationUnit] = {}
+_ANALYSED: dict[tuple[Any, ...], tuple[TranslationUnit, str]] = {}
 
 
 def analyze_text(text: str, path: str = "<string>", **kw: object) -> TranslationUnit:

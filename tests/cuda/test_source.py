@@ -136,3 +136,19 @@ def test_preprocessing_is_reused_until_an_included_file_changes(tmp_path: Path) 
     st = (tmp_path / "width.cuh").stat()
     os.utime(tmp_path / "width.cuh", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert preprocess(read_source(main)).macros["WIDTH"] == "16"
+
+
+def test_a_file_analysed_under_another_spelling_is_the_fresh_analysis(tmp_path: Path) -> None:
+    """The analysis of a file is reused across spellings of its path (the migration and its
+    check name it differently), but each caller sees the file named its own way."""
+    from migrator.cuda.frontend import analyze, analyze_file
+
+    (tmp_path / "sub").mkdir()
+    main = tmp_path / "sub" / "k.cu"
+    main.write_text("__global__ void k(float* y, int n) {\n  int i = threadIdx.x;\n"
+                    "  if (i < n) y[i] = 2.0f * y[i];\n}\n")  # fmt: skip
+    first = analyze_file(main)
+    other = f"{tmp_path}/sub/../sub/k.cu"
+    again = analyze_file(other)
+    assert again == analyze(parse_file(other))
+    assert again.kernel("k").span.file == other and first.kernel("k").span.file == str(main)
