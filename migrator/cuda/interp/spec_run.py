@@ -23,9 +23,10 @@ from migrator.cuda.parse import ParsedSource, parse_file
 
 _PARSED: dict[str, ParsedSource] = {}
 
-# Recent runs, keyed by everything that decides their result (spec, sizes, the inputs' bytes,
-# launch, options, the parsed source): the lifter's verification and the migration's check run
-# the original on the same inputs at the task's own sizes, the largest runs of a migration.
+# Recent runs, keyed by everything that decides their result (`_run_key`: the parsed source,
+# kernel, launch, options and the arguments' bytes): the lifter's verification and the
+# migration's check run the original on the same inputs at the task's own sizes, the largest
+# runs of a migration.
 _RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult]] = {}
 _RUNS_MAX = 4
 _RUNS_MAX_BYTES = 256 << 20
