@@ -556,6 +556,7 @@ def _launch_sites(
     errors: list[diag.Diagnostic] = []
     for f in functions:
         host_types = _host_pointer_types(parsed, f.node)
+        defining: list[Node] | None = None  # found once per function, read at each launch
         for n in _walk(f.node):
             if n.type != "call_expression":
                 continue
@@ -571,7 +572,9 @@ def _launch_sites(
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
             # `switch (K) { case 64: k<64><<<grid, dim3(K)>>>(...); }`: here K is 64
-            values_here = _host_definitions(parsed, f.node, at=n)
+            if defining is None:
+                defining = [d for d in _walk_in_order(f.node) if d.type in _DEFINING]
+            values_here = _host_definitions(parsed, f.node, at=n, nodes=defining)
             cases = _case_bindings(parsed, n)
             site_values = {**values_here, **cases}
             used = _dependencies(parsed, cfg, site_values)
@@ -719,7 +722,12 @@ def _host_pointer_types(parsed: ParsedSource, fn: Node) -> dict[str, str]:
     return out
 
 
-def _host_definitions(parsed: ParsedSource, fn: Node, at: Node | None = None) -> dict[str, str]:
+_DEFINING = ("declaration", "assignment_expression")
+
+
+def _host_definitions(
+    parsed: ParsedSource, fn: Node, at: Node | None = None, nodes: list[Node] | None = None
+) -> dict[str, str]:
     """Local definitions and parameters of a host function: name -> expression text.
 
     Straight-line reassignments replace a definition (with the old value substituted for the
@@ -727,7 +735,8 @@ def _host_definitions(parsed: ParsedSource, fn: Node, at: Node | None = None) ->
     branches or loops cannot be resolved statically and are marked `<conditional: ...>`.
     Seen from a launch `at`: an assignment in a branch the launch's path cannot take (another
     `case` of a switch that holds the launch, the other arm of an `if`) is not on its path,
-    and one earlier in the same block as the launch always runs before it.
+    and one earlier in the same block as the launch always runs before it. `nodes`: the
+    function's declarations and assignments in source order, when the caller has them.
     """
     defs: dict[str, str] = {}
     fdecl = function_declarator(fn)
@@ -739,7 +748,7 @@ def _host_definitions(parsed: ParsedSource, fn: Node, at: Node | None = None) ->
             defs[d.name] = f"<parameter of {fname}>"
     body = fn.child_by_field_name("body")
     top = set(body.named_children) if body is not None else set()
-    for n in _walk_in_order(fn):
+    for n in nodes if nodes is not None else _walk_in_order(fn):
         if (
             n.type == "declaration" and at is not None and n.parent is not None
             and (not _contains(n.parent, at) or n.start_byte >= at.end_byte)

@@ -219,6 +219,8 @@ def preprocess(
     defines: dict[str, str] | None = None,
 ) -> Preprocessed:
     """Run the C preprocessor over a CUDA file, mapping every output line to its origin."""
+    if source.path.startswith("<"):  # a snippet (`<host expression>`): cheap, and kept out of
+        return _preprocess(source, include_dirs, defines)[0]  # the memo so files stay in it
     try:  # one file however it is spelled (`k.cu`, `./k.cu`, absolute): the same includes
         where = str(Path(source.path).resolve())
     except OSError:

@@ -384,27 +384,29 @@ def fit_elements(
     shapes: Mapping[str, tuple[int, ...]],
     sizes: Mapping[str, int],
     sources: dict[str, set[tuple[int, int]]] | None = None,
+    unwritten: np.ndarray | None = None,
 ) -> Assign:
     """The one expression, over the output coordinates, that every element of `values` is.
     `sources` receives the source rows behind it: the output's own (where its value was
-    computed) under the tensor's name, each reduction's under `tensor/variable`."""
+    computed) under the tensor's name, each reduction's under `tensor/variable`. `unwritten`:
+    the flat elements the kernel never writes, when known from elsewhere (a trace of some
+    blocks only leaves others NaN too); else the NaN elements of `values`."""
     shape = values.shape
     if len(shape) > len(OUT_VARS):
         raise LiftError(f"{tensor} has more than {len(OUT_VARS)} dimensions")
     names = list(OUT_VARS[: len(shape)])
     flat = values.reshape(-1)
-    unwritten = [i for i, v in enumerate(flat) if not isinstance(v, Sym) and v != v]
+    if unwritten is None:
+        unwritten = np.array([i for i, v in enumerate(flat) if not isinstance(v, Sym) and v != v],
+                             dtype=np.int64)  # fmt: skip
     if 2 * len(unwritten) > flat.size:
         raise LiftError(f"{len(unwritten)} of {flat.size} elements of {tensor} are never written")
     # a launch that rounds the grid down, whole vectors only: the elements it leaves unwritten
     # define nothing; the rest is fitted (verification and the check then skip them too, and
     # the check's report names them)
-    skip = set(unwritten)
-    picked = [i for i in sample(shape) if i not in skip]
-    if skip:
-        written = np.setdiff1d(np.arange(flat.size), np.fromiter(skip, dtype=np.int64))
-        picked = sorted({*picked, *written[:: max(1, written.size // 16)].tolist(),
-                         int(written[-1])})  # fmt: skip
+    picked = fit_points(shape, unwritten)
+    if any(not isinstance(flat[i], Sym) and flat[i] != flat[i] for i in picked):
+        raise PartialTrace(f"an element of {tensor} the fit reads was not traced")
     insts: list[Inst] = []
     by_sig: dict[str, int] = {}
     for i in picked:
@@ -424,6 +426,22 @@ def fit_elements(
         sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
         sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
     return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+class PartialTrace(LiftError):
+    """A trace of some blocks lacks an element the fit reads: trace every block instead."""
+
+
+def fit_points(shape: tuple[int, ...], unwritten: np.ndarray) -> list[int]:
+    """The flat elements a fit reads: `sample`'s spread, and where some elements are never
+    written, a spread of the written ones and the last written."""
+    skip = set(unwritten.tolist())
+    picked = [i for i in sample(shape) if i not in skip]
+    if skip:
+        written = np.setdiff1d(np.arange(math.prod(shape)), unwritten)
+        picked = sorted({*picked, *written[:: max(1, written.size // 16)].tolist(),
+                         int(written[-1])})  # fmt: skip
+    return picked
 
 
 def sample(shape: tuple[int, ...], per_dim: int = 7) -> list[int]:

@@ -22,9 +22,16 @@ from migrator.contract import TaskSpec, is_float, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
-from migrator.lift.fit import Canonicaliser, fit_elements, merge, symbolise
+from migrator.lift.fit import (
+    Canonicaliser,
+    PartialTrace,
+    fit_elements,
+    fit_points,
+    merge,
+    symbolise,
+)
 from migrator.lift.program import Expr, LiftError, Program, evaluate, magnitude, value_of
-from migrator.lift.trace import trace_run
+from migrator.lift.trace import Trace, blocks_to_trace, trace_run
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
 # verification samples output elements (tens of thousands of them: as telling as all, and the
@@ -308,13 +315,23 @@ def _fit(
     seed: int,
     rows: dict[str, set[tuple[int, int]]] | None = None,
 ) -> Program:
-    tr = trace_run(spec, sizes, seed)
+    blocks, unwritten = blocks_to_trace(spec, sizes, seed, fit_points)
+    try:
+        return _fit_trace(trace_run(spec, sizes, seed, blocks), unwritten if blocks else {}, rows)
+    except PartialTrace:  # the blocks' writes differed traced (control flow on a rounding)
+        return _fit_trace(trace_run(spec, sizes, seed), {}, rows)
+
+
+def _fit_trace(
+    tr: Trace, unwritten: Mapping[str, np.ndarray], rows: dict[str, set[tuple[int, int]]] | None
+) -> Program:
     c = Canonicaliser()
     assigns = []
-    for t in spec.outputs_in_order:
-        if t.name in tr.int_tensors:
-            raise LiftError(f"{t.name} is an integer output (counts, indices): not lifted yet")
-        assigns.append(fit_elements(c, t.name, tr.outputs[t.name], tr.shapes, sizes, rows))
+    for name, values in tr.outputs.items():
+        if name in tr.int_tensors:
+            raise LiftError(f"{name} is an integer output (counts, indices): not lifted yet")
+        assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
+                                    unwritten.get(name)))  # fmt: skip
     return Program(assigns=assigns)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from migrator.contract import TaskSpec, make_inputs, np_dtype
+from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import run_kernel
 from migrator.cuda.interp.spec_run import _parsed
@@ -39,7 +40,14 @@ def _is_float(dtype: str) -> bool:
 TRACE_STATEMENTS = 4_000_000
 
 
-def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
+def trace_run(
+    spec: TaskSpec,
+    sizes: Mapping[str, int],
+    seed: int = 0,
+    blocks: tuple[int, ...] | None = None,
+) -> Trace:
+    """The traced run at `sizes` (inputs drawn with `seed`), of every block of the launch or
+    of `blocks` only (the others' elements stay unwritten: NaN in `out` tensors)."""
     sz = dict(sizes)
     ins = make_inputs(spec, sz, seed)
     args: dict[str, Any] = {}
@@ -86,6 +94,7 @@ def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
             races=False,
             compact=False,
             max_thread_statements=TRACE_STATEMENTS,
+            blocks=blocks,
         ),
     )
     outs = {
@@ -93,3 +102,47 @@ def trace_run(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> Trace:
         for t in spec.outputs_in_order
     }
     return Trace(sz, outs, shapes, ins, params, ints)
+
+
+def blocks_to_trace(
+    spec: TaskSpec, sizes: Mapping[str, int], seed: int, points: Any
+) -> tuple[tuple[int, ...] | None, dict[str, np.ndarray]]:
+    """The blocks that write the elements a fit reads, found by one untraced run that records
+    each element's writer block, and each output's unwritten elements (flat indices). A traced
+    value costs a Python object per operation; a fit reads a hundred-odd elements, so tracing
+    only their blocks (a tenth of a 2-D grid, often less) is most of a lift's time saved.
+    `points(shape, unwritten)`: the flat elements the fit will read.
+
+    None (trace everything) where a subset would not show the same elements: several blocks
+    combine into one element (atomics, partial sums), an in-place tensor has elements no block
+    writes (the trace shows their input values there), or the subset is nearly the whole grid."""
+    from migrator.cuda.interp.spec_run import run_spec_full
+
+    grid, _, _ = spec.launch_config(dict(sizes))
+    n_blocks = grid[0] * grid[1] * grid[2]
+    if n_blocks <= 4:
+        return None, {}
+    try:
+        run = run_spec_full(spec, sizes, seed, options=InterpOptions(
+            oob="report", races=False, writers=True))  # fmt: skip
+    except (InterpError, ValueError, ArithmeticError):
+        return None, {}  # sizes that set a relation aside, a run that fails: the trace says
+    chosen: set[int] = set()
+    unwritten: dict[str, np.ndarray] = {}
+    for t in spec.outputs_in_order:
+        if not _is_float(t.dtype):
+            continue
+        w = run.result.writers.get(t.cuda_param)
+        if w is None or (w == -2).any():
+            return None, {}
+        never = np.flatnonzero(w == -1)
+        if t.role == "inout" and never.size:
+            return None, {}
+        if 2 * never.size > w.size:
+            return None, {}  # the fit says why, from the whole trace
+        unwritten[t.name] = never
+        shape = spec.shape_of(t, dict(sizes))
+        chosen.update(int(b) for b in w[points(shape, never)])
+    if 4 * len(chosen) > 3 * n_blocks:  # the writers' run would be most of the saving
+        return None, {}
+    return tuple(sorted(chosen)), unwritten

@@ -115,7 +115,7 @@ _FULL_KEYS: dict[tuple[int, ...], Key] = {}
 class Tensor:
     """A view of a storage: a kernel argument, an SBUF/PSUM tile or a slice of either."""
 
-    __slots__ = ("_st", "key", "shape", "pdim", "advanced", "produced", "__weakref__")
+    __slots__ = ("_st", "key", "shape", "pdim", "advanced", "produced", "_last", "__weakref__")
 
     def __init__(self, storage: Storage, key: Key | None = None) -> None:
         self._st = storage
@@ -123,6 +123,7 @@ class Tensor:
         # is one instruction writing into t, so t keeps its old values where m is false;
         # assignment honours this instead of copying the result's unwritten elements.
         self.produced: np.ndarray | None = None
+        self._last: tuple[Any, tuple[np.ndarray, ...]] | None = None  # _resolved's last answer
         if key is None:
             shape = storage._data.shape  # not .data: that would compute queued products
             key = _FULL_KEYS.get(shape)
@@ -344,7 +345,7 @@ class Tensor:
                 counts.append(count)
             else:
                 view = Tensor.__new__(Tensor)
-                view._st, view.key, view.produced = self._st, tuple(new_key), None
+                view._st, view.key, view.produced, view._last = self._st, tuple(new_key), None, None
                 view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
                 return view
         if self.advanced:
@@ -448,7 +449,7 @@ class Tensor:
         if len(counts) == len(self.shape):
             # Slices only: the same axes stay dimensions, so shape and partition axis follow.
             view = Tensor.__new__(Tensor)
-            view._st, view.key, view.produced = self._st, tuple(key), None
+            view._st, view.key, view.produced, view._last = self._st, tuple(key), None, None
             view.shape, view.pdim, view.advanced = tuple(counts), self.pdim, False
             return view
         if on_chip:
@@ -490,12 +491,19 @@ class Tensor:
 
     # -- raw access (engines use these) -----------------------------------------------------
     def _resolved(self, mask: np.ndarray | None) -> tuple[np.ndarray, ...]:
-        """Broadcast index arrays, bounds-checked where the mask is on, 0 where it is off."""
+        """Broadcast index arrays, bounds-checked where the mask is on, 0 where it is off (and
+        out of bounds). The last answer is kept: a DMA's read and its accounting ask twice."""
+        if self._last is not None and self._last[0] is mask:
+            return self._last[1]
         parts = np.broadcast_arrays(*[np.asarray(k) for k in self.key])
         shape = self.storage.data.shape
         out = []
         for dim, arr in enumerate(parts):
             arr = np.broadcast_to(arr, self.shape)
+            lo, hi = (arr.min(), arr.max()) if arr.size else (0, 0)
+            if lo >= 0 and hi < shape[dim]:  # in bounds everywhere: the mask changes nothing
+                out.append(arr)
+                continue
             live = arr if mask is None else arr[mask]
             if live.size and (live.min() < 0 or live.max() >= shape[dim]):
                 bad = int(live.max()) if live.max() >= shape[dim] else int(live.min())
@@ -504,7 +512,8 @@ class Tensor:
                     f"{shape}); guard ragged tiles with mask=",
                 )
             out.append(arr if mask is None else np.where(mask, arr, 0))
-        return tuple(out)
+        self._last = (mask, tuple(out))
+        return self._last[1]
 
     def _index(self, mask: np.ndarray | None = None) -> Key:
         return self._resolved(mask) if self.advanced else self.key

@@ -138,6 +138,26 @@ def test_preprocessing_is_reused_until_an_included_file_changes(tmp_path: Path) 
     assert preprocess(read_source(main)).macros["WIDTH"] == "16"
 
 
+def test_host_expression_snippets_do_not_push_files_out_of_the_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spec inference evaluates dozens of host expressions as snippets: they are preprocessed
+    apart from the memo, so the kernel's file (0.4 s of pcpp for a large one) stays in it."""
+    from migrator.cuda import source
+    from migrator.cuda.parse import parse_text
+
+    main = tmp_path / "k.cu"
+    main.write_text("__global__ void k(float* y) { y[0] = 1.0f; }\n")
+    preprocess(read_source(main))
+    runs: list[str] = []
+    real = source._preprocess
+    monkeypatch.setattr(source, "_preprocess", lambda s, *a: runs.append(s.path) or real(s, *a))
+    for i in range(2 * source._PREPROCESSED_MAX):
+        parse_text(f"auto __c2n_value = ({i} + 1);\n", "<host expression>")
+    preprocess(read_source(main))
+    assert runs == ["<host expression>"] * (2 * source._PREPROCESSED_MAX)
+
+
 def test_a_file_analysed_under_another_spelling_is_the_fresh_analysis(tmp_path: Path) -> None:
     """The analysis of a file is reused across spellings of its path (the migration and its
     check name it differently), but each caller sees the file named its own way."""

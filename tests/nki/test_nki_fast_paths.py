@@ -7,6 +7,7 @@ values against numpy.
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -355,3 +356,29 @@ def test_a_launch_never_computes_another_threads_queued_products():
     worker.join(10)
     assert seen["still_queued"]
     np.testing.assert_allclose(result["out"], x.T @ y, rtol=1e-5, atol=1e-4)
+
+
+def test_ragged_arange_tiles_check_only_live_indices_and_count_only_live_bytes():
+    """A 128 x 512 tile over a (200, 96) tensor: indices past the edges are fine where the mask
+    is off (whether or not every index is in bounds, the answer is the same), a live one out of
+    bounds raises, and the DMA accounting counts the live elements only."""
+    from migrator.nki import profile
+    from migrator.nki.errors import NkiIndexError
+
+    x = np.random.default_rng(3).standard_normal((200, 96)).astype(F32)
+
+    def kernel(a, limit):
+        out = nl.ndarray((200, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        for r in nl.affine_range(2):
+            i_p = r * 128 + nl.arange(128)[:, None]
+            i_f = nl.arange(512)[None, :]
+            live = (i_p < 200) & (i_f < limit)
+            t = nl.load(a[i_p, i_f], mask=live)
+            nl.store(out[i_p, i_f], value=nl.multiply(t, 2.0), mask=live)
+        return out
+
+    np.testing.assert_array_equal(run_kernel(kernel, x, 96)[0], 2 * x)
+    p = profile(kernel, x, 96)
+    assert p.hbm_read_bytes == p.hbm_write_bytes == x.nbytes
+    with pytest.raises(NkiIndexError, match="outside axis 1"):
+        run_kernel(kernel, x, 97)

@@ -55,6 +55,8 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
     buf, idx, flat, *_ = memory._resolve(m, ptr, t, mask, node, write=True)
     if buf.init is not None:
         buf.init[flat] = True
+    if m.options.writers:
+        memory.note_writers(m, buf, flat, idx)
     active = np.arange(m.geo.n) if idx is None else idx
     old_out = np.zeros(m.geo.n, dtype=buf.data.dtype)
     if op == "cas":

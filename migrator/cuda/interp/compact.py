@@ -79,6 +79,7 @@ class LaneView:
         self.span = span  # run structure of idx (span.py): gathers become strided copies
         self.grid, self.block = parent.grid, parent.block
         self.first_block, self.n_blocks = parent.first_block, parent.n_blocks
+        self.block_ids = parent.block_ids
         self.threads = parent.threads
         self.lane_rows = parent.lane_rows
         self.n = int(idx.size)

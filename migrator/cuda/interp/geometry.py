@@ -24,6 +24,9 @@ class Geometry:
     block: Dim3
     first_block: int  # linear id of the batch's first block
     n_blocks: int  # blocks in this batch
+    # the batch's linear block ids where they are not first_block, first_block + 1, ...
+    # (InterpOptions.blocks: a chosen subset of the grid runs as one batch)
+    ids: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         bx, by, bz = self.block
@@ -79,10 +82,18 @@ class Geometry:
         pattern = (t % bx, (t // bx) % by, t // (bx * by))[k].astype(np.uint32)
         return self._memo(f"t{k}", lambda: np.tile(pattern, self.n_blocks))
 
+    @property
+    def block_ids(self) -> np.ndarray:
+        """The linear grid id of each block of the batch."""
+        if self.ids is not None:
+            return self.ids
+        return self._memo("ids", lambda: np.arange(
+            self.first_block, self.first_block + self.n_blocks, dtype=np.int64))  # fmt: skip
+
     def block_index(self, k: int) -> Any:
         """blockIdx.x/y/z as uint32 over lanes (a scalar if uniform)."""
         gx, gy, _ = self.grid
-        lin = np.arange(self.first_block, self.first_block + self.n_blocks, dtype=np.int64)
+        lin = self.block_ids
         per_block = (lin % gx, (lin // gx) % gy, lin // (gx * gy))[k].astype(np.uint32)
         if self.grid[k] == 1 or self.n_blocks == 1:
             return per_block[0]
@@ -94,7 +105,7 @@ class Geometry:
         bx, by, _ = self.block
         gx, gy, _ = self.grid
         t = lane % self.threads
-        b = lane // self.threads + self.first_block
+        b = int(self.block_ids[lane // self.threads])
         return Coord(
             block=(b % gx, (b // gx) % gy, b // (gx * gy)),
             thread=(t % bx, (t // bx) % by, t // (bx * by)),

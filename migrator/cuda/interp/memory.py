@@ -58,6 +58,7 @@ class Buffer:
     # extent measurement (InterpOptions.extents): one past the highest byte any access reached
     track: bool = False
     hi_bytes: int = 0
+    writer: np.ndarray | None = None  # InterpOptions.writers: the block that wrote each element
     address_key: int = 0  # its address range once a pointer into it became an integer (values)
 
     def fully_initialised(self) -> bool:
@@ -335,6 +336,31 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
                 buf.data[f + j] = [unpack(v, j, acc.pack) for v in d]
         else:
             put(buf.data, f, span, d)
+        if m.options.writers:
+            for j in range(acc.pack):
+                note_writers(m, buf, f + j, idx)
+
+
+def note_writers(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
+    """InterpOptions.writers: the block of each storing lane, per element of the array argument
+    behind `buf` (a view of another element type marks the elements its bytes cover); an element
+    two blocks store into becomes -2."""
+    root = buf
+    while root.base is not None:
+        root = root.base
+    w = root.writer
+    if w is None:
+        return
+    blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
+    size, rsize = buf.elem.size, root.elem.size
+    start = np.asarray(flat, dtype=np.int64) * size // rsize
+    for k in range(max(1, size // rsize)):
+        e, b = np.broadcast_arrays(start + k, blk)
+        ok = (e >= 0) & (e < w.size)
+        e, b = e[ok], b[ok]
+        cur = w[e]
+        w[e] = np.where((cur == -1) | (cur == b), b, -2)
+        w[e[w[e] != b]] = -2  # lanes of two blocks on one element in this statement
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:

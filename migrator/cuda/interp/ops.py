@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from migrator.cuda.interp.ctypes_ import BOOL, FLOAT, INT, CType, arith_result, promote
-from migrator.cuda.interp.traced import DIVIDE, OBJECT
+from migrator.cuda.interp.traced import DIVIDE, OBJECT, per_distinct
 from migrator.cuda.interp.values import Val, convert
 
 Arr = Any
@@ -92,6 +92,8 @@ def binary(op: str, a: Val, b: Val, float_type: CType = FLOAT) -> Val:
     fn = ARITH.get(op)
     if fn is None:
         raise TypeError(f"unknown operator {op!r}")
+    if t.dtype == OBJECT and op != "/":  # traced: a node per distinct pair (DIVIDE does too)
+        return Val(t, per_distinct(lambda a, b: fn(a, b, t), x, y, commutative=op in "+*"))
     return Val(t, fn(x, y, t))
 
 

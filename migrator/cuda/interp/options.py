@@ -36,6 +36,11 @@ class InterpOptions:
     extents: measure how far the kernel reaches into each array argument
         (`RunResult.extents`: one past the highest element accessed, out-of-bounds accesses
         included), the evidence spec inference uses where indices do not show a shape.
+    writers: record which block wrote each element of each array argument
+        (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks).
+    blocks: run only these linear block ids (sorted, unique; None: the whole grid). Blocks
+        share nothing but global memory, so a subset computes what the full launch computes
+        in those blocks; the lifter traces the few blocks that write the elements it fits.
     """
 
     fmad: bool = True
@@ -49,6 +54,8 @@ class InterpOptions:
     max_loop_iterations: int = 1 << 20
     extents: bool = False
     trace: bool = False
+    writers: bool = False
+    blocks: tuple[int, ...] | None = None
     # stop a run past this many thread-statements (0: no limit); a traced run is slow per
     # value, and the lifter sizes its work by this rather than by a clock
     max_thread_statements: int = 0
@@ -62,7 +69,12 @@ class InterpOptions:
             not isinstance(self.block_batch, int) or self.block_batch < 1
         ):
             raise ValueError(f"block_batch={self.block_batch!r}: expected a positive int or None")
-        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents", "trace"):
+        if self.blocks is not None and (
+            list(self.blocks) != sorted(set(self.blocks)) or any(b < 0 for b in self.blocks)
+        ):
+            raise ValueError(f"blocks={self.blocks!r}: expected sorted, unique block ids >= 0")
+        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents", "trace",
+                     "writers"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
         if self.max_loop_iterations < 1:

@@ -43,6 +43,7 @@ class RunResult:
     batches: int = 0
     device_globals: dict[str, np.ndarray] = field(default_factory=dict)
     extents: dict[str, int] = field(default_factory=dict)  # InterpOptions.extents
+    writers: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.writers
 
     @property
     def statements_per_second(self) -> float:
@@ -194,8 +195,8 @@ def run_kernel(
         bound: dict[str, Any] | None = None
         global_cache: dict[str, Binding] = {}
         structs: dict[str, StructInfo] = {}
-        for first in range(0, n_blocks, batch):
-            geo = Geometry(g, b, first, min(batch, n_blocks - first))
+        for ids in _batches(n_blocks, batch, opts.blocks, fn.name):
+            geo = Geometry(g, b, int(ids[0]), len(ids), ids if opts.blocks is not None else None)
             m = Machine(prog, fn.name, geo, opts, log, shared_bytes, structs)
             scope: dict[str, Binding] = {}
             m.push_frame(ct.VOID, scope)
@@ -223,11 +224,25 @@ def run_kernel(
         for name, (_, v) in bound.items():
             if v.buf is not None and v.buf.track:
                 result.extents[name] = -(-v.buf.hi_bytes // v.buf.elem.size)
+    if opts.writers and bound is not None:
+        for name, (_, v) in bound.items():
+            if v.buf is not None and v.buf.writer is not None:
+                result.writers[name] = v.buf.writer
     for name, b in global_cache.items():  # __device__/__constant__ variables after the launch
         buf = b.val.buf if isinstance(b, Var) else b.ptr.buf if isinstance(b, MemLV) else None
         if buf is not None:
             result.device_globals[name] = buf.data
     return result
+
+
+def _batches(
+    n_blocks: int, batch: int, blocks: tuple[int, ...] | None, kernel: str
+) -> list[np.ndarray]:
+    """The linear block ids of each batch: the grid in order, or the chosen blocks."""
+    ids = np.arange(n_blocks, dtype=np.int64) if blocks is None else np.array(blocks, np.int64)
+    if ids.size and ids[-1] >= n_blocks:
+        raise LaunchError(f"block {ids[-1]} is outside the grid of {n_blocks}", kernel=kernel)
+    return [ids[f : f + batch] for f in range(0, ids.size, batch)]
 
 
 def _deducible(params: list[Any], args: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -307,6 +322,8 @@ def _pointer_arg(
     arrays[name] = a
     flat = a.reshape(-1)
     buf = Buffer(name, "global", flat, scalar_t, flat.size, track=m.options.extents)
+    if m.options.writers:
+        buf.writer = np.full(flat.size, -1, dtype=np.int64)
     return Val(ct.ptr(elem), np.int64(0), buf=buf)
 
 

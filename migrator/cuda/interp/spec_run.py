@@ -47,7 +47,8 @@ def _parse_key(
 ) -> str:
     st = path.stat()
     # an edited file is parsed again; so is one preprocessed with other -I/-D
-    return f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}:{include_dirs}:{defines}"
+    dirs, defs = [str(d) for d in include_dirs or []], sorted((defines or {}).items())
+    return f"{path.resolve()}:{st.st_mtime_ns}:{st.st_size}:{dirs}:{defs}"  # None, [] alike
 
 
 def _parsed(

@@ -263,10 +263,47 @@ def _divide(a: Any, b: Any) -> Any:
     return _div(_v(a), _v(b))  # IEEE: x/0 is inf or NaN, never ZeroDivisionError
 
 
-DIVIDE = np.frompyfunc(_divide, 2, 1)
-MAX = np.frompyfunc(_max, 2, 1)
-MIN = np.frompyfunc(_min, 2, 1)
-SELECT = np.frompyfunc(_select, 5, 1)
+_ID = np.frompyfunc(id, 1, 1)
+_MIN_DISTINCT = 64  # below this many elements, finding the distinct operands costs more
+
+
+def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
+    """`fn` over object arrays, called once per distinct tuple of operand objects and the
+    result shared by every element that has that tuple. A traced run computes one value on
+    every lane of a block (a row's mean after a block reduce: the same Sym on 256 lanes), and
+    a butterfly reduce pairs lane i with i^k and i^k with i: building each node once is what
+    keeps a traced run's cost near its number of distinct values. `commutative` (+ and *, exact
+    in IEEE): (a, b) and (b, a) are one tuple."""
+    arrs = [np.asarray(x) for x in xs]
+    shape = np.broadcast_shapes(*(a.shape for a in arrs))
+    n = math.prod(shape)
+    if n < _MIN_DISTINCT or any(a.dtype != OBJECT for a in arrs if a.size > 1):
+        return fn(*xs)
+    flat = [np.broadcast_to(a, shape).reshape(-1) if a.size > 1 else a for a in arrs]
+    keys = [_ID(f).astype(np.int64) for f in flat if f.size > 1]
+    if commutative and len(keys) == 2:
+        keys = [np.minimum(keys[0], keys[1]), np.maximum(keys[0], keys[1])]
+    code: Any = None
+    for k in keys:  # dense codes (< n) per operand, folded into one dense code per tuple
+        dense = np.unique(k, return_inverse=True)[1].reshape(-1)
+        if code is not None:
+            code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
+        code = dense if code is None else code.reshape(-1)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    if len(first) > n // 2:  # mostly distinct: the plain call
+        return fn(*xs)
+    part = np.asarray(fn(*[f[first] if f.size > 1 else f for f in flat]), dtype=OBJECT)
+    return part[inverse.reshape(-1)].reshape(shape)
+
+
+def _distinct_ufunc(f: Any) -> Any:
+    return lambda *xs: per_distinct(f, *xs)
+
+
+DIVIDE = _distinct_ufunc(np.frompyfunc(_divide, 2, 1))
+MAX = _distinct_ufunc(np.frompyfunc(_max, 2, 1))
+MIN = _distinct_ufunc(np.frompyfunc(_min, 2, 1))
+SELECT = _distinct_ufunc(np.frompyfunc(_select, 5, 1))
 
 # numpy functions a traced run replaces by an object-aware one (numpy's own object loops
 # for these return one operand, losing the operation)
@@ -282,7 +319,7 @@ def elementwise(fn: Any, nargs: int) -> Any:
     """`fn` applied element by element to object data: the object-aware replacement where
     numpy's own object loop loses the operation, else `fn` per element (a Sym operand builds a
     node through its method of the same name; a plain number is computed as a number)."""
-    return OBJECT_FUNCTIONS.get(fn) or np.frompyfunc(fn, nargs, 1)
+    return OBJECT_FUNCTIONS.get(fn) or _distinct_ufunc(np.frompyfunc(fn, nargs, 1))
 
 
 def is_traced(t: CType) -> bool:

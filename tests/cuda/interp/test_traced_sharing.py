@@ -1,0 +1,247 @@
+"""Traced runs build one node per distinct computation: a value every lane of a block holds
+(a row's mean after a block reduce) is one Sym, not one per lane, and the two lanes of a
+butterfly pair share their sum. What is shared must be what each lane would have computed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from migrator.contract import load_spec
+from migrator.cuda.interp.traced import OBJECT, Sym, per_distinct
+from migrator.lift import lift_task
+from migrator.lift.trace import trace_run
+
+
+def _syms(n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    for i in range(n):
+        out[i] = Sym.leaf("x", i, float(i) + 0.5)
+    return out
+
+
+def test_per_distinct_calls_once_per_operand_tuple_and_shares_the_result() -> None:
+    leaves = _syms(4)
+    a = leaves[np.arange(256) % 4]  # four distinct objects over 256 lanes
+    b = leaves[(np.arange(256) // 4) % 2]
+    calls: list[int] = []
+
+    def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        calls.append(np.size(x))
+        return np.add(x, y)
+
+    got = per_distinct(add, a, b)
+    assert calls == [8]  # 4 x 2 distinct pairs, not 256
+    plain = np.add(a, b)
+    assert got.dtype == OBJECT and got.shape == (256,)
+    assert [g.v for g in got] == [p.v for p in plain]
+    assert all(g.args[0] is p.args[0] and g.args[1] is p.args[1]
+               for g, p in zip(got, plain, strict=True))  # fmt: skip
+    assert got[0] is got[8]  # same operands: the same node
+
+
+def test_commutative_pairs_are_one_node_and_other_operators_keep_their_order() -> None:
+    leaves = _syms(64)
+    lane = np.arange(64)
+    a, b = leaves, leaves[lane ^ 1]  # a butterfly step: lane i pairs with i ^ 1
+    s = per_distinct(np.add, a, b, commutative=True)
+    assert len({id(x) for x in s}) == 32 and s[0] is s[1]
+    assert all(x.v == y.v + z.v for x, y, z in zip(s, a, b, strict=True))
+    d = per_distinct(np.subtract, a, b)  # not commutative: a - b and b - a stay apart
+    assert len({id(x) for x in d}) == 64
+    assert all(x.v == y.v - z.v and x.args[0] is y and x.args[1] is z
+               for x, y, z in zip(d, a, b, strict=True))  # fmt: skip
+
+
+def test_mostly_distinct_or_numeric_operands_take_the_plain_call() -> None:
+    leaves = _syms(100)
+    calls: list[int] = []
+
+    def mul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        calls.append(np.size(x))
+        return np.multiply(x, y)
+
+    per_distinct(mul, leaves, 2.0)
+    assert calls == [100]
+    numbers = np.arange(100.0)
+    assert np.array_equal(per_distinct(np.multiply, numbers, numbers), numbers * numbers)
+
+
+BLOCK_MEAN = """
+// one block per row; a shuffle butterfly then shared memory reduce the row; every thread
+// divides the row total by n and writes its own element centred on that mean
+__global__ void centre(float* out, const float* x, int n) {
+    __shared__ float warp_sums[32];
+    const float* row = x + blockIdx.x * n;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
+    for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffff, s, k);
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < blockDim.x / 32; w++) total += warp_sums[w];
+    float mean = total / n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) out[blockIdx.x * n + i] = row[i] - mean;
+}
+"""
+
+SPEC = """
+[kernel]
+name = "centre"
+[sizes]
+R = 5
+N = 300
+[[tensors]]
+name = "out"
+role = "out"
+shape = ["R", "N"]
+[[tensors]]
+name = "x"
+role = "in"
+shape = ["R", "N"]
+[[scalars]]
+name = "n"
+size = "N"
+[launch]
+grid = ["R"]
+block = ["128"]
+"""
+
+
+def test_a_block_reduce_gives_one_mean_node_per_row_and_still_lifts(tmp_path: Path) -> None:
+    (tmp_path / "centre.cu").write_text(textwrap.dedent(BLOCK_MEAN))
+    (tmp_path / "centre.toml").write_text(textwrap.dedent(SPEC))
+    spec = load_spec(tmp_path / "centre.toml")
+    tr = trace_run(spec, {"R": 3, "N": 40})
+    out = tr.outputs["out"].reshape(3, 40)
+    for r in range(3):
+        means = {id(e.args[1]) for e in out[r]}  # out = row[i] - mean: one mean per row
+        assert len(means) == 1
+        mean = out[r][0].args[1]
+        np.testing.assert_allclose(mean.v, np.mean(tr.inputs["x"].reshape(3, 40)[r]), rtol=1e-5)
+    result = lift_task(spec)
+    assert result.ok, result.render()
+    assert "sum_" in result.program.render()  # type: ignore[union-attr]
+
+
+SCALE = """
+// a 2-D grid of 8x4 tiles; out[r, c] = 2 * x[r, c] where c < n - 1 (the last column never),
+// and every block adds its tile's count into total[0] (all blocks, one element)
+__global__ void scale(float* out, float* total, const float* x, int m, int n) {
+    int c = blockIdx.x * 8 + threadIdx.x, r = blockIdx.y * 4 + threadIdx.y;
+    if (r < m && c < n - 1) out[r * n + c] = 2.0f * x[r * n + c];
+    if (threadIdx.x == 0 && threadIdx.y == 0) atomicAdd(total, 1.0f);
+    // out of bounds in block (1, 2) of a 3 x 4 grid only: an error must name that block
+    if (gridDim.y == 4 && blockIdx.x == 1 && blockIdx.y == 2 && threadIdx.x == 0) out[m * n] = 0;
+}
+"""
+
+
+def _scale_args(m: int, n: int) -> dict[str, object]:
+    x = np.arange(m * n, dtype=np.float32)
+    return {"out": np.full(m * n, np.nan, np.float32), "total": np.zeros(1, np.float32),
+            "x": x, "m": m, "n": n}  # fmt: skip
+
+
+def test_a_run_of_chosen_blocks_computes_what_the_full_launch_computes_there() -> None:
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+
+    m, n, grid = 12, 21, (3, 3)
+    full = run_kernel(SCALE, "scale", grid, (8, 4), _scale_args(m, n),
+                      options=InterpOptions(writers=True))  # fmt: skip
+    w = full.writers["out"].reshape(m, n)
+    r, c = np.indices((m, n))
+    expect = np.where(c < n - 1, (r // 4) * 3 + c // 8, -1)
+    np.testing.assert_array_equal(w, expect)
+    assert full.writers["total"].tolist() == [-2]  # nine blocks add into it
+    some = run_kernel(SCALE, "scale", grid, (8, 4), _scale_args(m, n),
+                      options=InterpOptions(blocks=(1, 5, 8), writers=True))  # fmt: skip
+    got, want = some.outputs["out"].reshape(m, n), full.outputs["out"].reshape(m, n)
+    ran = np.isin(expect, [1, 5, 8])
+    np.testing.assert_array_equal(got[ran], want[ran])
+    assert np.isnan(got[~ran]).all() and some.outputs["total"][0] == 3.0
+    np.testing.assert_array_equal(some.writers["out"].reshape(m, n), np.where(ran, expect, -1))
+
+
+def test_chosen_blocks_are_checked_against_the_grid() -> None:
+
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import run_kernel
+
+    with pytest.raises(ValueError, match="sorted, unique"):
+        InterpOptions(blocks=(3, 1))
+    with pytest.raises(InterpError, match="outside the grid of 9"):
+        run_kernel(SCALE, "scale", (3, 3), (8, 4), _scale_args(12, 21),
+                   options=InterpOptions(blocks=(2, 9)))  # fmt: skip
+    # the error names the block in the grid's numbering (block 7 of 3 x 4 is (1, 2))
+    with pytest.raises(InterpError, match=r"block \(1, 2, 0\)"):
+        run_kernel(SCALE, "scale", (3, 4), (8, 4), _scale_args(12, 21),
+                   options=InterpOptions(blocks=(0, 7)))  # fmt: skip
+
+
+TILES = """
+// one block per row (rows in whole tiles of 32, as a tiled kernel asks): out = x * w + x[r, 0]
+__global__ void tiles(float* out, const float* x, const float* w, int m, int n) {
+    int r = blockIdx.x;
+    for (int c = threadIdx.x; c < n; c += blockDim.x)
+        out[r * n + c] = x[r * n + c] * w[c] + x[r * n];
+}
+"""
+
+TILES_SPEC = """
+relations = ["M % 32 == 0"]
+[kernel]
+name = "tiles"
+[sizes]
+M = 96
+N = 90
+[[tensors]]
+name = "out"
+role = "out"
+shape = ["M", "N"]
+[[tensors]]
+name = "x"
+role = "in"
+shape = ["M", "N"]
+[[tensors]]
+name = "w"
+role = "in"
+shape = ["N"]
+[[scalars]]
+name = "m"
+size = "M"
+[[scalars]]
+name = "n"
+size = "N"
+[launch]
+grid = ["M"]
+block = ["32"]
+"""
+
+
+def test_the_lifter_traces_only_the_blocks_its_fit_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 64 rows of one block each, the fit reads about a dozen rows: those blocks are traced,
+    and the program fitted from them is the one the whole trace gives."""
+    import migrator.lift.lifter as lifter
+
+    (tmp_path / "tiles.cu").write_text(textwrap.dedent(TILES))
+    (tmp_path / "tiles.toml").write_text(textwrap.dedent(TILES_SPEC))
+    spec = load_spec(tmp_path / "tiles.toml")
+    sizes = {"M": 64, "N": 12}
+    traced: list[object] = []
+    real = lifter.trace_run
+    monkeypatch.setattr(lifter, "trace_run",
+                        lambda s, z, seed=0, blocks=None: traced.append(blocks) or real(
+                            s, z, seed, blocks))  # fmt: skip
+    some = lifter._fit(spec, sizes, 0)
+    assert traced[0] is not None and 0 < len(traced[0]) < 32  # type: ignore[arg-type]
+    whole = lifter._fit_trace(real(spec, sizes, 0), {}, None)
+    assert some.render() == whole.render() == "out[i, j] = (w[j] * x[i, j]) + x[i, 0]"
+    assert lift_task(spec).ok
