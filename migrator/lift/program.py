@@ -11,6 +11,7 @@ verifies it against the CUDA interpreter.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Literal
 
@@ -193,6 +194,11 @@ def evaluate(
         depth = _depth(a.expr)
         env: dict[str, np.ndarray] = {}
         at = None if points is None else points.get(a.tensor)
+        sampled = at is not None
+        if at is None and _flat_rows(a):
+            # rows read through `i // L` from a flat output: evaluated as every point, so that
+            # each row's reductions are computed once (a dense broadcast would do it per element)
+            at = np.arange(math.prod(shape))
         if at is None:
             nd = len(shape) + depth
             for ax, (v, n) in enumerate(zip(a.vars, shape, strict=True)):
@@ -206,9 +212,9 @@ def evaluate(
         coords = np.unravel_index(flat, shape) if shape else ()
         for v, c in zip(a.vars, coords, strict=True):
             env[v] = np.asarray(c).reshape((flat.size,) + (1,) * depth)
-        val = _eval(a.expr, env, 1, nd, tensors, sizes, params)
+        val = _eval(a.expr, env, 1, nd, tensors, sizes, params, points=frozenset(a.vars))
         got = np.broadcast_to(np.asarray(val, dtype=np.float64), (flat.size,) + (1,) * depth)
-        out[a.tensor] = got.reshape(flat.size).copy()
+        out[a.tensor] = got.reshape(flat.size if sampled else shape).copy()
     return out
 
 
@@ -225,9 +231,12 @@ def _eval(
     tensors: Mapping[str, np.ndarray],
     sizes: Mapping[str, int],
     params: Mapping[str, float],
+    points: frozenset[str] = frozenset(),
 ) -> np.ndarray:
+    """`points`: the output variables, where the outputs are a sample of points (one axis)."""
+
     def ev(x: Expr, lv: int = level) -> np.ndarray:
-        return _eval(x, env, lv, nd, tensors, sizes, params)
+        return _eval(x, env, lv, nd, tensors, sizes, params, points)
 
     k = e.kind
     if k == "const":
@@ -238,6 +247,9 @@ def _eval(
         return np.float64(params[e.name or ""])
     if k == "load":
         arr = tensors[e.tensor or ""]
+        whole = _whole_axes(e, arr, env, nd, sizes)
+        if whole is not None:
+            return np.asarray(whole, dtype=np.float64)
         idx = [_index(m, env, sizes) for m in e.index]
         if len(idx) != arr.ndim:
             raise LiftError(f"{e.tensor} has {arr.ndim} dimensions, the load {len(idx)}")
@@ -245,6 +257,16 @@ def _eval(
             if np.any(ix < 0) or np.any(ix >= n):
                 raise LiftError(f"{e.render()} reads outside {e.tensor} (dimension {d})")
         return np.asarray(arr[tuple(idx)], dtype=np.float64)
+    if k == "reduce" and points and level == 1:
+        # sampled points share rows: a row's sum is computed once per distinct row among them
+        # (the values of the output coordinates it reads), not once per point of the row
+        count = next(iter(env[v] for v in points)).shape[0]
+        code = _row_codes(e, env, sizes, points, count)
+        first, inverse = np.unique(code, return_index=True, return_inverse=True)[1:]
+        if first.size < count:
+            sub = {v: x[first] if v in points else x for v, x in env.items()}
+            val = np.asarray(_eval(e, sub, level, nd, tensors, sizes, params))
+            return val[inverse.reshape(-1)] if val.ndim else val
     if k == "reduce":
         n = int(value_of(e.extent or 0, sizes))
         if n <= 0:
@@ -277,6 +299,68 @@ def _eval(
         if op in _NP_BINARY:
             return _NP_BINARY[op](args[0], args[1])
     raise LiftError(f"no numpy form for the operation {op!r}")
+
+
+def _whole_axes(
+    e: Expr, arr: np.ndarray, env: dict[str, np.ndarray], nd: int, sizes: Mapping[str, int]
+) -> np.ndarray | None:
+    """`x[i, k]` where each index is a variable ranging over the whole dimension in order (a
+    dense output axis, a reduction): the array itself, its axes moved to the variables' axes,
+    instead of a gather through index arrays as large as the result."""
+    if len(e.index) != arr.ndim:
+        return None
+    axes: list[int] = []
+    for m, n in zip(e.index, arr.shape, strict=True):
+        if len(m.terms) != 1 or value_of(m.const, sizes) != 0:
+            return None
+        t = m.terms[0]
+        if t.div is not None or t.mod is not None or value_of(t.coef, sizes) != 1:
+            return None
+        x = env.get(t.var)
+        if x is None or x.ndim != nd or x.size != n:
+            return None
+        ax = [d for d, w in enumerate(x.shape) if w > 1]
+        if len(ax) > 1 or not np.array_equal(x.reshape(-1), np.arange(n)):
+            return None
+        axes.append(ax[0] if ax else -1)  # -1: a dimension of one element
+    keep = [d for d in range(arr.ndim) if axes[d] >= 0]
+    if len({axes[d] for d in keep}) != len(keep):
+        return None  # x[i, i]: a diagonal
+    order = sorted(keep, key=lambda d: axes[d])
+    shape = [1] * nd
+    for d in keep:
+        shape[axes[d]] = arr.shape[d]
+    kept = arr.reshape([arr.shape[d] for d in keep])  # dimensions of one element dropped
+    return np.transpose(kept, [keep.index(d) for d in order]).reshape(shape)
+
+
+def _flat_rows(a: Assign) -> bool:
+    """Whether a reduction of `a` reads an output coordinate through a div or mod."""
+    return any(t.var in a.vars and (t.div is not None or t.mod is not None)
+               for r in a.expr.walk() if r.kind == "reduce" for x in r.walk()
+               if x.kind == "load" for m in x.index for t in m.terms)  # fmt: skip
+
+
+def _row_codes(
+    e: Expr,
+    env: dict[str, np.ndarray],
+    sizes: Mapping[str, int],
+    points: frozenset[str],
+    count: int,
+) -> np.ndarray:
+    """One integer per sampled point, equal where the points read the same elements through
+    `e`: each index term of an output variable (`i // 64` for rows of 64), combined."""
+    code = np.zeros(count, dtype=np.int64)
+    terms = {(t.var, t.div, t.mod) for x in e.walk() if x.kind == "load" for m in x.index
+             for t in m.terms if t.var in points}  # fmt: skip
+    for var, div, mod in sorted(terms, key=repr):
+        v = env[var].reshape(-1)
+        v = v // int(value_of(div, sizes)) if div is not None else v
+        v = v % int(value_of(mod, sizes)) if mod is not None else v
+        dense = np.unique(v, return_inverse=True)[1].reshape(-1)
+        code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
+        code = code.reshape(-1)
+    return code
 
 
 def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:

@@ -471,3 +471,90 @@ def test_reduction_variables_do_not_run_out() -> None:
     f = Fitter(Canonicaliser(), {}, {})
     names = [next(f.red_names) for _ in range(len(RED_VARS) + 3)]
     assert len(set(names)) == len(names) and names[-1] == "k3"
+
+
+def test_sampled_points_of_a_row_program_agree_with_the_dense_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sample of a row-wise output has many points per row: each row's reductions are
+    evaluated once for its points (nested max and sum of softmax), with the same values as the
+    dense evaluation, including points repeated and a row met once."""
+    import migrator.lift.program as program
+
+    spec = _task(tmp_path, "softmax_tree")
+    result = lift_task(spec)
+    assert result.ok and result.program is not None
+    rng = np.random.default_rng(5)
+    rows, cols = 9, 37
+    x = rng.normal(size=(rows, cols))
+    (a,) = result.program.assigns
+    args = ({"in": x}, {a.tensor: (rows, cols)}, {"R": rows, "C": cols}, {})
+    dense = program.evaluate(result.program, *args)[a.tensor]
+    at = np.array([0, 1, 5, 5, 40, 41, 42, 8 * cols + 36, 3 * cols])  # rows 0, 1, 8, 3
+    calls: list[int] = []
+    for op, fn in list(program._NP_REDUCE.items()):  # the rows each reduction is computed for
+
+        def counted(body, *args, _fn=fn, **kw):  # type: ignore[no-untyped-def]
+            calls.append(body.shape[0])
+            return _fn(body, *args, **kw)
+
+        monkeypatch.setitem(program._NP_REDUCE, op, counted)
+    sampled = program.evaluate(result.program, *args, points={a.tensor: at})[a.tensor]
+    np.testing.assert_allclose(sampled, dense.reshape(-1)[at], rtol=1e-12)
+    assert calls and max(calls) == 4, calls  # four distinct rows among nine points
+
+
+@pytest.mark.parametrize(
+    ("index", "expect"),
+    [
+        (["i", "j"], lambda a, m: a),
+        (["j", "i"], lambda a, m: a.T),  # a transposed read
+        (["i", "k"], lambda a, m: np.broadcast_to(a.sum(axis=1, keepdims=True), a.shape)),
+        (["k", "j"], lambda a, m: np.broadcast_to(a.sum(axis=0, keepdims=True), a.shape)),
+        (["i", "i"], lambda a, m: np.broadcast_to(np.diag(a)[:, None], a.shape)),  # a diagonal
+        (["i", "j+1"], lambda a, m: a[:, 1:]),  # an offset: still a gather
+    ],
+)
+def test_loads_over_whole_axes_evaluate_as_the_gather_does(index: list[str], expect) -> None:  # type: ignore[no-untyped-def]
+    """A load whose indices are variables running over whole dimensions is read as the array
+    itself (axes moved), not gathered: the values must be the gather's, transposes, sums over
+    either axis and diagonals included; anything else still gathers."""
+    from migrator.lift.program import Assign, Expr, IndexMap, Program, Term, evaluate
+
+    n = 6
+    a = np.random.default_rng(2).normal(size=(n, n + 1 if index == ["i", "j+1"] else n))
+
+    def ix(s: str) -> IndexMap:
+        var, _, off = s.partition("+")
+        return IndexMap(terms=[Term(coef=1, var=var)], const=int(off or 0))
+
+    load = Expr(kind="load", tensor="a", index=[ix(s) for s in index])
+    body = load
+    if "k" in index:
+        body = Expr(kind="reduce", op="sum", var="k", extent=n, args=[load])
+    prog = Program(assigns=[Assign(tensor="out", vars=["i", "j"], expr=body)])
+    got = evaluate(prog, {"a": a}, {"out": (n, n)}, {}, {})["out"]
+    want = expect(a, n)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    at = np.array([0, 7, 35, 7])
+    pts = evaluate(prog, {"a": a}, {"out": (n, n)}, {}, {}, points={"out": at})["out"]
+    np.testing.assert_allclose(pts, np.asarray(want).reshape(-1)[at], rtol=1e-12)
+
+
+def test_flat_rows_evaluate_each_row_once_with_the_dense_values() -> None:
+    """`y[i] = x[i] / sum_k x[k + L*(i // L)]` (rows of a flat tensor): the whole output is
+    evaluated one row sum per row, and equals the row-wise numpy result."""
+    from migrator.lift.program import Assign, Expr, IndexMap, Program, Term, evaluate
+
+    rows, width = 7, 5
+    x = np.random.default_rng(4).normal(size=rows * width) + 3.0
+    row = IndexMap(terms=[Term(coef=1, var="k"), Term(coef=width, var="i", div=width)])
+    total = Expr(kind="reduce", op="sum", var="k", extent=width,
+                 args=[Expr(kind="load", tensor="x", index=[row])])  # fmt: skip
+    own = Expr(kind="load", tensor="x", index=[IndexMap(terms=[Term(coef=1, var="i")])])
+    prog = Program(assigns=[Assign(tensor="y", vars=["i"],
+                                   expr=Expr(kind="op", op="/", args=[own, total]))])  # fmt: skip
+    got = evaluate(prog, {"x": x}, {"y": (rows * width,)}, {}, {})["y"]
+    want = (x.reshape(rows, width) / x.reshape(rows, width).sum(axis=1, keepdims=True)).ravel()
+    assert got.shape == (rows * width,)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
