@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import TaskSpec, make_inputs, np_dtype
+from migrator.contract import TaskSpec, is_float, make_inputs, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import run_kernel
@@ -114,25 +114,40 @@ def blocks_to_trace(
     `points(shape, unwritten)`: the flat elements the fit will read.
 
     None (trace everything) where a subset would not show the same elements: several blocks
-    combine into one element (atomics, partial sums), an in-place tensor has elements no block
-    writes (the trace shows their input values there), or the subset is nearly the whole grid."""
-    from migrator.cuda.interp.spec_run import run_spec_full
-
-    grid, _, _ = spec.launch_config(dict(sizes))
+    combine into one element (atomics, partial sums) or read each other's stores, an in-place
+    tensor has elements no block writes (the trace shows their input values there), or the
+    subset is nearly the whole grid."""
+    sz = dict(sizes)
+    grid, block, smem = spec.launch_config(sz)
     n_blocks = grid[0] * grid[1] * grid[2]
     if n_blocks <= 4:
         return None, {}
+    ins = make_inputs(spec, sz, seed)  # the traced run's inputs, in the tensors' dtypes
+    args: dict[str, Any] = {}
+    for t in spec.tensors:
+        dt = np_dtype(t.dtype)
+        if t.role == "out":
+            args[t.cuda_param] = np.full(spec.shape_of(t, sz), np.nan if is_float(dt) else 0, dt)
+        else:
+            args[t.cuda_param] = ins[t.name].copy()
+    for s in spec.scalars:
+        args[s.cuda_param] = spec.scalar_value(s, sz)
+    options = InterpOptions(oob="report", races=False, writers=True)
     try:
-        run = run_spec_full(spec, sizes, seed, options=InterpOptions(
-            oob="report", races=False, writers=True))  # fmt: skip
-    except (InterpError, ValueError, ArithmeticError):
-        return None, {}  # sizes that set a relation aside, a run that fails: the trace says
+        result = run_kernel(_parsed(spec.cuda_source_path(), *spec.preprocessor()),
+                            spec.kernel.name, grid, block, args, shared_bytes=smem,
+                            template_args=list(spec.kernel.template_args),
+                            options=options)  # fmt: skip
+    except (InterpError, ValueError, TypeError, ArithmeticError):
+        return None, {}  # a run that fails: the traced run says why
+    if result.cross_block_reads:
+        return None, {}  # a block reads what others stored (a last block sums the partials)
     chosen: set[int] = set()
     unwritten: dict[str, np.ndarray] = {}
     for t in spec.outputs_in_order:
         if not _is_float(t.dtype):
             continue
-        w = run.result.writers.get(t.cuda_param)
+        w = result.writers.get(t.cuda_param)
         if w is None or (w == -2).any():
             return None, {}
         never = np.flatnonzero(w == -1)

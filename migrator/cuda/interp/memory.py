@@ -59,6 +59,7 @@ class Buffer:
     track: bool = False
     hi_bytes: int = 0
     writer: np.ndarray | None = None  # InterpOptions.writers: the block that wrote each element
+    cross_read: bool = False  # ... and a block read an element another block wrote
     address_key: int = 0  # its address range once a pointer into it became an integer (values)
 
     def fully_initialised(self) -> bool:
@@ -280,6 +281,9 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
             _check_shared_read(m, a)
         elif buf.init is not None and not buf.fully_initialised():  # a local array
             _check_init(m, a, "local array")
+    if m.options.writers:
+        for f in acc.components():
+            note_reads(m, acc.buf, f, acc.idx)
     if ctype.kind == "vec":
         assert ctype.elem is not None
         elem = ctype.elem
@@ -339,6 +343,23 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
         if m.options.writers:
             for j in range(acc.pack):
                 note_writers(m, buf, f + j, idx)
+
+
+def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
+    """InterpOptions.writers: a lane reading an element another block wrote (a last block
+    summing the others' partials) marks the buffer: its blocks do not compute apart."""
+    root = buf
+    while root.base is not None:
+        root = root.base
+    w = root.writer
+    if w is None or root.cross_read:
+        return
+    blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
+    e = np.asarray(flat, dtype=np.int64) * buf.elem.size // root.elem.size
+    e, b = np.broadcast_arrays(e, blk)
+    ok = (e >= 0) & (e < w.size)
+    got = w[e[ok]]
+    root.cross_read = bool(((got != -1) & (got != b[ok])).any())
 
 
 def note_writers(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:

@@ -37,7 +37,8 @@ class InterpOptions:
         (`RunResult.extents`: one past the highest element accessed, out-of-bounds accesses
         included), the evidence spec inference uses where indices do not show a shape.
     writers: record which block wrote each element of each array argument
-        (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks).
+        (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks; and
+        `cross_block_reads`: whether a block loaded an element another block had stored).
     blocks: run only these linear block ids (sorted, unique; None: the whole grid). Blocks
         share nothing but global memory, so a subset computes what the full launch computes
         in those blocks; the lifter traces the few blocks that write the elements it fits.

@@ -44,6 +44,7 @@ class RunResult:
     device_globals: dict[str, np.ndarray] = field(default_factory=dict)
     extents: dict[str, int] = field(default_factory=dict)  # InterpOptions.extents
     writers: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.writers
+    cross_block_reads: bool = False  # InterpOptions.writers: a block read another's store
 
     @property
     def statements_per_second(self) -> float:
@@ -228,6 +229,7 @@ def run_kernel(
         for name, (_, v) in bound.items():
             if v.buf is not None and v.buf.writer is not None:
                 result.writers[name] = v.buf.writer
+                result.cross_block_reads |= v.buf.cross_read
     for name, b in global_cache.items():  # __device__/__constant__ variables after the launch
         buf = b.val.buf if isinstance(b, Var) else b.ptr.buf if isinstance(b, MemLV) else None
         if buf is not None:

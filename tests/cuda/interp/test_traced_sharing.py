@@ -245,3 +245,42 @@ def test_the_lifter_traces_only_the_blocks_its_fit_reads(
     whole = lifter._fit_trace(real(spec, sizes, 0), {}, None)
     assert some.render() == whole.render() == "out[i, j] = (w[j] * x[i, j]) + x[i, 0]"
     assert lift_task(spec).ok
+
+
+LAST_BLOCK = """
+// each block writes its partial sum; the last block to finish adds the partials up
+__device__ unsigned int done = 0;
+__global__ void last_block_sum(float* partial, float* total, const float* x, int n) {
+    __shared__ bool last;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[blockIdx.x * n + i];
+    for (int k = 16; k > 0; k >>= 1) s += __shfl_xor_sync(0xffffffff, s, k);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+    __threadfence();
+    if (threadIdx.x == 0) last = atomicInc(&done, gridDim.x) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        float t = 0.0f;
+        for (int b = 0; b < gridDim.x; b++) t += partial[b];
+        total[0] = t;
+    }
+}
+"""
+
+
+def test_a_block_reading_another_blocks_store_is_reported() -> None:
+    """The last block sums the partials the others stored: such blocks do not compute apart,
+    so the lifter must trace them all (a subset would leave the partials unwritten)."""
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+
+    x = np.arange(6 * 32, dtype=np.float32)
+    args = {"partial": np.full(6, np.nan, np.float32), "total": np.full(1, np.nan, np.float32),
+            "x": x, "n": 32}  # fmt: skip
+    run = run_kernel(LAST_BLOCK, "last_block_sum", 6, 32, args,
+                     options=InterpOptions(writers=True))  # fmt: skip
+    assert run.cross_block_reads and run.outputs["total"][0] == x.sum()
+    assert run.writers["total"].tolist() == [5]  # one writer: the subset alone would miss it
+    tiles = run_kernel(SCALE, "scale", (3, 3), (8, 4), _scale_args(12, 21),
+                       options=InterpOptions(writers=True))  # fmt: skip
+    assert not tiles.cross_block_reads
