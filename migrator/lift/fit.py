@@ -35,6 +35,8 @@ RED_VARS = ("k", "q", "r", "s", "t", "u", "w")
 _FUNCS = {"exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "abs"}
 _NARY = ("sum", "prod", "max", "min")
 _OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
+MAX_NODES = 5000  # program nodes one fit may build (Fitter.node)
+MAX_CANON_WORK = 2_000_000  # operands one Canonicaliser may copy (100x a real GEMM or norm)
 _IDENTITY_LIMIT = 1e30  # a max starting from -1e30 / -FLT_MAX / -INFINITY: no operand
 
 
@@ -45,6 +47,7 @@ class Canonicaliser:
         self.keys: dict[int, tuple[str, tuple[float, ...]]] = {}
         # per n-ary node: the source rows (`Sym.at`) of the traced operations folded into it
         self.rows: dict[int, set[tuple[int, int]]] = {}
+        self.work = 0  # operands copied by `nary` so far (MAX_CANON_WORK)
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -118,10 +121,19 @@ class Canonicaliser:
         rows = set(rows or ())
         for it in items:
             if it[0] == tag:
+                self.work += len(it[1])
                 flat.extend(it[1])
                 rows |= self.rows.get(id(it), set())
             else:
                 flat.append(it)
+        self.work += len(items)
+        if self.work > MAX_CANON_WORK:
+            # flattening copies the operands of nested sums and products: a running value
+            # rescaled at every step (an online softmax) nests them as deep as a row is long,
+            # and copies quadratically; no program form here would hold it
+            raise LiftError(f"the traced expressions take more than {MAX_CANON_WORK} operand "
+                            "copies to put in canonical form (a running value rescaled at every "
+                            "step, as an online softmax's)")  # fmt: skip
         consts = [c[1] for c in flat if c[0] == "c"]
         rest = [c for c in flat if c[0] != "c"]
         if tag == "sum":
@@ -204,8 +216,18 @@ class Fitter:
         self.red_names = itertools.chain(RED_VARS, (f"k{n}" for n in itertools.count(1)))
         # reduction variable -> source rows of the traced operations that carried it out
         self.sources: dict[str, set[tuple[int, int]]] = {}
+        self.nodes = 0  # program nodes fitted so far (MAX_NODES)
 
     def node(self, insts: list[Inst]) -> Expr:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            # a flat reduction is a few nodes whatever its length; thousands are a computation
+            # nested as deep as a row is long (an online softmax's rescaled running sum), which
+            # no program form here would hold: said, instead of fitted for minutes
+            raise LiftError(
+                f"the traced expressions nest past {MAX_NODES} program nodes "
+                "(a running value rescaled at every step, as an online softmax's)"
+            )
         # a subexpression the kernel computed once and used for many elements (a row's max in
         # every term of its softmax) is one tree object: fitted with a few of the elements
         # that used it, enough to show that its indices do not move with what varies among

@@ -558,3 +558,18 @@ def test_flat_rows_evaluate_each_row_once_with_the_dense_values() -> None:
     want = (x.reshape(rows, width) / x.reshape(rows, width).sum(axis=1, keepdims=True)).ravel()
     assert got.shape == (rows * width,)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(("limit", "words"), [("MAX_NODES", "program nodes"),
+                                              ("MAX_CANON_WORK", "canonical form")])  # fmt: skip
+def test_fits_past_their_work_limits_stop_with_a_named_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str, words: str
+) -> None:
+    """A running value rescaled at every step (an online softmax) nests its expressions as deep
+    as a row is long: canonical forms and fits past their limits stop with an error naming the
+    cause, in every pair tried, instead of running for minutes."""
+    import migrator.lift.fit as fit
+
+    monkeypatch.setattr(fit, limit, 4)
+    result = lift_task(_task(tmp_path, "softmax_tree"))
+    assert not result.ok and result.error and words in result.error, result.error

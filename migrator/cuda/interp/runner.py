@@ -9,7 +9,7 @@ float32 arrays to float64 working copies (returned in `RunResult.outputs`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,12 +239,18 @@ def run_kernel(
 
 def _batches(
     n_blocks: int, batch: int, blocks: tuple[int, ...] | None, kernel: str
-) -> list[np.ndarray]:
-    """The linear block ids of each batch: the grid in order, or the chosen blocks."""
-    ids = np.arange(n_blocks, dtype=np.int64) if blocks is None else np.array(blocks, np.int64)
+) -> Iterator[np.ndarray]:
+    """The linear block ids of each batch: the grid in order (lazily: a grid may be larger than
+    memory, and a run stops at its statement budget), or the chosen blocks."""
+    if blocks is None:
+        for f in range(0, n_blocks, batch):
+            yield np.arange(f, min(f + batch, n_blocks), dtype=np.int64)
+        return
+    ids = np.array(blocks, np.int64)
     if ids.size and ids[-1] >= n_blocks:
         raise LaunchError(f"block {ids[-1]} is outside the grid of {n_blocks}", kernel=kernel)
-    return [ids[f : f + batch] for f in range(0, ids.size, batch)]
+    for f in range(0, ids.size, batch):
+        yield ids[f : f + batch]
 
 
 def _deducible(params: list[Any], args: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:

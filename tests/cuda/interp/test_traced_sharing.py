@@ -284,3 +284,15 @@ def test_a_block_reading_another_blocks_store_is_reported() -> None:
     tiles = run_kernel(SCALE, "scale", (3, 3), (8, 4), _scale_args(12, 21),
                        options=InterpOptions(writers=True))  # fmt: skip
     assert not tiles.cross_block_reads
+
+
+def test_a_grid_larger_than_memory_is_walked_lazily() -> None:
+    """Batches of a whole grid are made as they run: a probe launch of 2^46 blocks stops at
+    its statement budget (a named error), never allocating an id per block first."""
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.runner import run_kernel
+
+    with pytest.raises(InterpError, match="thread-statements"):
+        run_kernel(SCALE, "scale", (2**31 - 1, 2**15, 1), (8, 4), _scale_args(12, 21),
+                   options=InterpOptions(max_thread_statements=10_000, oob="report"))  # fmt: skip
