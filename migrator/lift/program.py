@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from migrator.contract import eval_expr
+from migrator.cuda.interp.traced import tuple_codes
 
 Number = int | float | str  # a literal, or a size expression such as "N" or "1 / C"
 
@@ -350,17 +351,14 @@ def _row_codes(
 ) -> np.ndarray:
     """One integer per sampled point, equal where the points read the same elements through
     `e`: each index term of an output variable (`i // 64` for rows of 64), combined."""
-    code = np.zeros(count, dtype=np.int64)
     terms = {(t.var, t.div, t.mod) for x in e.walk() if x.kind == "load" for m in x.index
              for t in m.terms if t.var in points}  # fmt: skip
+    columns = []
     for var, div, mod in sorted(terms, key=repr):
         v = env[var].reshape(-1)
         v = v // int(value_of(div, sizes)) if div is not None else v
-        v = v % int(value_of(mod, sizes)) if mod is not None else v
-        dense = np.unique(v, return_inverse=True)[1].reshape(-1)
-        code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
-        code = code.reshape(-1)
-    return code
+        columns.append(v % int(value_of(mod, sizes)) if mod is not None else v)
+    return tuple_codes(columns) if columns else np.zeros(count, dtype=np.int64)
 
 
 def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:

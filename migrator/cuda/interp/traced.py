@@ -291,17 +291,22 @@ def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
     keys = [_ID(f).astype(np.int64) for f in flat if f.size > 1]
     if commutative and len(keys) == 2:
         keys = [np.minimum(keys[0], keys[1]), np.maximum(keys[0], keys[1])]
-    code: Any = None
-    for k in keys:  # dense codes (< n) per operand, folded into one dense code per tuple
-        dense = np.unique(k, return_inverse=True)[1].reshape(-1)
-        if code is not None:
-            code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
-        code = dense if code is None else code.reshape(-1)
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(tuple_codes(keys), return_index=True, return_inverse=True)
     if len(first) > n // 2:  # mostly distinct: the plain call
         return fn(*xs)
     part = np.asarray(fn(*[f[first] if f.size > 1 else f for f in flat]), dtype=OBJECT)
     return part[inverse.reshape(-1)].reshape(shape)
+
+
+def tuple_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One integer per row of equal-length integer columns, equal where the rows are equal:
+    dense codes (< n) per column folded together (never a product that could overflow)."""
+    code = np.zeros(columns[0].size if columns else 0, dtype=np.int64)
+    for col in columns:
+        dense = np.unique(col, return_inverse=True)[1].reshape(-1)
+        code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
+        code = code.reshape(-1)
+    return code
 
 
 def _distinct_ufunc(f: Any) -> Any:
