@@ -345,40 +345,48 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
                 note_writers(m, buf, f + j, idx)
 
 
-def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
-    """InterpOptions.writers: a lane reading an element another block wrote (a last block
-    summing the others' partials) marks the buffer: its blocks do not compute apart."""
-    root = buf
-    while root.base is not None:
-        root = root.base
-    w = root.writer
-    if w is None or root.cross_read:
-        return
-    blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
-    e = np.asarray(flat, dtype=np.int64) * buf.elem.size // root.elem.size
-    e, b = np.broadcast_arrays(e, blk)
-    ok = (e >= 0) & (e < w.size)
-    got = w[e[ok]]
-    root.cross_read = bool(((got != -1) & (got != b[ok])).any())
-
-
-def note_writers(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
-    """InterpOptions.writers: the block of each storing lane, per element of the array argument
-    behind `buf` (a view of another element type marks the elements its bytes cover); an element
-    two blocks store into becomes -2."""
+def _writer_map(
+    m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None
+) -> tuple[Buffer, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """InterpOptions.writers: the array argument behind `buf` (a view of another element type
+    covers the elements its bytes do) and, per element an access touches, (its element in that
+    array, the block of the lane), in bounds only; None where no writers are recorded."""
     root = buf
     while root.base is not None:
         root = root.base
     w = root.writer
     if w is None:
-        return
+        return None
     blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
-    size, rsize = buf.elem.size, root.elem.size
-    start = np.asarray(flat, dtype=np.int64) * size // rsize
-    for k in range(max(1, size // rsize)):
+    start = np.asarray(flat, dtype=np.int64) * buf.elem.size // root.elem.size
+    out = []
+    for k in range(max(1, buf.elem.size // root.elem.size)):
         e, b = np.broadcast_arrays(start + k, blk)
         ok = (e >= 0) & (e < w.size)
-        e, b = e[ok], b[ok]
+        out.append((e[ok], b[ok]))
+    return root, out
+
+
+def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
+    """A lane loading an element another block stored (a last block summing the others'
+    partials) marks the array: its blocks do not compute apart."""
+    found = _writer_map(m, buf, flat, idx)
+    if found is None or found[0].cross_read:
+        return
+    root, parts = found
+    w = root.writer
+    assert w is not None
+    root.cross_read = any(bool(((w[e] != -1) & (w[e] != b)).any()) for e, b in parts)
+
+
+def note_writers(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
+    """The block of each storing lane, per element; an element two blocks store into is -2."""
+    found = _writer_map(m, buf, flat, idx)
+    if found is None:
+        return
+    w = found[0].writer
+    assert w is not None
+    for e, b in found[1]:
         cur = w[e]
         w[e] = np.where((cur == -1) | (cur == b), b, -2)
         w[e[w[e] != b]] = -2  # lanes of two blocks on one element in this statement
