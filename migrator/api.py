@@ -28,11 +28,13 @@ def inspect(
 
 def clear_caches() -> None:
     """Forget what this process remembers between calls: preprocessed and analysed files,
-    parsed sources and recent runs of CUDA originals. For timing a first migration (a fresh
-    process is the same); results never depend on these caches."""
+    parsed sources, recent runs of CUDA originals and drawn inputs. For timing a first
+    migration (a fresh process is the same); results never depend on these caches."""
+    from migrator import contract
     from migrator.cuda import frontend, source
     from migrator.cuda.interp import spec_run
 
+    contract._INPUTS.clear()
     source._PREPROCESSED.clear()
     frontend._ANALYSED.clear()
     spec_run._PARSED.clear()

@@ -70,6 +70,36 @@ def test_load_and_derive(tmp_path: Path) -> None:
     assert np.array_equal(x, make_inputs(spec, {"N": 1000}, seed=1)["x"])
 
 
+def test_drawn_inputs_are_remembered_as_copies_and_by_all_that_decides_them(
+    tmp_path: Path,
+) -> None:
+    """A migration draws the same inputs a dozen times: they are drawn once, every caller gets
+    its own copy, and another seed, size, dtype or distribution draws anew."""
+    from migrator import contract
+    from migrator.api import clear_caches
+
+    spec = load_spec(write(tmp_path, SPEC))
+    clear_caches()
+    first = make_inputs(spec, {"N": 1000}, seed=1)["x"]
+    first[:] = -7.0  # a caller's edit stays its own
+    again = make_inputs(spec, {"N": 1000}, seed=1)["x"]
+    assert again.min() >= 0.0 and len(contract._INPUTS) == 1
+    assert not np.array_equal(again, make_inputs(spec, {"N": 1000}, seed=2)["x"])
+    assert make_inputs(spec, {"N": 17}, seed=1)["x"].shape == (17,)
+    wide = spec.model_copy(
+        update={
+            "tensors": [
+                t.model_copy(update={"dtype": "float16"}) if t.name == "x" else t
+                for t in spec.tensors
+            ]
+        }
+    )
+    assert make_inputs(wide, {"N": 1000}, seed=1)["x"].dtype == np.float16  # fmt: skip
+    assert len(contract._INPUTS) == 4
+    clear_caches()
+    assert not contract._INPUTS
+
+
 @pytest.mark.parametrize(
     ("expr", "value"),
     [("ceil_div(N, 256)", 4), ("(N + 15) / 16", 63), ("N * 2 - 1", 1999), ("max(N, 2048)", 2048),
