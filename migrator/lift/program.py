@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from migrator.contract import eval_expr
-from migrator.cuda.interp.traced import tuple_codes
+from migrator.cuda.interp.traced import distinct_rows
 
 Number = int | float | str  # a literal, or a size expression such as "N" or "1 / C"
 
@@ -262,8 +262,12 @@ def _eval(
         # sampled points share rows: a row's sum is computed once per distinct row among them
         # (the values of the output coordinates it reads), not once per point of the row
         count = next(iter(env[v] for v in points)).shape[0]
-        code = _row_codes(e, env, sizes, points, count)
-        first, inverse = np.unique(code, return_index=True, return_inverse=True)[1:]
+        columns = _row_columns(e, env, sizes, points)
+        first, inverse = (
+            distinct_rows(columns)
+            if columns
+            else (np.zeros(1, np.int64), np.zeros(count, np.int64))
+        )
         if first.size < count:
             sub = {v: x[first] if v in points else x for v, x in env.items()}
             val = np.asarray(_eval(e, sub, level, nd, tensors, sizes, params))
@@ -342,15 +346,11 @@ def _flat_rows(a: Assign) -> bool:
                if x.kind == "load" for m in x.index for t in m.terms)  # fmt: skip
 
 
-def _row_codes(
-    e: Expr,
-    env: dict[str, np.ndarray],
-    sizes: Mapping[str, int],
-    points: frozenset[str],
-    count: int,
-) -> np.ndarray:
-    """One integer per sampled point, equal where the points read the same elements through
-    `e`: each index term of an output variable (`i // 64` for rows of 64), combined."""
+def _row_columns(
+    e: Expr, env: dict[str, np.ndarray], sizes: Mapping[str, int], points: frozenset[str]
+) -> list[np.ndarray]:
+    """Per sampled point, the value of each index term of an output variable that `e` reads
+    (`i // 64` for rows of 64): points equal in all of them read the same elements."""
     terms = {(t.var, t.div, t.mod) for x in e.walk() if x.kind == "load" for m in x.index
              for t in m.terms if t.var in points}  # fmt: skip
     columns = []
@@ -358,7 +358,7 @@ def _row_codes(
         v = env[var].reshape(-1)
         v = v // int(value_of(div, sizes)) if div is not None else v
         columns.append(v % int(value_of(mod, sizes)) if mod is not None else v)
-    return tuple_codes(columns) if columns else np.zeros(count, dtype=np.int64)
+    return columns
 
 
 def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:

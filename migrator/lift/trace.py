@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import TaskSpec, is_float, make_inputs, np_dtype
+from migrator.contract import TaskSpec, make_inputs, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import run_kernel
-from migrator.cuda.interp.spec_run import _parsed
+from migrator.cuda.interp.spec_run import _parsed, kernel_args
 from migrator.cuda.interp.traced import Sym
 
 
@@ -122,16 +122,9 @@ def blocks_to_trace(
     n_blocks = grid[0] * grid[1] * grid[2]
     if n_blocks <= 4:
         return None, {}
-    ins = make_inputs(spec, sz, seed)  # the traced run's inputs, in the tensors' dtypes
-    args: dict[str, Any] = {}
-    for t in spec.tensors:
-        dt = np_dtype(t.dtype)
-        if t.role == "out":
-            args[t.cuda_param] = np.full(spec.shape_of(t, sz), np.nan if is_float(dt) else 0, dt)
-        else:
-            args[t.cuda_param] = ins[t.name].copy()
-    for s in spec.scalars:
-        args[s.cuda_param] = spec.scalar_value(s, sz)
+    # the traced run's inputs, in the tensors' dtypes (not through run_spec_full: trace sizes
+    # may set the spec's relations aside)
+    args = kernel_args(spec, sz, make_inputs(spec, sz, seed))
     options = InterpOptions(oob="report", races=False, writers=True)
     try:
         result = run_kernel(_parsed(spec.cuda_source_path(), *spec.preprocessor()),
@@ -156,7 +149,7 @@ def blocks_to_trace(
         if 2 * never.size > w.size:
             return None, {}  # the fit says why, from the whole trace
         unwritten[t.name] = never
-        shape = spec.shape_of(t, dict(sizes))
+        shape = spec.shape_of(t, sz)
         chosen.update(int(b) for b in w[points(shape, never)])
     if 4 * len(chosen) > 3 * n_blocks:  # the writers' run would be most of the saving
         return None, {}

@@ -495,12 +495,14 @@ class Tensor:
         out of bounds). The last answer is kept: a DMA's read and its accounting ask twice."""
         if self._last is not None and self._last[0] is mask:
             return self._last[1]
-        parts = np.broadcast_arrays(*[np.asarray(k) for k in self.key])
+        raw = [np.asarray(k) for k in self.key]
+        parts = np.broadcast_arrays(*raw)
         shape = self.storage.data.shape
         out = []
         for dim, arr in enumerate(parts):
             arr = np.broadcast_to(arr, self.shape)
-            lo, hi = (arr.min(), arr.max()) if arr.size else (0, 0)
+            # bounds of the index as given (an arange column, not the tile it broadcasts to)
+            lo, hi = (raw[dim].min(), raw[dim].max()) if raw[dim].size else (0, 0)
             if lo >= 0 and hi < shape[dim]:  # in bounds everywhere: the mask changes nothing
                 out.append(arr)
                 continue

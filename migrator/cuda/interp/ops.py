@@ -93,7 +93,7 @@ def binary(op: str, a: Val, b: Val, float_type: CType = FLOAT) -> Val:
     if fn is None:
         raise TypeError(f"unknown operator {op!r}")
     if t.dtype == OBJECT and op != "/":  # traced: a node per distinct pair (DIVIDE does too)
-        return Val(t, per_distinct(lambda a, b: fn(a, b, t), x, y, commutative=op in "+*"))
+        return Val(t, per_distinct(lambda a, b: fn(a, b, t), x, y, commutative=op in ("+", "*")))
     return Val(t, fn(x, y, t))
 
 

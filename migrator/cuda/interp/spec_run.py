@@ -102,6 +102,24 @@ def as_dtype(arr: np.ndarray, want: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=want)
 
 
+def kernel_args(
+    spec: TaskSpec, sz: Mapping[str, int], ins: Mapping[str, np.ndarray], out_fill: float = np.nan
+) -> dict[str, Any]:
+    """The launch's arguments by CUDA parameter: copies of the inputs `ins`, `out` tensors
+    filled with `out_fill` (integer ones with 0), scalars at sizes `sz`."""
+    args: dict[str, Any] = {}
+    for t in spec.tensors:
+        if t.role == "out":
+            dt = np_dtype(t.dtype)
+            fill = out_fill if is_float(dt) else 0
+            args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
+        else:
+            args[t.cuda_param] = ins[t.name].copy()
+    for s in spec.scalars:
+        args[s.cuda_param] = spec.scalar_value(s, sz)
+    return args
+
+
 def run_spec_full(
     spec: TaskSpec | str | Path,
     sizes: Mapping[str, int] | None = None,
@@ -133,16 +151,7 @@ def run_spec_full(
         if tuple(arr.shape) != want:
             raise ValueError(f"input {name!r} has shape {arr.shape}, expected {want}")
         ins[name] = as_dtype(arr, np_dtype(t.dtype))
-    args: dict[str, Any] = {}
-    for t in spec.tensors:
-        if t.role == "out":
-            dt = np_dtype(t.dtype)
-            fill = out_fill if is_float(dt) else 0
-            args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
-        else:
-            args[t.cuda_param] = ins[t.name].copy()
-    for s in spec.scalars:
-        args[s.cuda_param] = spec.scalar_value(s, sz)
+    args = kernel_args(spec, sz, ins, out_fill)
     g, b, smem = spec.launch_config(sz)
     path = Path(source) if source is not None else spec.cuda_source_path()
     key = ""  # traced values are not bytes to hash (and traced runs are small)

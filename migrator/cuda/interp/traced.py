@@ -291,22 +291,26 @@ def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
     keys = [_ID(f).astype(np.int64) for f in flat if f.size > 1]
     if commutative and len(keys) == 2:
         keys = [np.minimum(keys[0], keys[1]), np.maximum(keys[0], keys[1])]
-    _, first, inverse = np.unique(tuple_codes(keys), return_index=True, return_inverse=True)
+    first, inverse = distinct_rows(keys)
     if len(first) > n // 2:  # mostly distinct: the plain call
         return fn(*xs)
     part = np.asarray(fn(*[f[first] if f.size > 1 else f for f in flat]), dtype=OBJECT)
     return part[inverse.reshape(-1)].reshape(shape)
 
 
-def tuple_codes(columns: list[np.ndarray]) -> np.ndarray:
-    """One integer per row of equal-length integer columns, equal where the rows are equal:
-    dense codes (< n) per column folded together (never a product that could overflow)."""
-    code = np.zeros(columns[0].size if columns else 0, dtype=np.int64)
-    for col in columns:
+def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of equal-length integer columns: the index of each one's first
+    occurrence, and for every row the number of its distinct row (an index into the first).
+    Dense codes (< n) per column are folded together, never a product that could overflow."""
+    code = np.zeros(columns[0].size, dtype=np.int64)
+    for col in columns[:-1]:
         dense = np.unique(col, return_inverse=True)[1].reshape(-1)
         code = np.unique(code * (int(dense.max()) + 1) + dense, return_inverse=True)[1]
         code = code.reshape(-1)
-    return code
+    dense = np.unique(columns[-1], return_inverse=True)[1].reshape(-1)
+    _, first, inverse = np.unique(code * (int(dense.max()) + 1) + dense, return_index=True,
+                                  return_inverse=True)  # fmt: skip
+    return first, inverse.reshape(-1)
 
 
 def _distinct_ufunc(f: Any) -> Any:
