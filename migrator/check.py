@@ -24,6 +24,7 @@ from migrator.contract import (
     bind_source,
     load_spec,
     make_inputs,
+    nki_args,
     np_dtype,
     spec_for_source,
 )
@@ -256,7 +257,12 @@ def check_kernel(
         want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
                                                             strict=False)]  # fmt: skip
         res.cuda_seconds = time.perf_counter() - t0
-        args = [ins[t.name].copy() for t in spec.inputs_in_order]
+        try:
+            args = nki_args(spec, ins)
+        except ValueError as e:
+            res.error = str(e)
+            results.append(res)
+            continue
         kwargs = {s.name: s.value for s in spec.value_scalars}
         t0 = time.perf_counter()
         try:
@@ -304,7 +310,7 @@ def check_kernel(
     if profile and results and results[0].error is None:
         if prof is None:
             ins = make_inputs(spec, spec.sizes, seed)
-            args = [ins[t.name] for t in spec.inputs_in_order]
+            args = nki_args(spec, ins)
             kwargs = {s.name: s.value for s in spec.value_scalars}
             prof = mn.profile(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
         report.estimate_us = prof.estimated_latency_us

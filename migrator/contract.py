@@ -547,6 +547,24 @@ def np_dtype(name: str) -> np.dtype:
     return np.dtype(special.get(name, name))
 
 
+def nki_args(spec: TaskSpec, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The NKI kernel's positional arguments: the inputs in contract order (copies), 64-bit
+    integer tensors as int32. NKI has no 64-bit integers, so a migration takes such a tensor
+    (an index tensor from PyTorch, `long long` in CUDA) as int32 and its caller casts; values
+    outside int32 cannot be passed and raise."""
+    out = []
+    for t in spec.inputs_in_order:
+        a = np.array(inputs[t.name], copy=True)
+        if a.dtype in (np.int64, np.uint64):
+            info = np.iinfo(np.int32)
+            if a.size and (a.min() < info.min or a.max() > info.max):
+                raise ValueError(f"{t.name}: 64-bit integer values outside int32 cannot be "
+                                 "passed to an NKI kernel (it has no 64-bit integers)")  # fmt: skip
+            a = a.astype(np.int32)
+        out.append(a)
+    return out
+
+
 def is_float(dt: np.dtype) -> bool:
     """A floating-point dtype, ml_dtypes' bf16/fp8 included (numpy files those as kind 'V', and
     `np.issubdtype(bfloat16, np.floating)` is False)."""

@@ -296,13 +296,24 @@ def _lifted_plan(
         km.lifted = result
         spec = _respec(views[1], k, km)
     sizes = "; ".join(", ".join(f"{a}={b}" for a, b in v.sizes.items()) for v in result.verified)
-    km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")]
+    # a data-dependent read the program gathers through is emitted (indirect DMA): no gap
+    tables = {x.tensor for a in result.program.assigns for x in a.expr.walk()
+              if x.kind == "load" and any(m.gather is not None for m in x.index)}  # fmt: skip
+    km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")
+                      and not (d.id == "C2N2002" and d.args.get("array") in tables)]  # fmt: skip
+    km.constructs += [Construct(cuda=f"data-dependent read of {t} (gather)",
+                                nki="indirect DMA: index tile on the partition axis", mapped=True,
+                                line=k.span.line if k.span else None)
+                      for t in sorted(tables)]  # fmt: skip
     km.diagnostics.append(diag.make("LIFTED", k.span, kernel=k.name,
                                     program=_clip(result.program.render(), 200),
                                     sizes=_clip(sizes, 160)))  # fmt: skip
     km.family, km.variant = plan.family, plan.variant
     km.reasons = [f"computes {line}" for line in result.program.render().splitlines()]
     km.reasons += [f"from the CUDA lines: {p.render()}" for p in result.sources]
+    if any(t.dtype in ("int64", "uint64") for t in spec.inputs_in_order):
+        km.reasons.append("64-bit integer inputs are taken as int32 by the NKI kernel (NKI has "
+                          "no 64-bit integers): the caller casts them")  # fmt: skip
     km.constructs = [c.model_copy(update={"mapped": not c.nki.endswith("no mapping")})
                      for c in km.constructs]  # fmt: skip
     return plan, spec

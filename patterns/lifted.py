@@ -33,7 +33,7 @@ from migrator import nkiexpr
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
-from migrator.lift.program import Expr, IndexMap, Program, Term, negated, value_of
+from migrator.lift.program import Expr, Gather, IndexMap, Program, Term, negated, value_of
 from migrator.nkiexpr import Untranslatable
 from migrator.plan import (
     ELEMENTWISE_FREE,
@@ -84,7 +84,7 @@ def _clip(s: str, n: int = 240) -> str:
 # --- shapes of index maps ------------------------------------------------------------------------
 def _unit_var(m: IndexMap) -> str | None:
     """The variable a coordinate is exactly (`k`), or None (`k + 1`, `2*k`, `k % 4` ...)."""
-    if m.const != 0 or len(m.terms) != 1:
+    if m.gather is not None or m.const != 0 or len(m.terms) != 1:
         return None
     t = m.terms[0]
     return t.var if t.coef == 1 and t.div is None and t.mod is None else None
@@ -105,6 +105,8 @@ def _offset_reads(ld: Expr, vars_: list[str], offs: list[str], r: _Renderer) -> 
     if len(ld.index) != len(vars_):
         return False
     for d, (m, v) in enumerate(zip(ld.index, vars_, strict=True)):
+        if m.gather is not None:
+            return False
         bare = IndexMap(terms=m.terms)
         if _unit_var(bare) != v:
             return False
@@ -254,10 +256,48 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
     def view(name: str) -> str:  # a flat tensor as its [rows, L] view
         return f"{name}.reshape(({rows_expr}, {flat_len}))"
 
+    segments: set[str] = set()  # T where a row reads row `i % T` of a [T, cols] tensor
+    row_loads: dict[str, dict[str, Any]] = {}  # index tensors of gathers, one load per row tile
+
+    def ids_of(g: Gather) -> str:
+        """The tile of a gather's index values for the rows of a tile."""
+        m = g.index[0] if len(g.index) == 1 else None
+        if g.coef != 1 or m is None:
+            raise Untranslatable(f"{g.render()} is no row gather (`ids[i]`)")
+        local = _mod_of(m, "i")
+        if not _is_var(m, "i") and local is None:
+            raise Untranslatable(f"{g.render()}: a gather by other than the output row")
+        if local is not None:
+            segments.add(local)
+        it = _tensor(p, g.tensor)
+        key = f"{it.name}:{local}"
+        if key not in row_loads:
+            row_loads[key] = {"tensor": it.name, "var": f"{it.name}_ids",
+                              "index": "i_s" if local else "i_p"}  # fmt: skip
+        return str(row_loads[key]["var"])
+
     def tile_of(ld: Expr) -> str:
         t = _tensor(p, ld.tensor)
         offs = ["", ""]
-        if two_d and _reads(ld, "j"):
+        ids = None
+        if (
+            two_d
+            and len(ld.index) == 2
+            and _is_var(ld.index[1], "j")
+            and (g := ld.index[0].gather) is not None
+        ):
+            if ld.index[0].terms or ld.index[0].const != 0:
+                raise Untranslatable(f"{ld.render()}: a gathered row plus an offset")
+            index, ids = "gather", ids_of(g)
+        elif (
+            two_d
+            and len(ld.index) == 2
+            and _is_var(ld.index[1], "j")
+            and (seg := _mod_of(ld.index[0], "i")) is not None
+        ):
+            segments.add(seg)
+            index = "i_s, i_f"
+        elif two_d and _reads(ld, "j"):
             index = "i_f"
         elif two_d and _reads(ld, "i"):
             index = "i_p"
@@ -265,13 +305,13 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
             index = "i_p, i_f" if two_d else "idx"  # the element, or a fixed shift of it
         else:
             raise Untranslatable(f"{ld.render()} is not the output element, its row or column")
-        key = f"{t.name}:{index}:{offs}"
+        key = f"{t.name}:{index}:{offs}:{ids}"
         if key not in loads:
             var = f"{t.name}_tile" if not any(v["tensor"] == t.name for v in loads.values()) \
                 else f"{t.name}_{len(loads)}"  # fmt: skip
             src = view(t.name) if ld.tensor in reshaped and index == "i_p, i_f" else t.name
-            loads[key] = {"tensor": src, "var": var, "index": index,
-                          "masked": index in ("idx", "i_p, i_f")}  # fmt: skip
+            loads[key] = {"tensor": src, "var": var, "index": index, "ids": ids,
+                          "masked": index in ("idx", "i_p, i_f", "i_s, i_f", "gather")}  # fmt: skip
             if two_d:
                 loads[key].update(row_off=offs[0] or None, col_off=offs[1] or None)
             else:
@@ -311,7 +351,24 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         p.fields["rows"], p.fields["cols"] = out.shape[0], out.shape[1]
     else:
         p.fields["extent"] = out.shape[0]
+    if len(segments) > 1:
+        raise _NoFit(f"rows read by position in blocks of different lengths ({sorted(segments)})")
+    seg = r.number(segments.pop()).text if segments else None
+    p.fields["segment"] = seg[1:-1] if seg and re.fullmatch(r"\(\w+\)", seg) else seg
+    p.fields["row_loads"] = list(row_loads.values())
+    if row_loads:
+        p.notes["gather"] = note(k.span, "rows gathered by index (indirect DMA): every index "
+                                 "must lie inside its table, as in the CUDA original")  # fmt: skip
     return p
+
+
+def _mod_of(m: IndexMap, var: str) -> str | None:
+    """T where the coordinate is exactly `var % T` for a size T (the row's place in its block)."""
+    if m.gather is not None or m.const != 0 or len(m.terms) != 1:
+        return None
+    t = m.terms[0]
+    ok = t.var == var and t.coef == 1 and t.div is None and isinstance(t.mod, str)
+    return str(t.mod) if ok else None
 
 
 # --- transpose ---------------------------------------------------------------------------------
@@ -453,7 +510,33 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     def ref(name: str) -> str:  # a flat tensor as its [rows, cols] view
         return f"{name}.reshape(({r_rows}, {cols}))"
 
+    picks: list[dict[str, str]] = []  # `x[i, ids[i]]`: one element of each row, by index
+
+    def pick_of(ld: Expr) -> str | None:
+        """`x[i, ids[i]]` as a compare-and-select along the row tile of x (the row is on
+        the partition already; an indirect DMA per element would cost more than the compare)."""
+        if len(ld.index) != 2 or not _is_var(ld.index[0], "i"):
+            return None
+        m = ld.index[1]
+        g = m.gather
+        if g is None or m.terms or m.const != 0:
+            return None
+        if g.coef != 1 or len(g.index) != 1 or not _is_var(g.index[0], "i"):
+            raise Untranslatable(f"{ld.render()}: a row element picked by other than `ids[i]`")
+        row = tile_of(ld.model_copy(update={"index": [ld.index[0], IndexMap(terms=[
+            Term(coef=1, var="_k")])]}))  # fmt: skip
+        ids = tile_of(Expr(kind="load", tensor=g.tensor, index=[ld.index[0]]))
+        var = f"{_tensor(p, ld.tensor).name}_at_{_tensor(p, g.tensor).name}"
+        if all(q["var"] != var for q in picks):
+            picks.append({"var": var, "row": row, "ids": ids,
+                          "note": f"{ld.render()}: the element whose column is the row's index "
+                                  "(compare with the column numbers, select, sum)"})  # fmt: skip
+        return var
+
     def tile_of(ld: Expr) -> str:
+        picked = pick_of(ld)
+        if picked is not None:
+            return picked
         t = _tensor(p, ld.tensor)
         units = [_unit_var(m) for m in ld.index]
         if len(units) == 2 and units[0] == "i" and units[1] not in (None, "i"):
@@ -501,10 +584,10 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
     p.fields.update({
-        "uses_isa": False,
         "summary": "; ".join(a.render() for a in program.assigns),
         "rows": r_rows, "cols": cols if row_tensor in reshaped else x.shape[1],
-        "loads": list(row_loads.values()), "reduces": pre, "stores": stores,
+        "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
+        "uses_isa": bool(picks),
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
@@ -536,7 +619,7 @@ def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
             raise _NoFit(f"{e.render()} is not a flat access")
         m = e.index[0]
         terms = {(t.var, t.coef, t.div, t.mod) for t in m.terms}
-        if m.const != 0:
+        if m.const != 0 or m.gather is not None:
             raise _NoFit(f"{e.render()} is not a flat row access")
         if terms == {("i", 1, None, None)}:
             reshaped.add(e.tensor or "")

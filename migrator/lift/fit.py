@@ -26,7 +26,16 @@ import numpy as np
 
 from migrator.contract import eval_expr
 from migrator.cuda.interp.traced import Sym
-from migrator.lift.program import Assign, Expr, IndexMap, LiftError, Program, Term
+from migrator.lift.program import (
+    Assign,
+    Expr,
+    Gather,
+    IndexMap,
+    LiftError,
+    Program,
+    Term,
+    _index,
+)
 
 Canon = tuple[Any, ...]
 _chained = itertools.chain.from_iterable  # keys concatenate their leaves' indices (in C)
@@ -203,14 +212,17 @@ Inst = tuple[dict[str, int], Canon]
 
 MAX_DIVISORS = 48  # divisors tried per coordinate of a load that is not affine
 MAX_POSITIONAL = 8  # terms of one shape fitted one by one when they are no reduction
+MAX_GATHER_COMBINATIONS = 4096  # candidate positions of a gather's index solved for at once
 
 
 class Fitter:
     def __init__(self, c: Canonicaliser, shapes: Mapping[str, tuple[int, ...]],
-                 sizes: Mapping[str, int]) -> None:  # fmt: skip
+                 sizes: Mapping[str, int],
+                 ints: Mapping[str, np.ndarray] | None = None) -> None:  # fmt: skip
         self.c = c
         self.shapes = shapes
         self.sizes = sizes
+        self.ints = dict(ints or {})  # integer inputs' values: where a gather's indices come from
         # reduction variables: the usual letters, then numbered ones (an online softmax's
         # rescaling nests more reductions than there are letters)
         self.red_names = itertools.chain(RED_VARS, (f"k{n}" for n in itertools.count(1)))
@@ -336,24 +348,16 @@ class Fitter:
         index = [self.index(x, names, np.asarray(coords[d])) for d in range(len(shape))]
         return Expr(kind="load", tensor=tensor, index=index)
 
-    def index(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap:
+    def index(
+        self, x: np.ndarray, names: list[str], y: np.ndarray, gathers: bool = True
+    ) -> IndexMap:
         fit = _affine(x, y)
         if fit is not None:
             coefs, const = fit
             return IndexMap(terms=[Term(coef=c, var=v) for c, v in zip(coefs, names,
                                    strict=True) if c], const=const)  # fmt: skip
-        extents = x.max(axis=0) + 1 if len(x) else np.zeros(0, dtype=np.int64)
         for j, v in enumerate(names):
-            sizes = {s for s in self.sizes.values() if 1 < s < extents[j]}
-            # likely divisors first: sizes, powers of two, then any other (a sample of the
-            # elements can agree with several divisors; verification settles the choice)
-            # at most MAX_DIVISORS tries per coordinate: an index that no small divisor, size or
-            # power of two explains is not quasi-affine in a way the lifter would recognise
-            top = int(extents[j])
-            pool = sizes | {1 << b for b in range(1, top.bit_length())} | set(range(2, 64))
-            cands = sorted((d for d in pool if 1 < d < top),
-                           key=lambda d: (d not in sizes, d & (d - 1) != 0, d))  # fmt: skip
-            cands = cands[:MAX_DIVISORS]
+            cands = self.divisors(x, j)
             others = np.delete(x, j, axis=1)
             for d in cands:
                 col = x[:, j]
@@ -369,7 +373,119 @@ class Fitter:
                 if coefs[-1]:
                     terms.append(Term(coef=coefs[-1], var=v, mod=d))
                 return IndexMap(terms=terms, const=const)
+        found = self.gather(x, names, y) if gathers else None
+        if found is not None:
+            return found
         raise LiftError("an index that is not an affine (or div/mod) map of the coordinates")
+
+    def divisors(self, x: np.ndarray, j: int) -> list[int]:
+        """Divisors to try for column `j` of `x` in a div/mod index: sizes (and products of two),
+        powers of two, then
+        any other small one (a sample of the elements can agree with several divisors;
+        verification settles the choice). At most MAX_DIVISORS: an index no small divisor,
+        size or power of two explains is not quasi-affine in a way the lifter recognises."""
+        top = int(x[:, j].max()) + 1 if len(x) else 0
+        # a size, or two sizes' product (the plane of a flat [B, T, C] tensor: `i % (T*C)`)
+        known = [s for s in self.sizes.values() if s > 1]
+        known += [a * b for a, b in itertools.combinations(known, 2)]
+        sizes = {s for s in known if 1 < s < top}
+        pool = sizes | {1 << b for b in range(1, top.bit_length())} | set(range(2, 64))
+        cands = sorted((d for d in pool if 1 < d < top),
+                       key=lambda d: (d not in sizes, d & (d - 1) != 0, d))  # fmt: skip
+        return cands[:MAX_DIVISORS]
+
+    def positions(self, x: np.ndarray, q: np.ndarray, flat: np.ndarray) -> np.ndarray | None:
+        """Where in `flat` each element read its value `q`, as a map of `x` (affine, or
+        div/mod in one column): solved on a few elements with the fewest candidate positions
+        (every combination of their candidates at once), then checked on all of them."""
+        values, counts = np.unique(flat, return_counts=True)
+        if values.size == 0:
+            return None
+        at = np.minimum(np.searchsorted(values, q), values.size - 1)
+        if not np.array_equal(values[at], q):
+            return None  # a value no element of the table holds
+        order = np.argsort(counts[at], kind="stable")
+        feature_sets = [x] + [np.column_stack([np.delete(x, j, axis=1), x[:, j] // d,
+                                               x[:, j] % d])
+                              for j in range(x.shape[1]) for d in self.divisors(x, j)]  # fmt: skip
+        for feats in feature_sets:
+            a = np.column_stack([feats, np.ones(len(q), dtype=np.int64)]).astype(np.float64)
+            picked: list[int] = []
+            for r in order:  # rows that raise the rank, fewest candidates first
+                trial = a[[*picked, int(r)]]
+                if np.linalg.matrix_rank(trial) == len(picked) + 1:
+                    picked.append(int(r))
+                    if len(picked) == a.shape[1]:
+                        break
+            if len(picked) < a.shape[1]:
+                continue
+            options = [np.flatnonzero(flat == q[r]) for r in picked]
+            if math.prod(len(o) for o in options) > MAX_GATHER_COMBINATIONS:
+                continue
+            grid = np.array(np.meshgrid(*options, indexing="ij")).reshape(len(options), -1)
+            sol = np.linalg.solve(a[picked], grid.astype(np.float64))  # one column per combination
+            coefs = np.rint(sol)
+            whole = np.all(np.abs(sol - coefs) < 1e-6, axis=0)
+            pos = (a @ coefs).astype(np.int64)  # elements x combinations
+            inside = np.all((pos >= 0) & (pos < flat.size), axis=0) & whole
+            for col in np.flatnonzero(inside):
+                if np.array_equal(flat[pos[:, col]], q):
+                    return pos[:, col]
+        return None
+
+    def gather(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap | None:
+        """`y = d * G[f(x)] + a(x)` or `y = d * a(x) + G[f(x)]`: a coordinate read from an
+        integer input `G` (a row of a flat table, `C * ids[i] + c`; an element of a flat row,
+        `V * i + labels[i]`), `f` and `a` affine or div/mod maps (`positions`: the trace
+        draws integer inputs as spread over their range as it allows)."""
+        if not self.ints or not len(y):
+            return None
+        strides = [1] + sorted({s for s in self.sizes.values() if 1 < s <= int(y.max())},
+                               reverse=True)  # fmt: skip
+        for d in strides:
+            q, rem = np.divmod(y, d)
+            tries = [(q, rem, d)] if d == 1 else [(q, rem, d), (rem, q, 1)]
+            for gathered, other, coef in tries:
+                rest = IndexMap()
+                if d > 1:
+                    try:
+                        rest = self.index(x, names, other, gathers=False)
+                    except LiftError:
+                        continue
+                    if coef == 1:  # the affine part is the quotient: scaled back by d
+                        rest = IndexMap(terms=[t.model_copy(update={"coef": t.coef * d})
+                                               for t in rest.terms],
+                                        const=int(rest.const) * d)  # fmt: skip
+                g = self.gathered(x, names, gathered, coef)
+                if g is not None:
+                    return rest.model_copy(update={"gather": g})
+        return None
+
+    def gathered(self, x: np.ndarray, names: list[str], q: np.ndarray, coef: int) -> Gather | None:
+        """`q = G[f(x)]` for an integer input G: the gather, or None."""
+        env = {v: x[:, n] for n, v in enumerate(names)}
+        for name, table in self.ints.items():
+            flat = np.asarray(table).reshape(-1).astype(np.int64)
+            pos = self.positions(x, q, flat)
+            if pos is None:
+                continue
+            try:
+                fm = self.index(x, names, pos, gathers=False)
+            except LiftError:
+                continue
+            at = np.broadcast_to(_index(fm, env, self.sizes), q.shape)
+            if np.any(at < 0) or np.any(at >= flat.size) or not np.array_equal(flat[at], q):
+                continue
+            shape = np.shape(table)
+            if len(shape) <= 1:
+                return Gather(tensor=name, index=[fm], coef=coef)
+            try:
+                index = [self.index(x, names, np.asarray(c), gathers=False)
+                         for c in np.unravel_index(at, shape)]  # fmt: skip
+            except LiftError:
+                continue
+            return Gather(tensor=name, index=index, coef=coef)
+        return None
 
 
 def _distinct(items: list[Canon]) -> list[Canon]:
@@ -407,6 +523,7 @@ def fit_elements(
     sizes: Mapping[str, int],
     sources: dict[str, set[tuple[int, int]]] | None = None,
     unwritten: np.ndarray | None = None,
+    ints: Mapping[str, np.ndarray] | None = None,
 ) -> Assign:
     """The one expression, over the output coordinates, that every element of `values` is.
     `sources` receives the source rows behind it: the output's own (where its value was
@@ -442,7 +559,7 @@ def fit_elements(
             f"the elements of {tensor} are computed by {len(by_sig)} different expressions "
             f"(the most common covers {common[0][1]} of {len(insts)} sampled)"
         )
-    fitter = Fitter(c, shapes, sizes)
+    fitter = Fitter(c, shapes, sizes, ints)
     expr = fitter.node(insts)
     if sources is not None:
         sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
@@ -530,7 +647,7 @@ def symbolise(a: Any, s1: Mapping[str, int]) -> Any:
         return a
     if isinstance(a, list):
         return [symbolise(x, s1) for x in a]
-    if isinstance(a, (Expr, IndexMap, Term, Assign, Program)):
+    if isinstance(a, (Expr, IndexMap, Term, Gather, Assign, Program)):
         return type(a)(**{f: symbolise(getattr(a, f), s1) for f in type(a).model_fields})
     return a
 
@@ -544,7 +661,7 @@ def merge(a: Any, b: Any, s1: Mapping[str, int], s2: Mapping[str, int]) -> Any:
         if not isinstance(b, list) or len(a) != len(b):
             raise LiftError("the computation found at two sizes differs in structure")
         return [merge(x, y, s1, s2) for x, y in zip(a, b, strict=True)]
-    if isinstance(a, (Expr, IndexMap, Term, Assign, Program)):
+    if isinstance(a, (Expr, IndexMap, Term, Gather, Assign, Program)):
         if type(a) is not type(b):
             raise LiftError("the computation found at two sizes differs in structure")
         fields = {}

@@ -125,8 +125,9 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     reads and writes past the edges, reported and not stored, and may compute its stored
     elements differently: verification at sizes that obey the relations decides)."""
     out: list[list[dict[str, int]]] = []
+    # (scale 2: every size a multiple of 8, for kernels whose 16-byte vector accesses need it)
     for obey, scale, avoid in ((True, 1, True), (True, 1, False), (False, 1, True),
-                               (True, 16, True)):  # fmt: skip
+                               (True, 2, True), (True, 16, True)):  # fmt: skip
         # the larger pair: where the smallest sizes hide structure (one row of a whole-row
         # block, one tile), sizes several blocks wide show it; sizes equal to the kernel's
         # constants only where avoiding them costs too much (M % 128 == 0 with a 128 tile)
@@ -330,8 +331,9 @@ def _fit_trace(
     for name, values in tr.outputs.items():
         if name in tr.int_tensors:
             raise LiftError(f"{name} is an integer output (counts, indices): not lifted yet")
+        ints = {n: tr.inputs[n] for n in tr.int_tensors if n in tr.inputs}
         assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
-                                    unwritten.get(name)))  # fmt: skip
+                                    unwritten.get(name), ints))  # fmt: skip
     return Program(assigns=assigns)
 
 

@@ -46,9 +46,9 @@ class Term(_Model):
     def render(self) -> str:
         v = self.var
         if self.div is not None:
-            v = f"({v} // {self.div})"
+            v = f"({v} // {_paren(self.div)})"
         if self.mod is not None:
-            v = f"({v} % {self.mod})"
+            v = f"({v} % {_paren(self.mod)})"
         c = self.coef
         if c == 1:
             return v
@@ -58,17 +58,52 @@ class Term(_Model):
 
 
 class IndexMap(_Model):
-    """One coordinate of a load: `const + sum(terms)`."""
+    """One coordinate of a load: `const + sum(terms)`, plus `coef * table[index]` where the
+    coordinate is read from an integer tensor (a gather: an embedding's token id, a label)."""
 
     terms: list[Term] = Field(default_factory=list)
     const: Number = 0
+    gather: Gather | None = None
 
     def render(self) -> str:
         parts = [t.render() for t in self.terms]
+        if self.gather is not None:
+            parts.insert(0, self.gather.render())
         if self.const != 0 or not parts:
             parts.append(str(self.const))
         out = " + ".join(parts)
         return out.replace("+ -", "- ")
+
+
+class Gather(_Model):
+    """`coef * tensor[index]`: a coordinate taken from an integer tensor's element (every index
+    of the gathered tensor must lie inside the table it selects from)."""
+
+    tensor: str
+    index: list[IndexMap]
+    coef: Number = 1
+
+    def render(self) -> str:
+        at = f"{self.tensor}[{', '.join(i.render() for i in self.index)}]"
+        return at if self.coef == 1 else f"{_paren(self.coef)}*{at}"
+
+
+IndexMap.model_rebuild()
+
+
+def index_terms(m: IndexMap) -> list[Term]:
+    """Every term of a coordinate, those of a gather's own index included."""
+    out = list(m.terms)
+    if m.gather is not None:
+        for g in m.gather.index:
+            out.extend(index_terms(g))
+    return out
+
+
+def gathers(e: Expr) -> list[Gather]:
+    """The gathers a tree's loads read through."""
+    return [m.gather for x in e.walk() if x.kind == "load" for m in x.index
+            if m.gather is not None]  # fmt: skip
 
 
 class Expr(_Model):
@@ -251,7 +286,7 @@ def _eval(
         whole = _whole_axes(e, arr, env, nd, sizes)
         if whole is not None:
             return np.asarray(whole, dtype=np.float64)
-        idx = [_index(m, env, sizes) for m in e.index]
+        idx = [_index(m, env, sizes, tensors) for m in e.index]
         if len(idx) != arr.ndim:
             raise LiftError(f"{e.tensor} has {arr.ndim} dimensions, the load {len(idx)}")
         for d, (ix, n) in enumerate(zip(idx, arr.shape, strict=True)):
@@ -316,7 +351,7 @@ def _whole_axes(
         return None
     axes: list[int] = []
     for m, n in zip(e.index, arr.shape, strict=True):
-        if len(m.terms) != 1 or value_of(m.const, sizes) != 0:
+        if m.gather is not None or len(m.terms) != 1 or value_of(m.const, sizes) != 0:
             return None
         t = m.terms[0]
         if t.div is not None or t.mod is not None or value_of(t.coef, sizes) != 1:
@@ -343,7 +378,7 @@ def _flat_rows(a: Assign) -> bool:
     """Whether a reduction of `a` reads an output coordinate through a div or mod."""
     return any(t.var in a.vars and (t.div is not None or t.mod is not None)
                for r in a.expr.walk() if r.kind == "reduce" for x in r.walk()
-               if x.kind == "load" for m in x.index for t in m.terms)  # fmt: skip
+               if x.kind == "load" for m in x.index for t in index_terms(m))  # fmt: skip
 
 
 def _row_columns(
@@ -352,7 +387,7 @@ def _row_columns(
     """Per sampled point, the value of each index term of an output variable that `e` reads
     (`i // 64` for rows of 64): points equal in all of them read the same elements."""
     terms = {(t.var, t.div, t.mod) for x in e.walk() if x.kind == "load" for m in x.index
-             for t in m.terms if t.var in points}  # fmt: skip
+             for t in index_terms(m) if t.var in points}  # fmt: skip
     columns = []
     for var, div, mod in sorted(terms, key=repr):
         v = env[var].reshape(-1)
@@ -361,8 +396,26 @@ def _row_columns(
     return columns
 
 
-def _index(m: IndexMap, env: dict[str, np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:
+def _index(
+    m: IndexMap,
+    env: dict[str, np.ndarray],
+    sizes: Mapping[str, int],
+    tensors: Mapping[str, np.ndarray] | None = None,
+) -> np.ndarray:
     acc: np.ndarray = np.int64(value_of(m.const, sizes))  # type: ignore[assignment]
+    if m.gather is not None:
+        g = m.gather
+        table = (tensors or {}).get(g.tensor)
+        if table is None:
+            raise LiftError(f"no values for the index tensor {g.tensor!r}")
+        at = [_index(x, env, sizes, tensors) for x in g.index]
+        if len(at) != table.ndim:
+            raise LiftError(f"{g.tensor} has {table.ndim} dimensions, the gather {len(at)}")
+        for d, (ix, n) in enumerate(zip(at, table.shape, strict=True)):
+            if np.any(ix < 0) or np.any(ix >= n):
+                raise LiftError(f"{g.render()} reads outside {g.tensor} (dimension {d})")
+        picked = np.asarray(table[tuple(at)]).astype(np.int64)
+        acc = acc + int(value_of(g.coef, sizes)) * picked
     for t in m.terms:
         v = env[t.var]
         if t.div is not None:

@@ -15,13 +15,14 @@ import re
 from collections.abc import Mapping
 
 from migrator.contract import TaskSpec
-from migrator.lift.program import Assign, Expr, IndexMap, Number, Program, Term
+from migrator.lift.program import Assign, Expr, IndexMap, Number, Program, Term, index_terms
 
 
 def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
     """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
     arithmetic shows the split; None when it shows none (or not consistently)."""
-    shapes = {t.name: list(t.shape) for t in spec.tensors}
+    named = _named_literals(program, spec)
+    shapes = {t.name: [_name_factors(str(d), named) for d in t.shape] for t in spec.tensors}
     new_shapes: dict[str, list[str]] = {}
     assigns: list[Assign] = []
     for a in program.assigns:
@@ -42,6 +43,27 @@ def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | N
     tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
                for t in spec.tensors]  # fmt: skip
     return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
+
+
+def _named_literals(program: Program, spec: TaskSpec) -> dict[str, str]:
+    """Literal shape factors the program names as a size (a shape `256 * V` where the kernel
+    strides by `emb_size`, which is 256 in every size set): literal -> size name."""
+    text = program.render()
+    sets = spec.all_size_sets()
+    out: dict[str, str] = {}
+    for name in spec.sizes:
+        values = {s.get(name) for s in sets}
+        if len(values) == 1 and re.search(rf"\b{re.escape(name)}\b", text):
+            v = str(values.pop())
+            out[v] = name if v not in out else ""  # two names for one literal: neither
+    return {v: n for v, n in out.items() if n}
+
+
+def _name_factors(dim: str, named: Mapping[str, str]) -> str:
+    parts = [f.strip() for f in dim.split("*")]
+    if len(parts) < 2 or not named:
+        return dim
+    return " * ".join(named.get(f, f) for f in parts)
 
 
 def _factors(shape: list[str]) -> list[str] | None:
@@ -72,11 +94,15 @@ def _output_split(a: Assign, shapes: Mapping[str, list[str]]) -> tuple[tuple[str
         return None
     var = a.vars[0]
     divisors = {t.div if t.div is not None else t.mod for e in a.expr.walk() if e.kind == "load"
-                for m in e.index for t in m.terms
+                for m in e.index for t in index_terms(m)
                 if t.var == var and (t.div is not None or t.mod is not None)}  # fmt: skip
-    if len(divisors) != 1:
+    # one factor D, every other divisor a product with D in it (`i % (C * T)`: the position of
+    # row `i // C` within its block of T rows)
+    single = [d for d in divisors if _names(d) is not None and len(_names(d) or []) == 1]
+    if len(single) != 1 or not all(_cofactor(x, single[0]) is not None for x in divisors
+                                    if x != single[0]):  # fmt: skip
         return None
-    d = divisors.pop()
+    d = single[0]
     rows = _without(factors, d) if d is not None else None
     if rows is None:
         return None
@@ -123,7 +149,8 @@ def _rewrite(e: Expr, sub: dict[str, tuple[str, str, str]], shapes: Mapping[str,
 
 
 def _substitute(m: IndexMap, sub: dict[str, tuple[str, str, str]]) -> IndexMap | None:
-    """`i // D` -> p, `i % D` -> q, `c*i` -> `c*D*p + c*q` (i = p*D + q, 0 <= q < D)."""
+    """`i // D` -> p, `i % D` -> q, `c*i` -> `c*D*p + c*q` (i = p*D + q, 0 <= q < D);
+    `i // (D*X)` -> `p // X`, `i % (D*X)` -> `D*(p % X) + q`; a gather's index likewise."""
     terms: list[Term] = []
     for t in m.terms:
         if t.var not in sub:
@@ -131,17 +158,49 @@ def _substitute(m: IndexMap, sub: dict[str, tuple[str, str, str]]) -> IndexMap |
             continue
         p, q, d = sub[t.var]
         div, mod = t.div, t.mod
-        if div is not None and str(div) != d or mod is not None and str(mod) != d:
-            return None
         if div is not None and mod is None:
-            terms.append(Term(coef=t.coef, var=p))
+            x = _cofactor(div, d)
+            if x is None:
+                return None
+            terms.append(Term(coef=t.coef, var=p, div=x if x != 1 else None))
         elif mod is not None and div is None:
-            terms.append(Term(coef=t.coef, var=q))
+            x = _cofactor(mod, d)
+            if x is None:
+                return None
+            if x == 1:
+                terms.append(Term(coef=t.coef, var=q))
+            else:
+                terms += [Term(coef=_mul(t.coef, d), var=p, mod=x), Term(coef=t.coef, var=q)]
         elif div is None and mod is None:
             terms += [Term(coef=_mul(t.coef, d), var=p), Term(coef=t.coef, var=q)]
         else:
             return None
-    return IndexMap(terms=terms, const=m.const)
+    gather = m.gather
+    if gather is not None:
+        index = [_substitute(g, sub) for g in gather.index]
+        if any(g is None for g in index):
+            return None
+        gather = gather.model_copy(update={"index": index})
+    return IndexMap(terms=terms, const=m.const, gather=gather)
+
+
+def _names(d: Number | None) -> list[str] | None:
+    """The factors of a product of names or numbers (`C * T` -> [C, T]), or None."""
+    if d is None:
+        return None
+    parts = [f.strip() for f in str(d).split("*")]
+    return parts if all(re.fullmatch(r"\w+", f) for f in parts) else None
+
+
+def _cofactor(x: Number, d: str) -> Number | None:
+    """`x / d` where `x` is `d` times a product of names (1 where `x` is `d`), else None."""
+    parts = _names(x)
+    if parts is None or d not in parts:
+        return None
+    parts.remove(d)
+    if not parts:
+        return 1
+    return " * ".join(parts)
 
 
 def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexMap]] | None:
@@ -152,11 +211,15 @@ def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexM
     unit = [t for t in m.terms if t.coef == 1 and t.div is None and t.mod is None]
     strided = [t for t in m.terms if t not in unit]
     strides = {str(t.coef) for t in strided}
-    if len(strides) != 1 or not unit or any(t.div or t.mod for t in strided):
+    if m.gather is not None:  # `C*ids[i] + j`: row ids[i] of a [V, C] table
+        strides.add(str(m.gather.coef))
+    if len(strides) != 1 or not unit:
         return None
     s = strides.pop()
     rows = _without(factors, s)
     if rows is None:
         return None
-    row = IndexMap(terms=[Term(coef=1, var=t.var) for t in strided])
+    gather = m.gather.model_copy(update={"coef": 1}) if m.gather is not None else None
+    row = IndexMap(terms=[Term(coef=1, var=t.var, div=t.div, mod=t.mod) for t in strided],
+                   gather=gather)  # fmt: skip
     return [rows, s], [row, IndexMap(terms=unit)]

@@ -3,7 +3,9 @@
 Mutants are made from a correct NKI kernel (the migrator's own, for each corpus task) by one
 source transformation each, of the kinds that real wrong migrations show: an off-by-one tile
 bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a missing epsilon or
-scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands. Variants are
+scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands, a gather by
+the row number instead of the row's index, a position table read unwrapped, a loss without its
+label term. Variants are
 correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
 every mutant and passes every variant:
 
@@ -124,6 +126,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "missing_max_subtraction", "mutant", lambda src: _drop_max(src) or _drop_max_bias(src)
     ),
+    # gathers: the table read at the row number instead of the row's id; a position table
+    # read at the global row (the `% T` forgotten); the label's logit left out of the loss
+    Mutation(
+        "gather_by_row_number", "mutant", _sub(r"(\w+)\[(\w+)\[i_l, 0\], i_f\]", r"\1[i_p, i_f]")
+    ),
+    Mutation(
+        "position_not_wrapped", "mutant", _sub(r"(\w+)\[i_s, i_f\], mask=", r"\1[i_p, i_f], mask=")
+    ),
+    Mutation("dropped_label_term", "mutant", _sub(r"nl\.subtract\((.+), (\w+_at_\w+)\)", r"\1")),
     # --- correct variants ---------------------------------------------------------------------
     Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),
     Mutation("fewer_partitions", "variant", _sub(r"^P_TILE = 128", "P_TILE = 64")),

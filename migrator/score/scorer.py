@@ -23,6 +23,7 @@ from migrator.contract import (
     bind_source,
     check_parameters,
     load_spec,
+    nki_args,
     np_dtype,
     spec_for_source,
 )
@@ -149,7 +150,7 @@ def score(
     jobs = [
         TrialJob(
             i,
-            [oracles[i].inputs[t.name] for t in task.inputs_in_order],
+            nki_args(task, oracles[i].inputs),
             kwargs,
             profile=(i == runnable[0]),
         )
@@ -535,7 +536,7 @@ def _reference_profile(
     from migrator.nki.cost import summarize
 
     inputs = oracles[runnable[0]].inputs
-    args = [inputs[t.name].copy() for t in task.inputs_in_order]
+    args = nki_args(task, inputs)
     kwargs = {s.name: s.value for s in task.value_scalars}
     try:
         with _IN_PROCESS:  # one in-process emulator run at a time (`migrate score --jobs`)

@@ -320,6 +320,23 @@ EXPECT: dict[str, dict[str, Any]] = {
         },
         "calls": {"expf": "math", "fmaxf": "math", "logf": "math"},
     },
+    "embedding": {
+        "kernel": "embedding_fwd_kernel",
+        "roles": {
+            "out": "out",
+            "tokens": "in",
+            "wte": "in",
+            "wpe": "in",
+            "BT": "scalar",
+            "T": "scalar",
+            "C": "scalar",
+        },  # fmt: skip
+        "shared": {},
+        "barriers": 0,
+        "loops": ["block_stride"],
+        "reductions": set(),
+        "calls": {},
+    },
     "gemm_tn": {
         "kernel": "gemm_tn_kernel",
         "roles": {

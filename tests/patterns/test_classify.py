@@ -73,6 +73,9 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     ("histogram", "histogram_kernel"): "C2N2003",
     ("scan_warp", "scan_warp_kernel"): "C2N2004",  # __shfl_up_sync doubling in a helper
     ("bitonic_sort", "bitonic_sort_segments_kernel"): "C2N2005",  # halving inside doubling
+    # a row gather by token id through a row pointer: no family, emitted from its lifted
+    # program (indirect DMA)
+    ("embedding", "embedding_fwd_kernel"): None,
     # no family claims them and no irregular structure is named: the migration's C2N2001
     # lists every family's reason (tests/test_migration.py)
     ("attention_fwd", "attention_fwd_kernel"): None,
