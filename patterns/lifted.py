@@ -276,10 +276,55 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
                               "index": "i_s" if local else "i_p"}  # fmt: skip
         return str(row_loads[key]["var"])
 
+    # `x[S*i + ids[i]]`: one element of each row of a flat table, by index; the outputs then
+    # go one element per partition, as the picked elements do
+    pick_mode = not two_d and any(m.gather is not None for a in program.assigns
+                                  for ld in _loads(a.expr) for m in ld.index)  # fmt: skip
+    picks: dict[str, dict[str, Any]] = {}
+    two_axes: set[str] = set()  # tables of two axes a pick reads (no new-dialect form yet)
+
+    def pick_of(ld: Expr) -> str:
+        t = _tensor(p, ld.tensor)
+        bad = Untranslatable(f"{ld.render()} is not a row's element by index (`x[S*i + ids[i]]` "
+                             "or `x[i, ids[i]]`)")  # fmt: skip
+        m = ld.index[-1]
+        g = m.gather
+        if g is None or g.coef != 1 or len(g.index) != 1 or not _is_var(g.index[0], "i"):
+            raise bad
+        if len(ld.index) == 2:  # a 2-D table: rows of x.shape[1], viewed flat
+            if not _is_var(ld.index[0], "i") or m.terms or m.const != 0:
+                raise bad
+            stride = f"{t.name}.shape[1]"
+            flat_view = f"{t.name}.reshape(({t.name}.shape[0] * {t.name}.shape[1], 1))"
+            two_axes.add(t.name)
+        else:
+            unit = [x for x in m.terms if x.var == "i" and x.div is None and x.mod is None]
+            if len(m.terms) != len(unit) or len(unit) > 1 or m.const != 0:
+                raise bad
+            # (no row term: `w[ids[i]]`, an element of a vector by index)
+            stride = r.number(unit[0].coef).text.strip("()") if unit else None
+            flat_view = f"{t.name}.reshape(({t.name}.shape[0], 1))"
+        it = _tensor(p, g.tensor)
+        key = ld.render()
+        if key not in picks:
+            picks[key] = {"tensor": t.name, "ids_tensor": it.name, "ids": f"{it.name}_ids",
+                          "stride": stride, "flat_view": flat_view,
+                          "var": f"{t.name}_at_{it.name}"}  # fmt: skip
+        return str(picks[key]["var"])
+
     def tile_of(ld: Expr) -> str:
         t = _tensor(p, ld.tensor)
         offs = ["", ""]
         ids = None
+        if pick_mode and any(m.gather is not None for m in ld.index):
+            return pick_of(ld)
+        if pick_mode:
+            if not _reads(ld, "i"):
+                raise Untranslatable(f"{ld.render()} beside a picked element: not the element")
+            key = f"{t.name}:i_p"
+            loads.setdefault(key, {"tensor": t.name, "var": f"{t.name}_tile", "index": "i_p",
+                                   "ids": None, "masked": True})  # fmt: skip
+            return str(loads[key]["var"])
         if (
             two_d
             and len(ld.index) == 2
@@ -356,10 +401,23 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
     seg = r.number(segments.pop()).text if segments else None
     p.fields["segment"] = seg[1:-1] if seg and re.fullmatch(r"\(\w+\)", seg) else seg
     p.fields["row_loads"] = list(row_loads.values())
+    p.fields["picks"] = list(picks.values())
+    p.fields["pick_ids"] = sorted({(q["ids_tensor"], q["ids"]) for q in picks.values()})
+    if picks:
+        p.fields["kind"] = "1d_picks"
+        if two_axes:  # `.ap(vector_offset=)` steps whole rows of the storage: legacy only
+            p.variant = PICK_FROM_ROWS
+        p.fields["uses_isa"] = True
+        p.notes["picks"] = note(k.span, "each row's element picked by index: its flat position "
+                                "(row start + index, exact int32 on GpSimd) gathered by "
+                                "indirect DMA; every index must lie inside its row")  # fmt: skip
     if row_loads:
         p.notes["gather"] = note(k.span, "rows gathered by index (indirect DMA): every index "
                                  "must lie inside its table, as in the CUDA original")  # fmt: skip
     return p
+
+
+PICK_FROM_ROWS = "lifted-pick-2d"  # elements picked from a 2-D table (emit.UNSUPPORTED_NEW)
 
 
 def _mod_of(m: IndexMap, var: str) -> str | None:

@@ -211,8 +211,17 @@ def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexM
     unit = [t for t in m.terms if t.coef == 1 and t.div is None and t.mod is None]
     strided = [t for t in m.terms if t not in unit]
     strides = {str(t.coef) for t in strided}
-    if m.gather is not None:  # `C*ids[i] + j`: row ids[i] of a [V, C] table
-        strides.add(str(m.gather.coef))
+    g = m.gather
+    if g is not None and g.coef == 1 and not unit and strided:
+        # `V*i + labels[i]`: element labels[i] of row i of an [R, V] table
+        s = strides.pop() if len(strides) == 1 else None
+        rows = _without(factors, s) if s is not None else None
+        if rows is None or any(t.div or t.mod for t in strided):
+            return None
+        row = IndexMap(terms=[Term(coef=1, var=t.var) for t in strided])
+        return [rows, s], [row, IndexMap(gather=g)]
+    if g is not None:  # `C*ids[i] + j`: row ids[i] of a [V, C] table
+        strides.add(str(g.coef))
     if len(strides) != 1 or not unit:
         return None
     s = strides.pop()

@@ -48,6 +48,9 @@ from .storage import Deferred, Storage, row_block
 from .tensor import Buffer, Tensor
 from .trace import Engine, Instr
 
+# integer operations GpSimd carries out exactly in 32 bits (the others go through fp32)
+_EXACT_INT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+
 
 def _rounded_products(sv: np.ndarray, mv: np.ndarray, chunk: int = 64) -> np.ndarray:
     """``sv.T @ mv`` with every product rounded to fp32 before it is added.
@@ -351,14 +354,31 @@ class IsaEngine(StatsScanInstructions, SelectInstructions, NewDialectInstruction
                 "err_shape_mismatch", f"{name}: operand shapes {a.shape} and {b.shape} differ"
             )
         fn, default_engine = _ops.BINARY[opname]
+        eng = pick_engine(engine, default_engine)
+        out_dtype = dtype or _dt.promote(a.dtype, b.dtype)
+        if (
+            eng is Engine.GPSIMD
+            and opname in _EXACT_INT
+            and a.dtype.kind in "iu"
+            and b.dtype.kind in "iu"
+            and np.dtype(_dt.normalize(out_dtype)).kind in "iu"
+        ):
+            # 32-bit integer add/subtract/multiply are exact on GpSimd (nki-facts, ALU table),
+            # not rounded through fp32 as on the other engines (a flat index past 2^24)
+            da, oka = a.read()
+            db, okb = b.read()
+            exact = _EXACT_INT[opname](da.astype(np.int64), db.reshape(da.shape).astype(np.int64))
+            valid = all_valid(oka, None if okb is None else okb.reshape(da.shape))
+            _record(f"tensor_tensor[{opname}]", eng, a, tt_streams(opname, a, b))
+            return emit(exact, valid, out_dtype, Buffer.SBUF, mask, dst)
         va, oka = f32(a)
         vb, okb = f32(b)
         with np.errstate(all="ignore"):
             values = np.asarray(fn(va, vb.reshape(va.shape)), dtype=np.float32)
         valid = all_valid(oka, None if okb is None else okb.reshape(va.shape))
         streams = tt_streams(opname, a, b)
-        _record(f"tensor_tensor[{opname}]", pick_engine(engine, default_engine), a, streams)
-        return emit(values, valid, dtype or _dt.promote(a.dtype, b.dtype), Buffer.SBUF, mask, dst)
+        _record(f"tensor_tensor[{opname}]", eng, a, streams)
+        return emit(values, valid, out_dtype, Buffer.SBUF, mask, dst)
 
     def tensor_scalar(
         self,

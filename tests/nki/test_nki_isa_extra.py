@@ -181,3 +181,19 @@ def test_new_matmul_accumulate_flags_and_group_closing():
     got = run_kernel(kernel, s, m)[0]
     for value, factor in zip(got, (2, 1, 2, 1), strict=True):
         np.testing.assert_allclose(value, factor * one, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", [nl.add, nl.subtract, nl.multiply])
+def test_integer_arithmetic_is_exact_on_gpsimd_and_fp32_elsewhere(op) -> None:  # type: ignore[no-untyped-def]
+    """32-bit integer add/subtract/multiply are exact on GpSimd; the Vector engine computes
+    through fp32, so a flat index past 2^24 (a row of a large table plus a label) rounds there."""
+    a = (np.arange(128, dtype=np.int64) * 9_973 + (1 << 24) + 1).astype(np.int32).reshape(128, 1)
+    b = np.full((128, 1), 3, dtype=np.int32)
+    want = {nl.add: a + b, nl.subtract: a - b, nl.multiply: a * b}[op]
+    exact = run_kernel(
+        one_output(lambda x, y: nisa.tensor_tensor(x, y, op=op, engine=nisa.gpsimd_engine)), a, b
+    )[0]
+    np.testing.assert_array_equal(exact, want)
+    assert exact.dtype == np.int32
+    rounded = run_kernel(one_output(lambda x, y: nisa.tensor_tensor(x, y, op=op)), a, b)[0]
+    assert not np.array_equal(rounded, want)
