@@ -334,7 +334,10 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "warning",
         "high",
         "prefix scan over {array} (doubling loop at line {line})",
-        "nisa.tensor_tensor_scan computes scans along the free axis; port by hand.",
+        "A scan the lifter verifies is emitted (each run on a partition, one "
+        "nisa.tensor_tensor_scan along the free axis); this one was not: lay each scanned run "
+        "on a partition and scan it the same way, and for a scan across runs add a second pass "
+        "over the run totals (a triangular ones matmul on the Tensor engine); port by hand.",
     ),
     DiagnosticKind(
         "C2N2005",

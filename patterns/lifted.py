@@ -56,7 +56,9 @@ _CALL = {"exp": "expf", "exp2": "exp2f", "log": "logf", "log2": "log2f", "sqrt":
 def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
     """The plan of the first lowering rule that fits `program`."""
     why: list[str] = []
-    for rule in (_map, _transpose, _matmul, _rows, _total, _columns):
+    ragged = any(r.upto is not None for a in program.assigns for r in _reduces(a.expr))
+    rules = (_scan,) if ragged else (_map, _transpose, _matmul, _rows, _total, _columns)
+    for rule in rules:
         try:
             return rule(program, tu, k, spec)
         except _NoFit as e:
@@ -427,6 +429,59 @@ def _mod_of(m: IndexMap, var: str) -> str | None:
     t = m.terms[0]
     ok = t.var == var and t.coef == 1 and t.div is None and isinstance(t.mod, str)
     return str(t.mod) if ok else None
+
+
+# --- scan --------------------------------------------------------------------------------------
+def _scan(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """A running sum along rows: `out[i, j] = sum_{k < j + 1} x[i, k]`, or over a flat array in
+    runs of L (`out[i] = sum_{k < (i % L) + 1} x[k + L*(i // L)]`, one CUDA block's scan each):
+    the rows on the partitions, each scanned along the free axis by one instruction."""
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    e = a.expr
+    if e.kind != "reduce" or e.upto is None or e.op != "sum":
+        raise _NoFit("not a running sum")
+    body = e.args[0]
+    kv = e.var or ""
+    if body.kind != "load":
+        raise _NoFit(f"a running sum of {body.render()}, not of a tensor's elements")
+    p = _bind(tu, k, spec, "scan", "lifted")
+    x, out = _tensor(p, body.tensor), _tensor(p, a.tensor)
+    r = _Renderer(p, spec, lambda ld: "")
+    if len(a.vars) == 2:
+        if not (_is_var(IndexMap(terms=e.upto.terms), "j") and e.upto.const == 1
+                and _reads(body, "i", kv)):  # fmt: skip
+            raise _NoFit(f"not a running sum along the rows ({_clip(e.render(), 100)})")
+        p.fields.update({"kind": "2d", "rows": x.shape[0], "cols": x.shape[1]})
+    elif len(a.vars) == 1:
+        run = _mod_of(IndexMap(terms=e.upto.terms), "i") if e.upto.const == 1 else None
+        if run is None and len(e.upto.terms) == 1 and e.upto.const == 1:
+            t = e.upto.terms[0]  # a literal run length (a block size)
+            ok = t.var == "i" and t.coef == 1 and t.div is None and isinstance(t.mod, int)
+            run = str(t.mod) if ok else None
+        (m,) = body.index if len(body.index) == 1 else (None,)
+        want = {("i", run, None), (kv, None, 1)}
+        got = {(t.var, str(t.div) if t.div is not None else None, t.coef if t.var == kv else None)
+               for t in m.terms} if m is not None else set()  # fmt: skip
+        steps = {str(t.coef) for t in (m.terms if m is not None else []) if t.var == "i"}
+        if run is None or m is None or m.const != 0 or got != want or steps != {run}:
+            raise _NoFit(f"not runs of a flat array ({_clip(e.render(), 100)})")
+        if run.isdigit() and int(run) > MAX_ROW_FREE:
+            raise _NoFit(f"runs of {run} elements exceed one partition's {MAX_ROW_FREE}")
+        length = r.number(run).text if not run.isdigit() else run
+        p.fields.update({"kind": "flat", "extent": out.shape[0], "run": length.strip("()")})
+    else:
+        raise _NoFit("an output of more than two axes")
+    p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
+    p.notes = {"rows": note(k.span, "each run on a partition, scanned along the free axis "
+                            "(one tensor_tensor_scan: r[j] = 1 * r[j - 1] + x[j])"),
+               "store": _lift_note(k, program)}  # fmt: skip
+    notes = {"P_TILE": "rows per tile, one per partition",
+             "MAX_ROW": "longest run kept whole on a partition"}  # fmt: skip
+    p.fields.update({"x": x.name, "out": out.var, "uses_isa": True, "summary": a.render(),
+                     "constant_notes": notes})  # fmt: skip
+    return p
 
 
 # --- transpose ---------------------------------------------------------------------------------

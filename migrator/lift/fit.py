@@ -212,7 +212,7 @@ Inst = tuple[dict[str, int], Canon]
 
 MAX_DIVISORS = 48  # divisors tried per coordinate of a load that is not affine
 MAX_POSITIONAL = 8  # terms of one shape fitted one by one when they are no reduction
-MAX_GATHER_COMBINATIONS = 4096  # candidate positions of a gather's index solved for at once
+MAX_GATHER_COMBINATIONS = 32768  # candidate positions of a gather's index solved for at once
 
 
 class Fitter:
@@ -296,10 +296,8 @@ class Fitter:
                 args.extend([one] * counts[0])
                 continue
             if len(set(counts)) != 1:
-                raise LiftError(
-                    f"a {tag} runs over {min(counts)} to {max(counts)} terms depending on the "
-                    "element (a ragged or triangular range is not lifted yet)"
-                )
+                args.append(self.ragged(tag, insts, per, gi, counts))
+                continue
             # the same term object added m times (a shuffle tree that reads a lane twice):
             # m times the reduction over the distinct terms
             mult = {_multiplicity(g[gi][1]) for _, g in per}
@@ -335,6 +333,30 @@ class Fitter:
         if len(args) == 1:
             return args[0]
         return Expr(kind="op", op=_OP_OF[tag], args=args)
+
+    def ragged(
+        self, tag: str, insts: list[Inst], per: list[Any], gi: int, counts: list[int]
+    ) -> Expr:
+        """A reduction whose number of terms follows the element (a prefix sum: `k < j + 1`):
+        the count fitted as an index map of the coordinates in scope, the k-th term of each
+        element (in the order of the input elements they read) bound to k."""
+        why = (f"a {tag} runs over {min(counts)} to {max(counts)} terms depending on the "
+               "element")  # fmt: skip
+        names = list(per[0][0])
+        x = np.array([[env[v] for v in names] for env, _ in per], dtype=np.int64)
+        if any(_multiplicity(g[gi][1]) != 1 for _, g in per):
+            raise LiftError(f"{why}, some terms repeated")
+        try:
+            upto = self.index(x, names, np.array(counts, dtype=np.int64), gathers=False)
+        except LiftError:
+            raise LiftError(f"{why}, and no affine (or div/mod) map of the coordinates gives "
+                            "the count") from None  # fmt: skip
+        var = next(self.red_names)
+        body = [({**env, var: kk}, item) for env, g in per
+                for kk, item in enumerate(g[gi][1])]  # fmt: skip
+        fitted = self.node(body)
+        self.sources[var] = set().union(*(self.c.rows.get(id(t), set()) for _, t in insts))
+        return Expr(kind="reduce", op=tag, var=var, upto=upto, args=[fitted])
 
     def load(self, insts: list[Inst]) -> Expr:
         tensor = insts[0][1][1]
@@ -553,6 +575,8 @@ def fit_elements(
         by_sig[c.key(t)[0]] = by_sig.get(c.key(t)[0], 0) + 1
         coord = np.unravel_index(i, shape)
         insts.append(({n: int(x) for n, x in zip(names, coord, strict=True)}, t))
+    if len(by_sig) > 1 and (promoted := _promote_singletons(c, insts)) is not None:
+        insts, by_sig = promoted, {"": len(promoted)}
     if len(by_sig) > 1:
         common = sorted(by_sig.items(), key=lambda kv: -kv[1])
         raise LiftError(
@@ -565,6 +589,23 @@ def fit_elements(
         sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
         sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
     return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+def _promote_singletons(c: Canonicaliser, insts: list[Inst]) -> list[Inst] | None:
+    """Where most elements are a sum (max ...) of terms of one shape and the others a single
+    such term (a prefix sum's first element is `x[0]`, no sum at all): the single terms as
+    sums of one, so that the terms' count may follow the element. None if that does not make
+    every element the same expression."""
+    tags = [t[0] for _, t in insts]
+    tag = max(set(tags), key=tags.count)
+    if tag not in _NARY:
+        return None
+    out = [(env, t if t[0] == tag else (tag, (t,))) for env, t in insts]
+
+    def shape(t: Canon) -> str:  # the signature with repeated groups counted alike
+        return c.key(t)[0].replace("*", "")
+
+    return out if len({shape(t) for _, t in out}) == 1 else None
 
 
 class PartialTrace(LiftError):

@@ -28,9 +28,18 @@ from migrator.lift.fit import (
     fit_elements,
     fit_points,
     merge,
+    sample,
     symbolise,
 )
-from migrator.lift.program import Expr, LiftError, Program, evaluate, magnitude, value_of
+from migrator.lift.program import (
+    Expr,
+    IndexMap,
+    LiftError,
+    Program,
+    evaluate,
+    magnitude,
+    value_of,
+)
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
@@ -125,9 +134,13 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     reads and writes past the edges, reported and not stored, and may compute its stored
     elements differently: verification at sizes that obey the relations decides)."""
     out: list[list[dict[str, int]]] = []
-    # (scale 2: every size a multiple of 8, for kernels whose 16-byte vector accesses need it)
-    for obey, scale, avoid in ((True, 1, True), (True, 1, False), (False, 1, True),
-                               (True, 2, True), (True, 16, True)):  # fmt: skip
+    # (scale 2: every size a multiple of 8, for kernels whose 16-byte vector accesses need it;
+    # past the largest block: a kernel that works block by block (a scan within blocks of
+    # 256) shows that structure only over two blocks or more)
+    block = max((int(b) for b in spec.launch.block if str(b).isdigit()), default=0)
+    beyond = -(-(block + 1) // 8) if block > 128 else 16
+    for obey, scale, avoid in ((True, 1, True), (True, 1, False), (False, 1, True), (True, 2, True),
+                               (True, 16, True), (True, beyond, True)):  # fmt: skip
         # the larger pair: where the smallest sizes hide structure (one row of a whole-row
         # block, one tile), sizes several blocks wide show it; sizes equal to the kernel's
         # constants only where avoiding them costs too much (M % 128 == 0 with a 128 tile)
@@ -136,9 +149,15 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
             out.append(pair)
     if not out:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
+
     # cheapest first: a traced run costs its work, and a small pair that shows the wrong
     # structure is caught by verification at the larger sizes anyway
-    return sorted(out, key=lambda pair: _work(spec, pair[1]))
+    # ... except where a pair's launches are one block each while a pair past the block size
+    # exists: a kernel that works block by block looks like one block's computation there
+    def one_block(pair: list[dict[str, int]]) -> bool:
+        return block > 128 and all(math.prod(spec.launch_config(s)[0]) == 1 for s in pair)
+
+    return sorted(out, key=lambda pair: (one_block(pair), _work(spec, pair[1])))
 
 
 def _data_sizes(spec: TaskSpec) -> set[str]:
@@ -370,7 +389,8 @@ def source_parts(
             out.append(p)
         for e in a.expr.walk():
             if e.kind == "reduce":
-                label = f"{e.op}_{{{e.var} < {e.extent}}} in {a.tensor}"
+                bound = e.upto.render() if e.upto is not None else e.extent
+                label = f"{e.op}_{{{e.var} < {bound}}} in {a.tensor}"
                 p = part(label, rows.get(f"{a.tensor}/{e.var}", set()))
                 if p is not None and label not in seen:  # a shared term is walked twice
                     seen.add(label)
@@ -386,13 +406,40 @@ def low_unit(spec: TaskSpec) -> float:
     return max((units.get(t.dtype, 0.0) for t in spec.tensors), default=0.0)
 
 
-def reduce_cost(e: Expr, sizes: Mapping[str, int]) -> int:
+def reduce_cost(
+    e: Expr, sizes: Mapping[str, int], shape: tuple[int, ...] | None = None,
+    vars_: list[str] | None = None,
+) -> int:  # fmt: skip
     """Elements evaluated per output element: the largest product of reduction extents along a
-    chain of nested reductions (side by side ones add, nested ones multiply)."""
-    inner = max((reduce_cost(a, sizes) for a in e.args), default=1)
+    chain of nested reductions (side by side ones add, nested ones multiply). A range that
+    follows the element (`k < i + 1`) counts its largest value over the output (`shape`, its
+    coordinates `vars_`)."""
+    inner = max((reduce_cost(a, sizes, shape, vars_) for a in e.args), default=1)
+    if e.kind == "reduce" and e.upto is not None:
+        return max(1, _largest(e.upto, sizes, shape, vars_)) * inner
     if e.kind == "reduce":
         return max(1, int(value_of(e.extent or 1, sizes))) * inner
     return inner
+
+
+def _largest(m: IndexMap, sizes: Mapping[str, int], shape: tuple[int, ...] | None,
+             vars_: list[str] | None) -> int:  # fmt: skip
+    """The largest value of an index map of the output coordinates over the output: at every
+    element where there are few, else at a spread of them (its terms are monotone between the
+    wrap-arounds of a mod, which the spread's edges and middles catch well enough for a cost)."""
+    from migrator.lift.program import _index
+
+    if shape is None or vars_ is None:
+        return int(value_of(m.const, sizes)) + sum(max(sizes.values(), default=1)
+                                                   for _ in m.terms)  # fmt: skip
+    total = math.prod(shape)
+    at = np.arange(total) if total <= 1 << 20 else np.array(sample(shape, per_dim=33))
+    coords = np.unravel_index(at, shape)
+    env = dict(zip(vars_, (np.asarray(c) for c in coords), strict=True))
+    try:
+        return int(np.max(_index(m, env, sizes)))
+    except (KeyError, ValueError):  # a bound that reads an enclosing reduction's variable
+        return max(shape, default=1)
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
@@ -409,7 +456,7 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
     rng = np.random.default_rng(seed)
     points: dict[str, np.ndarray] = {}
     for a in program.assigns:
-        red = reduce_cost(a.expr, sizes)
+        red = reduce_cost(a.expr, sizes, shapes[a.tensor], a.vars)
         total = math.prod(shapes[a.tensor])
         if total * red <= VERIFY_ELEMENTS:
             continue

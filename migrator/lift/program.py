@@ -119,6 +119,9 @@ class Expr(_Model):
     args: list[Expr] = Field(default_factory=list)
     var: str | None = None
     extent: Number | None = None
+    # a range that depends on the element (`k < (i % 256) + 1`, a prefix sum): the reduction
+    # runs over `var < upto`, evaluated at the output coordinates; `extent` is then None
+    upto: IndexMap | None = None
 
     def walk(self) -> list[Expr]:
         out = [self]
@@ -135,7 +138,8 @@ class Expr(_Model):
         if k == "param":
             return str(self.name)
         if k == "reduce":
-            return f"{self.op}_{{{self.var} < {self.extent}}} {_atom(self.args[0])}"
+            bound = self.upto.render() if self.upto is not None else self.extent
+            return f"{self.op}_{{{self.var} < {bound}}} {_atom(self.args[0])}"
         op, a = self.op or "", self.args
         if op == "+":  # `x + (-1 * y)` reads `x - y`
             pos = [_atom(x) for x in a if negated(x) is None]
@@ -307,6 +311,8 @@ def _eval(
             sub = {v: x[first] if v in points else x for v, x in env.items()}
             val = np.asarray(_eval(e, sub, level, nd, tensors, sizes, params))
             return val[inverse.reshape(-1)] if val.ndim else val
+    if k == "reduce" and e.upto is not None:
+        return _ragged_reduce(e, env, level, nd, tensors, sizes, params, points)
     if k == "reduce":
         n = int(value_of(e.extent or 0, sizes))
         if n <= 0:
@@ -339,6 +345,40 @@ def _eval(
         if op in _NP_BINARY:
             return _NP_BINARY[op](args[0], args[1])
     raise LiftError(f"no numpy form for the operation {op!r}")
+
+
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}
+
+
+def _ragged_reduce(
+    e: Expr,
+    env: dict[str, np.ndarray],
+    level: int,
+    nd: int,
+    tensors: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int],
+    params: Mapping[str, float],
+    points: frozenset[str],
+) -> np.ndarray:
+    """A reduction over `var < upto(coordinates)`: the longest range, each element's terms past
+    its own bound replaced by the operation's identity (and read at its last term, so that no
+    index leaves the tensor)."""
+    assert e.upto is not None
+    bound = np.asarray(_index(e.upto, env, sizes, tensors))
+    n = int(bound.max()) if bound.size else 0
+    shape = list(bound.shape) + [1] * (nd - bound.ndim)
+    bound = bound.reshape(shape)
+    if n <= 0:
+        return np.full(np.broadcast_shapes(tuple(shape), (1,) * nd), _IDENTITY[e.op or ""])
+    rv = np.arange(n).reshape([n if d == level else 1 for d in range(nd)])
+    inside = rv < bound
+    env[e.var or ""] = np.minimum(rv, np.maximum(bound - 1, 0))
+    body = np.asarray(_eval(e.args[0], env, level + 1, nd, tensors, sizes, params, points))
+    del env[e.var or ""]
+    full = np.broadcast_shapes(body.shape, inside.shape)
+    body = np.where(np.broadcast_to(inside, full), np.broadcast_to(body, full),
+                    _IDENTITY[e.op or ""])  # fmt: skip
+    return _NP_REDUCE[e.op or ""](body, axis=level, keepdims=True)
 
 
 def _whole_axes(
@@ -386,8 +426,10 @@ def _row_columns(
 ) -> list[np.ndarray]:
     """Per sampled point, the value of each index term of an output variable that `e` reads
     (`i // 64` for rows of 64): points equal in all of them read the same elements."""
-    terms = {(t.var, t.div, t.mod) for x in e.walk() if x.kind == "load" for m in x.index
-             for t in index_terms(m) if t.var in points}  # fmt: skip
+    maps = [m for x in e.walk() if x.kind == "load" for m in x.index]
+    maps += [x.upto for x in e.walk() if x.kind == "reduce" and x.upto is not None]
+    terms = {(t.var, t.div, t.mod) for m in maps for t in index_terms(m)
+             if t.var in points}  # fmt: skip
     columns = []
     for var, div, mod in sorted(terms, key=repr):
         v = env[var].reshape(-1)

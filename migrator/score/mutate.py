@@ -5,7 +5,7 @@ source transformation each, of the kinds that real wrong migrations show: an off
 bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a missing epsilon or
 scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands, a gather by
 the row number instead of the row's index, a position table read unwrapped, a loss without its
-label term. Variants are
+label term, a scan over runs of the wrong length. Variants are
 correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
 every mutant and passes every variant:
 
@@ -135,6 +135,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "position_not_wrapped", "mutant", _sub(r"(\w+)\[i_s, i_f\], mask=", r"\1[i_p, i_f], mask=")
     ),
     Mutation("dropped_label_term", "mutant", _sub(r"nl\.subtract\((.+), (\w+_at_\w+)\)", r"\1")),
+    # scans: runs of the wrong length (a block size misread), so runs overlap or leave gaps
+    Mutation(
+        "wrong_run_length",
+        "mutant",
+        _sub(r"idx = i_p \* (\d+) \+ i_f", r"idx = i_p * (\1 - 1) + i_f"),
+    ),
     # --- correct variants ---------------------------------------------------------------------
     Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),
     Mutation("fewer_partitions", "variant", _sub(r"^P_TILE = 128", "P_TILE = 64")),
