@@ -676,14 +676,22 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                 key = reduce_key(red)
                 if key in r.reduced:
                     continue
-                body = r.render(red.args[0])
                 var = f"red{len(pre)}"
+                note_ = f"{red.op} along the row: {_clip(red.render(), 100)}"
+                fused = _exp_sum(red, r)
+                if fused is not None:
+                    # exp and its row sum in one ScalarE instruction, the max as its bias
+                    pre.append({"var": var, "expr": "", "note": note_, "exp_of": fused[0],
+                                "bias_of": fused[1]})  # fmt: skip
+                    r.reduced[key] = var
+                    continue
+                body = r.render(red.args[0])
                 fn = {"sum": "nl.sum", "max": "nl.max", "min": "nl.min"}[red.op or ""]
                 pre.append(
                     {
                         "var": var,
                         "expr": f"{fn}({body}, axis=1, keepdims=True)",
-                        "note": f"{red.op} along the row: {_clip(red.render(), 100)}",
+                        "note": note_,
                     }
                 )
                 r.reduced[key] = var
@@ -700,11 +708,29 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "summary": "; ".join(a.render() for a in program.assigns),
         "rows": r_rows, "cols": cols if row_tensor in reshaped else x.shape[1],
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
-        "uses_isa": bool(picks),
+        "uses_isa": bool(picks) or any("exp_of" in q for q in pre),
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
     return p
+
+
+def _exp_sum(red: Expr, r: _Renderer) -> tuple[str, str] | None:
+    """`sum_k exp(x[i, k] - m[i])` with m a reduction already computed: (the row tile of x, the
+    tile of m), for one activation with a fused row sum; None for any other sum."""
+    body = red.args[0] if red.op == "sum" else None
+    if body is None or body.kind != "op" or body.op != "exp" or len(body.args) != 1:
+        return None
+    inner = body.args[0]
+    if inner.kind != "op" or inner.op != "+" or len(inner.args) != 2:
+        return None
+    for x, other in (inner.args, inner.args[::-1]):
+        m = negated(other)
+        if x.kind == "load" and m is not None and m.kind == "reduce":
+            held = r.reduced.get(reduce_key(m))
+            if held is not None:
+                return r.render(x), held
+    return None
 
 
 def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:

@@ -70,10 +70,15 @@ _drop_max = _sub(
 
 
 def _drop_max_bias(src: str) -> str | None:
-    """Log-softmax without its max: exp(x) summed with no bias, offset log(sum) alone."""
+    """Log-softmax without its max: exp(x) summed with no bias, offset log(sum) alone; a lifted
+    row program's fused exp-sum without its max bias."""
     out, n1 = re.subn(r"(nisa\.activation_reduce\(op=nl\.exp, data=\w+), bias=neg_max", r"\1", src)
     out, n2 = re.subn(r"offset = nl\.add\(row_max, (nl\.log\(row_sum\))\)", r"offset = \1", out)
-    return out if n1 and n2 else None
+    if n1 and n2:
+        return out
+    fused = r"(nisa\.activation_reduce\(op=nl\.exp, data=\w+), bias=nl\.multiply\(\w+, -1\.0\)"
+    out, n = re.subn(fused, r"\1", src, count=1)
+    return out if n else None
 
 
 def _drop_load_mask(src: str) -> str | None:

@@ -39,11 +39,13 @@ def cross_entropy_fwd(logits, labels):
         logits_row = nl.load(logits[i_p, i_f], mask=rows_ok)
         labels_col = nl.load(labels[i_p], mask=rows_ok)
         # logits[i, labels[i]]: the element whose column is the row's index (compare with the column numbers, select, sum)
-        logits_at_labels = nl.sum(nl.where(nl.equal(labels_col, col_ids), logits_row, 0.0), axis=1, keepdims=True)
+        logits_at_labels = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(op=nl.copy, data=nl.where(nl.equal(labels_col, col_ids), logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_labels)
         # max along the row: max_{q < C} logits[i, q]
         red0 = nl.max(logits_row, axis=1, keepdims=True)
         # sum along the row: sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))
-        red1 = nl.sum(nl.exp(nl.subtract(logits_row, red0)), axis=1, keepdims=True)
+        red1 = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(op=nl.exp, data=logits_row, bias=nl.multiply(red0, -1.0), reduce_op=nl.add, reduce_res=red1)
         # from cross_entropy.cu:68 — lifted: loss[i] = log(sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))) + (max_{r < C} logits[i, r]) - logits[i, labels[i]]
         nl.store(loss[i_p], value=nl.subtract(nl.add(nl.log(red1), red0), logits_at_labels), mask=rows_ok)
     return loss
