@@ -173,10 +173,15 @@ def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
 
 
 def _launch_only(spec: TaskSpec) -> dict[str, int]:
-    """Launch-only sizes at their published values: a block size of 20 is no block size the
-    kernel was written for (warp-level code assumes whole warps), and it computes nothing."""
+    """Sizes kept at their published values: launch-only ones (a block size of 20 is no block
+    size the kernel was written for: warp-level code assumes whole warps, and it computes
+    nothing), and sizes the kernel is specialised on (a head dimension of 64 that is a template
+    argument and the same in every size set: at D = 12 the kernel still computes with 64)."""
     used = _data_sizes(spec)
-    return {n: v for n, v in spec.sizes.items() if n not in used}
+    sets = spec.all_size_sets()
+    template = {str(a).strip() for a in spec.kernel.template_args}
+    return {n: v for n, v in spec.sizes.items() if n not in used
+            or (str(v) in template and all(s.get(n) == v for s in sets))}  # fmt: skip
 
 
 def _pair(

@@ -573,3 +573,53 @@ def test_fits_past_their_work_limits_stop_with_a_named_error(
     monkeypatch.setattr(fit, limit, 4)
     result = lift_task(_task(tmp_path, "softmax_tree"))
     assert not result.ok and result.error and words in result.error, result.error
+
+
+def test_a_size_the_kernel_is_specialised_on_keeps_its_value_in_traces(tmp_path: Path) -> None:
+    """`rowdot<16>` with D = 16 in every size set: traces keep D at 16 (at D = 8 the kernel
+    would still read 16 columns), so the program is the one the kernel computes."""
+    cu = """
+    template <int D>
+    __global__ void rowdot(const float* x, const float* w, float* y, int R) {
+        int r = blockIdx.x * blockDim.x + threadIdx.x;
+        if (r >= R) return;
+        float acc = 0.0f;
+    #pragma unroll
+        for (int d = 0; d < D; ++d) acc += x[r * D + d] * w[d];
+        y[r] = acc;
+    }
+    """
+    toml = """
+    [kernel]
+    name = "rowdot"
+    template_args = [16]
+    [sizes]
+    R = 100
+    D = 16
+    [[size_sets]]
+    R = 37
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["R", "D"]
+    [[tensors]]
+    name = "w"
+    role = "in"
+    shape = ["D"]
+    [[tensors]]
+    name = "y"
+    role = "out"
+    shape = ["R"]
+    [[scalars]]
+    name = "R"
+    size = "R"
+    [launch]
+    grid = ["ceil_div(R, 32)"]
+    block = [32]
+    """
+    (tmp_path / "rowdot.cu").write_text(textwrap.dedent(cu))
+    (tmp_path / "rowdot.toml").write_text(textwrap.dedent(toml))
+    result = lift_task(load_spec(tmp_path / "rowdot.toml"))
+    assert result.ok, result.render()
+    assert all(s["D"] == 16 for s in result.fitted_at + [v.sizes for v in result.verified])
+    assert result.program.render() == "y[i] = sum_{k < D} (w[k] * x[i, k])"  # type: ignore[union-attr]
