@@ -600,6 +600,13 @@ def make_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> dict
     return {n: a.copy() for n, a in hit.items()}
 
 
+def int_range(dist: InputDist, sizes: Mapping[str, int]) -> tuple[int, int]:
+    """[low, high) of an integer input (default [0, 100); `high` may be a size expression)."""
+    lo = int(dist.low if dist.low is not None else 0)
+    hi = int(eval_expr(dist.high, sizes)) if dist.high is not None else 100
+    return lo, hi
+
+
 def _draw_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
@@ -608,9 +615,7 @@ def _draw_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
         dist = spec.inputs.get(t.name, InputDist())
         dt = np_dtype(t.dtype)
         if np.issubdtype(dt, np.integer) or dist.dist == "int":
-            lo = int(dist.low if dist.low is not None else 0)
-            hi = int(eval_expr(dist.high, sizes)) if dist.high is not None else 100
-            arr = rng.integers(lo, hi, size=shape)
+            arr = rng.integers(*int_range(dist, sizes), size=shape)
         elif dist.dist == "uniform":
             arr = rng.uniform(_or(dist.low, -1.0), _or(dist.high, 1.0), size=shape)
         elif dist.dist == "positive":

@@ -304,7 +304,7 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
             if len(m.terms) != len(unit) or len(unit) > 1 or m.const != 0:
                 raise bad
             # (no row term: `w[ids[i]]`, an element of a vector by index)
-            stride = r.number(unit[0].coef).text.strip("()") if unit else None
+            stride = _bare(r.number(unit[0].coef).text) if unit else None
             flat_view = f"{t.name}.reshape(({t.name}.shape[0], 1))"
         it = _tensor(p, g.tensor)
         key = ld.render()
@@ -400,8 +400,7 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         p.fields["extent"] = out.shape[0]
     if len(segments) > 1:
         raise _NoFit(f"rows read by position in blocks of different lengths ({sorted(segments)})")
-    seg = r.number(segments.pop()).text if segments else None
-    p.fields["segment"] = seg[1:-1] if seg and re.fullmatch(r"\(\w+\)", seg) else seg
+    p.fields["segment"] = _bare(r.number(segments.pop()).text) if segments else None
     p.fields["row_loads"] = list(row_loads.values())
     p.fields["picks"] = list(picks.values())
     p.fields["pick_ids"] = sorted({(q["ids_tensor"], q["ids"]) for q in picks.values()})
@@ -422,12 +421,20 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
 PICK_FROM_ROWS = "lifted-pick-2d"  # elements picked from a 2-D table (emit.UNSUPPORTED_NEW)
 
 
-def _mod_of(m: IndexMap, var: str) -> str | None:
-    """T where the coordinate is exactly `var % T` for a size T (the row's place in its block)."""
+def _bare(text: str) -> str:
+    """A rendered size without the parentheses around a single name (`(T)` -> `T`); an
+    expression keeps them (`(C * T)`: templates divide by it)."""
+    return text[1:-1] if re.fullmatch(r"\(\w+\)", text) else text
+
+
+def _mod_of(m: IndexMap, var: str, literal: bool = False) -> str | None:
+    """T where the coordinate is exactly `var % T` for a size T (the row's place in its block),
+    or for a literal T too where `literal`."""
     if m.gather is not None or m.const != 0 or len(m.terms) != 1:
         return None
     t = m.terms[0]
-    ok = t.var == var and t.coef == 1 and t.div is None and isinstance(t.mod, str)
+    kinds = (str, int) if literal else (str,)
+    ok = t.var == var and t.coef == 1 and t.div is None and isinstance(t.mod, kinds)
     return str(t.mod) if ok else None
 
 
@@ -455,11 +462,9 @@ def _scan(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             raise _NoFit(f"not a running sum along the rows ({_clip(e.render(), 100)})")
         p.fields.update({"kind": "2d", "rows": x.shape[0], "cols": x.shape[1]})
     elif len(a.vars) == 1:
-        run = _mod_of(IndexMap(terms=e.upto.terms), "i") if e.upto.const == 1 else None
-        if run is None and len(e.upto.terms) == 1 and e.upto.const == 1:
-            t = e.upto.terms[0]  # a literal run length (a block size)
-            ok = t.var == "i" and t.coef == 1 and t.div is None and isinstance(t.mod, int)
-            run = str(t.mod) if ok else None
+        # (a literal run length: a block size)
+        run = _mod_of(IndexMap(terms=e.upto.terms), "i", literal=True) if e.upto.const == 1 \
+            else None  # fmt: skip
         (m,) = body.index if len(body.index) == 1 else (None,)
         want = {("i", run, None), (kv, None, 1)}
         got = {(t.var, str(t.div) if t.div is not None else None, t.coef if t.var == kv else None)
@@ -469,8 +474,8 @@ def _scan(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             raise _NoFit(f"not runs of a flat array ({_clip(e.render(), 100)})")
         if run.isdigit() and int(run) > MAX_ROW_FREE:
             raise _NoFit(f"runs of {run} elements exceed one partition's {MAX_ROW_FREE}")
-        length = r.number(run).text if not run.isdigit() else run
-        p.fields.update({"kind": "flat", "extent": out.shape[0], "run": length.strip("()")})
+        length = _bare(r.number(run).text) if not run.isdigit() else run
+        p.fields.update({"kind": "flat", "extent": out.shape[0], "run": length})
     else:
         raise _NoFit("an output of more than two axes")
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}

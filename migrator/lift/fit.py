@@ -34,7 +34,6 @@ from migrator.lift.program import (
     LiftError,
     Program,
     Term,
-    _index,
 )
 
 Canon = tuple[Any, ...]
@@ -402,9 +401,8 @@ class Fitter:
 
     def divisors(self, x: np.ndarray, j: int) -> list[int]:
         """Divisors to try for column `j` of `x` in a div/mod index: sizes (and products of two),
-        powers of two, then
-        any other small one (a sample of the elements can agree with several divisors;
-        verification settles the choice). At most MAX_DIVISORS: an index no small divisor,
+        powers of two, then any other small one (a sample of the elements can agree with several
+        divisors; verification settles the choice). At most MAX_DIVISORS: an index no small divisor,
         size or power of two explains is not quasi-affine in a way the lifter recognises."""
         top = int(x[:, j].max()) + 1 if len(x) else 0
         # a size, or two sizes' product (the plane of a flat [B, T, C] tensor: `i % (T*C)`)
@@ -485,25 +483,21 @@ class Fitter:
 
     def gathered(self, x: np.ndarray, names: list[str], q: np.ndarray, coef: int) -> Gather | None:
         """`q = G[f(x)]` for an integer input G: the gather, or None."""
-        env = {v: x[:, n] for n, v in enumerate(names)}
         for name, table in self.ints.items():
             flat = np.asarray(table).reshape(-1).astype(np.int64)
-            pos = self.positions(x, q, flat)
+            pos = self.positions(x, q, flat)  # inside the table, flat[pos] == q: checked there
             if pos is None:
                 continue
             try:
-                fm = self.index(x, names, pos, gathers=False)
+                fm = self.index(x, names, pos, gathers=False)  # exactly pos, or an error
             except LiftError:
-                continue
-            at = np.broadcast_to(_index(fm, env, self.sizes), q.shape)
-            if np.any(at < 0) or np.any(at >= flat.size) or not np.array_equal(flat[at], q):
                 continue
             shape = np.shape(table)
             if len(shape) <= 1:
                 return Gather(tensor=name, index=[fm], coef=coef)
             try:
                 index = [self.index(x, names, np.asarray(c), gathers=False)
-                         for c in np.unravel_index(at, shape)]  # fmt: skip
+                         for c in np.unravel_index(pos, shape)]  # fmt: skip
             except LiftError:
                 continue
             return Gather(tensor=name, index=index, coef=coef)

@@ -36,6 +36,7 @@ from migrator.lift.program import (
     IndexMap,
     LiftError,
     Program,
+    _index,
     evaluate,
     magnitude,
     value_of,
@@ -411,10 +412,7 @@ def low_unit(spec: TaskSpec) -> float:
     return max((units.get(t.dtype, 0.0) for t in spec.tensors), default=0.0)
 
 
-def reduce_cost(
-    e: Expr, sizes: Mapping[str, int], shape: tuple[int, ...] | None = None,
-    vars_: list[str] | None = None,
-) -> int:  # fmt: skip
+def reduce_cost(e: Expr, sizes: Mapping[str, int], shape: tuple[int, ...], vars_: list[str]) -> int:
     """Elements evaluated per output element: the largest product of reduction extents along a
     chain of nested reductions (side by side ones add, nested ones multiply). A range that
     follows the element (`k < i + 1`) counts its largest value over the output (`shape`, its
@@ -427,16 +425,12 @@ def reduce_cost(
     return inner
 
 
-def _largest(m: IndexMap, sizes: Mapping[str, int], shape: tuple[int, ...] | None,
-             vars_: list[str] | None) -> int:  # fmt: skip
+def _largest(
+    m: IndexMap, sizes: Mapping[str, int], shape: tuple[int, ...], vars_: list[str]
+) -> int:
     """The largest value of an index map of the output coordinates over the output: at every
     element where there are few, else at a spread of them (its terms are monotone between the
     wrap-arounds of a mod, which the spread's edges and middles catch well enough for a cost)."""
-    from migrator.lift.program import _index
-
-    if shape is None or vars_ is None:
-        return int(value_of(m.const, sizes)) + sum(max(sizes.values(), default=1)
-                                                   for _ in m.terms)  # fmt: skip
     total = math.prod(shape)
     at = np.arange(total) if total <= 1 << 20 else np.array(sample(shape, per_dim=33))
     coords = np.unravel_index(at, shape)

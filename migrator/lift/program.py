@@ -100,12 +100,6 @@ def index_terms(m: IndexMap) -> list[Term]:
     return out
 
 
-def gathers(e: Expr) -> list[Gather]:
-    """The gathers a tree's loads read through."""
-    return [m.gather for x in e.walk() if x.kind == "load" for m in x.index
-            if m.gather is not None]  # fmt: skip
-
-
 class Expr(_Model):
     """One node. kind: load (tensor, index), const (value), param (name), op (op, args),
     reduce (op, var, extent, args[0] the body)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from migrator.contract import InputDist, TaskSpec, eval_expr, make_inputs, np_dtype
+from migrator.contract import InputDist, TaskSpec, int_range, make_inputs, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import run_kernel
@@ -53,9 +53,7 @@ def trace_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
         arr = ins[t.name]
         if arr.size < 2:
             continue
-        d = spec.inputs.get(t.name, InputDist())  # the range make_inputs draws from
-        lo = int(d.low if d.low is not None else 0)
-        hi = int(eval_expr(d.high, sizes)) if d.high is not None else 100
+        lo, hi = int_range(spec.inputs.get(t.name, InputDist()), sizes)  # as make_inputs draws
         if hi - lo < 2:
             continue
         spread = lo + np.resize(rng.permutation(hi - lo), arr.size)

@@ -68,12 +68,8 @@ def _name_factors(dim: str, named: Mapping[str, str]) -> str:
 
 def _factors(shape: list[str]) -> list[str] | None:
     """`["M * N"]` -> ["M", "N"]: a flat shape that is a plain product of names or numbers."""
-    if len(shape) != 1:
-        return None
-    parts = [f.strip() for f in str(shape[0]).split("*")]
-    if len(parts) < 2 or not all(re.fullmatch(r"\w+", f) for f in parts):
-        return None
-    return parts
+    parts = _names(shape[0]) if len(shape) == 1 else None
+    return parts if parts is not None and len(parts) >= 2 else None
 
 
 def _without(factors: list[str], d: Number) -> str | None:
@@ -98,7 +94,7 @@ def _output_split(a: Assign, shapes: Mapping[str, list[str]]) -> tuple[tuple[str
                 if t.var == var and (t.div is not None or t.mod is not None)}  # fmt: skip
     # one factor D, every other divisor a product with D in it (`i % (C * T)`: the position of
     # row `i // C` within its block of T rows)
-    single = [d for d in divisors if _names(d) is not None and len(_names(d) or []) == 1]
+    single = [d for d in divisors if len(_names(d) or []) == 1]
     if len(single) != 1 or not all(_cofactor(x, single[0]) is not None for x in divisors
                                     if x != single[0]):  # fmt: skip
         return None
