@@ -1,6 +1,6 @@
 """Small pieces of the lowering rules over lifted programs."""
 
-from patterns.lifted import _bare
+from migrator.patterns.lifted import _bare
 
 
 def test_a_size_loses_redundant_parentheses_but_an_expression_keeps_them() -> None:
