@@ -1,7 +1,8 @@
 """Generated NKI vs hand-written expert NKI: the cost model's estimated latency on the same inputs.
 
-For matmul, softmax and layernorm, `migrate` emits a kernel from the CUDA original; the expert
-reference in `corpus/expert/` was written by hand in the style of the optimised NKI tutorials.
+For matmul, softmax, layernorm and attention (plain and causal), `migrate` emits a kernel from
+the CUDA original; the expert reference in `corpus/expert/` was written by hand in the style of
+the optimised NKI tutorials.
 Both run in the emulator on identical inputs at the spec's default sizes and at larger sizes; the
 ratio generated / expert is reported (goal: at most 1.25). Also prints `migrate` wall time.
 `--all`: every corpus kernel with an expert and a complete migration, at its default sizes,
@@ -27,6 +28,10 @@ CASES = [
      [{"M": 512, "N": 1024, "K": 512}, {"M": 1024, "N": 1024, "K": 1024}]),
     ("softmax_row", "softmax_row_expert.py", "softmax_row", [{"R": 2048, "C": 2048}]),
     ("layernorm", "layernorm_expert.py", "layernorm", [{"R": 2048, "C": 1024}]),
+    ("attention_fwd", "attention_fwd_expert.py", "attention_fwd",
+     [{"S": 512}, {"S": 1000, "D": 128}, {"S": 2048}, {"S": 4096, "D": 128}]),
+    ("attention_causal_online", "attention_causal_online_expert.py", "attention_causal_online",
+     [{"T": 512, "D": 64}, {"T": 1000}, {"T": 4096}]),
 ]  # fmt: skip
 
 
@@ -51,7 +56,9 @@ def main() -> None:
             wall = time.perf_counter() - t0
             gen = getattr(mn.load_kernel_module(m.kernels[0].nki_file), name)
             ref = getattr(mn.load_kernel_module(ROOT / "corpus" / "expert" / expert_file), name)
-            for sizes in [dict(spec.sizes)] + ([] if args.quick else extra):
+            for sizes in [dict(spec.sizes)] + (
+                [] if args.quick else [{**spec.sizes, **x} for x in extra]
+            ):
                 ins = make_inputs(spec, sizes, seed=0)
                 arrays = [ins[t.name] for t in spec.inputs_in_order]
                 kw = {s.name: s.value for s in spec.value_scalars}

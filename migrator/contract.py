@@ -263,6 +263,15 @@ class TaskSpec(_Frozen):
         """The default sizes followed by each published extra set (merged over the defaults)."""
         return [dict(self.sizes)] + [{**self.sizes, **s} for s in self.size_sets]
 
+    def specialised_sizes(self) -> dict[str, int]:
+        """Sizes the kernel is compiled for: a template argument's value that every size set
+        keeps (a head dimension of 64 given as `template_args = [64]`): at another value the
+        kernel still computes with its own, so drawn size sets keep these."""
+        template = {str(a).strip() for a in self.kernel.template_args}
+        sets = self.all_size_sets()
+        return {n: v for n, v in self.sizes.items()
+                if str(v) in template and all(s.get(n) == v for s in sets)}  # fmt: skip
+
     def shape_of(self, tensor: TensorSpec, sizes: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(int(eval_expr(d, sizes)) for d in tensor.shape)
 

@@ -83,6 +83,10 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "sb_rows", "sb_cols", "ragged", "strips", "strip", "SUPER", "o_p", "o_f", "ft", "win",
         "term", "sr0", "sr1", "sc0", "sc1", "acc", "sum_sq", "ms", "rstd", "y", "pre_clamp",
         "neg_max", "offset", "row_max", "row_sum", "shifted", "exps", "sq",
+        # attention
+        "n_kb", "k_t", "v_sb", "b", "b0", "kb", "k_rows", "qt", "q0", "qr", "n_keys", "n_kt",
+        "q_t", "q_rows", "s_sb", "maxes", "kt", "kw", "s_ps", "scaled", "sums", "inv",
+        "o_ps", "p_t", "eng", "KEY_TILE", "MAX_KEYS", "k_ps", "q_ps", "p_ps", "o_sb",
     }
 )  # fmt: skip
 

@@ -27,15 +27,17 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "conv1d",
              # no matcher claims these: they complete from their lifted tensor program
              "mean_rows_cg", "sigmoid_vec4", "softmax_warp", "l2_norm_sq", "swiglu",
-             "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp"]  # fmt: skip
+             "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp",
+             "attention_fwd", "attention_causal_online"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
-UNSUPPORTED = {"histogram": "C2N2003", "bitonic_sort": "C2N2005", "attention_fwd": "C2N2001",
-               "avgpool_2x2": "C2N2001", "stencil_2d_5pt": "C2N2001"}  # fmt: skip
+UNSUPPORTED = {"histogram": "C2N2003", "bitonic_sort": "C2N2005", "avgpool_2x2": "C2N2001",
+               "stencil_2d_5pt": "C2N2001"}  # fmt: skip
 # a family claims them, its planner names the part it cannot emit (C2N2006)
 NOT_EMITTED: dict[str, str] = {}  # (none at present: cross-entropy's label gather now emits)
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3",
-                  "embedding", "cross_entropy", "scan_block"]  # fmt: skip
+                  "embedding", "cross_entropy", "scan_block", "attention_fwd",
+                  "attention_causal_online"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)
@@ -291,7 +293,9 @@ def test_register_blocked_matmul(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "stem", ["vector_add", "softmax_row", "matmul_tiled", "stencil_1d", "embedding", "scan_block"]
+    "stem",
+    ["vector_add", "softmax_row", "matmul_tiled", "stencil_1d", "embedding", "scan_block",
+     "attention_causal_online"],
 )
 def test_new_dialect_golden_files(stem: str, tmp_path: Path) -> None:
     spec = load_spec(CORPUS / f"{stem}.toml")

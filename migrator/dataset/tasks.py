@@ -110,13 +110,14 @@ def content_hash(source: str, spec: dict[str, Any], kernel: str) -> str:
 def hidden_sizes(spec: TaskSpec) -> list[dict[str, int]]:
     """Sizes the task does not publish: the defaults scaled to awkward, non-aligned values."""
     out = []
+    kept = spec.specialised_sizes()  # (a template argument's head dim stays)
     for scale in HIDDEN_SCALES:
         sizes = {}
         for name, value in spec.sizes.items():
             v = max(3, int(value * scale))
             if v % 32 == 0:
                 v += 1
-            sizes[name] = v
+            sizes[name] = kept.get(name, v)
         out.append(sizes)
     return spec.obeying(out)  # relations the kernel assumes (`N % 4 == 0`) win
 

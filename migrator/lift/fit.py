@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ _NARY = ("sum", "prod", "max", "min")
 _OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 MAX_NODES = 5000  # program nodes one fit may build (Fitter.node)
 MAX_CANON_WORK = 2_000_000  # operands one Canonicaliser may copy (100x a real GEMM or norm)
+MAX_KEY_SIZE = 1_000_000  # characters plus input elements of one expression's structure key
 _IDENTITY_LIMIT = 1e30  # a max starting from -1e30 / -FLT_MAX / -INFINITY: no operand
 
 
@@ -56,6 +57,9 @@ class Canonicaliser:
         # per n-ary node: the source rows (`Sym.at`) of the traced operations folded into it
         self.rows: dict[int, set[tuple[int, int]]] = {}
         self.work = 0  # operands copied by `nary` so far (MAX_CANON_WORK)
+        # every tuple `keys` or `rows` holds an entry for, kept alive: they are keyed by id(),
+        # and a temporary (a rewrite's candidate form) would hand its id to the next tuple
+        self.held: list[Any] = []
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -65,6 +69,7 @@ class Canonicaliser:
             return got
         out = self._canon(x)
         self.memo[id(x)] = out
+        self.held.append(x)  # (keyed by id: a freed value's id would find this entry)
         return out
 
     def _canon(self, x: Sym) -> Canon:
@@ -100,6 +105,9 @@ class Canonicaliser:
             if cmp in (">", ">=", "<", "<=") and {t, f} == {lhs, rhs} and lhs != rhs:
                 bigger = (t == lhs) == (cmp in (">", ">="))
                 return self.nary("max" if bigger else "min", [lhs, rhs], {x.at})
+            rescaled = self._rescaled(cmp, lhs, rhs, t, f)
+            if rescaled is not None:
+                return rescaled
             return ("sel", cmp, lhs, rhs, t, f)
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
 
@@ -152,6 +160,11 @@ class Canonicaliser:
             c = math.prod(consts)
             if c == 0:
                 return ("c", 0.0)
+            if any(x[0] == "exp" for x in rest):
+                spread = self._exp_product(rest, c, rows)
+                if spread is not None:
+                    return spread
+                rest = self._merged_exps(rest)
             if c != 1 or not rest:
                 rest.append(("c", c))
         else:  # max/min: identity-like bounds are not operands
@@ -167,7 +180,74 @@ class Canonicaliser:
         out = (tag, tuple(rest))
         if rows:
             self.rows[id(out)] = rows
+            self.held.append(out)
         return out
+
+    # An online softmax rescales its running sums by exp(m_old - m_new) whenever the max
+    # grows: `acc * exp(m_old - m_new) + exp(s - m_new) * v`. Spreading the factor over a sum
+    # of exponential terms and adding the exponents of a product (cancelling `m_old`) gives
+    # `sum_j exp(s_j - m_new) * v_j`, the two-pass form, so both spellings lift alike.
+    def _exp_product(
+        self, factors: list[Canon], c: float, rows: set[tuple[int, int]]
+    ) -> Canon | None:
+        """A product of an exponential with a sum whose every term has an exponential factor,
+        spread over that sum's terms (None for any other product)."""
+        for n, f in enumerate(factors):
+            if f[0] == "sum" and all(_has_exp(t) for t in f[1]):
+                others = factors[:n] + factors[n + 1 :] + ([("c", c)] if c != 1 else [])
+                return self.nary("sum", [self.nary("prod", [t, *others]) for t in f[1]], rows)
+        return None
+
+    def _rescaled(self, cmp: str, lhs: Canon, rhs: Canon, t: Canon, f: Canon) -> Canon | None:
+        """`x > m ? <taken> : <else>` where the taken branch is what a running sum becomes with
+        x the new max (`s * exp(m - x) + exp(x - x)`) and the other branch the same with m
+        still the max (`s + exp(x - m)`): the taken branch with `max(x, m)` subtracted where
+        it subtracts x, which equals either branch; None for any other select."""
+        if cmp not in (">", ">=", "<", "<="):
+            return None
+        big, small = (lhs, rhs) if cmp in (">", ">=") else (rhs, lhs)
+        # (both sides with each exponent's opposite terms cancelled: `exp(x0 - x0)`, a first
+        # step's term, is left as traced elsewhere)
+        if self._subtracting(t, big, small) != self._subtracting(f, big, big):
+            return None
+        return self._subtracting(t, big, self.nary("max", [big, small]))
+
+    def _subtracting(self, t: Canon, old: Canon, new: Canon) -> Canon:
+        """`t` rebuilt with `new` subtracted in every exponent that subtracts `old`."""
+        memo: dict[int, Canon] = {}
+
+        def go(x: Canon) -> Canon:
+            got = memo.get(id(x))
+            if got is not None:
+                return got
+            tag = x[0]
+            if tag in _NARY:
+                out = self.nary(tag, [go(y) for y in x[1]])
+            elif tag == "div":
+                num, den = go(x[1]), go(x[2])
+                out = (self.nary("prod", [num, ("c", 1.0 / den[1])])
+                       if den[0] == "c" and den[1] != 0 else ("div", num, den))  # fmt: skip
+            elif tag == "exp":
+                arg = go(x[1])
+                items = list(arg[1]) if arg[0] == "sum" else [arg]
+                items = [self.neg(new) if _coef_base(y) == (-1.0, old) else y for y in items]
+                arg = _cancelled(self, self.nary("sum", items))
+                out = ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+            else:
+                out = x
+            memo[id(x)] = out
+            return out
+
+        return go(t)
+
+    def _merged_exps(self, factors: list[Canon]) -> list[Canon]:
+        """`exp(a) * exp(b)` as `exp(a + b)`, a term and its negation cancelled in the sum."""
+        exps = [f for f in factors if f[0] == "exp"]
+        if len(exps) < 2:
+            return factors
+        arg = _cancelled(self, self.nary("sum", [e[1] for e in exps]))
+        merged = ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+        return [f for f in factors if f[0] != "exp"] + [merged]
 
     def key(self, t: Canon) -> tuple[str, tuple[float, ...]]:
         """Structure first (leaves abstracted), then the input elements read, in order."""
@@ -193,8 +273,48 @@ class Canonicaliser:
             ks = [self.key(x) for x in parts]
             head = t[0] if tag != "sel" else f"sel{t[1]}"
             k = (f"{head}({','.join(s for s, _ in ks)})", tuple(_chained(vs for _, vs in ks)))
+        if len(k[0]) + len(k[1]) > MAX_KEY_SIZE:
+            # a value read back at every step of a loop (an online softmax's running max and
+            # sum) shares subtrees the key spells out in full: it doubles with every step
+            raise LiftError(f"a traced expression's structure takes more than {MAX_KEY_SIZE} "
+                            "terms to spell out (a running value rescaled at every step, as "
+                            "an online softmax's)")  # fmt: skip
         self.keys[id(t)] = k
+        self.held.append(t)
         return k
+
+
+def _has_exp(t: Canon) -> bool:
+    return t[0] == "exp" or (t[0] == "prod" and any(x[0] == "exp" for x in t[1]))
+
+
+def _coef_base(t: Canon) -> tuple[float, Canon]:
+    """`t` as coefficient times the rest (`-2 * x` -> (-2, x))."""
+    if t[0] == "prod":
+        cs = [x for x in t[1] if x[0] == "c"]
+        rest = [x for x in t[1] if x[0] != "c"]
+        if len(cs) == 1 and rest:
+            return cs[0][1], rest[0] if len(rest) == 1 else ("prod", tuple(rest))
+    return 1.0, t
+
+
+def _cancelled(c: Canonicaliser, t: Canon) -> Canon:
+    """A sum with each pair of opposite terms (`m` and `-m`) removed."""
+    if t[0] != "sum":
+        return t
+    items = list(t[1])
+    split = [_coef_base(x) for x in items]
+    gone: set[int] = set()
+    for a in range(len(items)):
+        if a in gone:
+            continue
+        for b in range(a + 1, len(items)):
+            if b not in gone and split[a][0] + split[b][0] == 0 and split[a][1] == split[b][1]:
+                gone |= {a, b}
+                break
+    if not gone:
+        return t
+    return c.nary("sum", [x for n, x in enumerate(items) if n not in gone] or [("c", 0.0)])
 
 
 def _groups(c: Canonicaliser, t: Canon) -> list[tuple[str, list[Canon]]]:
@@ -540,8 +660,12 @@ def fit_elements(
     sources: dict[str, set[tuple[int, int]]] | None = None,
     unwritten: np.ndarray | None = None,
     ints: Mapping[str, np.ndarray] | None = None,
+    agrees: Callable[[Assign, list[int]], bool] | None = None,
 ) -> Assign:
     """The one expression, over the output coordinates, that every element of `values` is.
+    `agrees(assign, flat indices)`: whether an assign fitted to most sampled elements gives the
+    traced values at the others (a causal row of one key spells `exp(s0 - s0) * v0 / exp(s0 -
+    s0)`, with no sum or max left to fit); without it every element must share one form.
     `sources` receives the source rows behind it: the output's own (where its value was
     computed) under the tensor's name, each reduction's under `tensor/variable`. `unwritten`:
     the flat elements the kernel never writes, when known from elsewhere (a trace of some
@@ -571,14 +695,24 @@ def fit_elements(
         insts.append(({n: int(x) for n, x in zip(names, coord, strict=True)}, t))
     if len(by_sig) > 1 and (promoted := _promote_singletons(c, insts)) is not None:
         insts, by_sig = promoted, {"": len(promoted)}
+    fitter = Fitter(c, shapes, sizes, ints)
+    expr = None
+    if len(by_sig) > 1 and agrees is not None:
+        sig, n = max(by_sig.items(), key=lambda kv: kv[1])
+        if 3 * n >= 2 * len(insts):  # most elements share one form: fit it, check the rest
+            keep = [c.key(t)[0] == sig for _, t in insts]
+            expr = fitter.node([x for x, k in zip(insts, keep, strict=True) if k])
+            others = [int(i) for i, k in zip(picked, keep, strict=True) if not k]
+            if agrees(Assign(tensor=tensor, vars=names, expr=expr), others):
+                by_sig = {sig: n}
     if len(by_sig) > 1:
         common = sorted(by_sig.items(), key=lambda kv: -kv[1])
         raise LiftError(
             f"the elements of {tensor} are computed by {len(by_sig)} different expressions "
             f"(the most common covers {common[0][1]} of {len(insts)} sampled)"
         )
-    fitter = Fitter(c, shapes, sizes, ints)
-    expr = fitter.node(insts)
+    if expr is None:
+        expr = fitter.node(insts)
     if sources is not None:
         sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
         sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})

@@ -32,6 +32,7 @@ from migrator.lift.fit import (
     symbolise,
 )
 from migrator.lift.program import (
+    Assign,
     Expr,
     IndexMap,
     LiftError,
@@ -179,10 +180,8 @@ def _launch_only(spec: TaskSpec) -> dict[str, int]:
     nothing), and sizes the kernel is specialised on (a head dimension of 64 that is a template
     argument and the same in every size set: at D = 12 the kernel still computes with 64)."""
     used = _data_sizes(spec)
-    sets = spec.all_size_sets()
-    template = {str(a).strip() for a in spec.kernel.template_args}
-    return {n: v for n, v in spec.sizes.items() if n not in used
-            or (str(v) in template and all(s.get(n) == v for s in sets))}  # fmt: skip
+    kept = spec.specialised_sizes()
+    return {n: v for n, v in spec.sizes.items() if n not in used or n in kept}
 
 
 def _pair(
@@ -353,12 +352,25 @@ def _fit_trace(
 ) -> Program:
     c = Canonicaliser()
     assigns = []
+    tensors = {n: np.asarray(v, dtype=np.float64) if n not in tr.int_tensors else v
+               for n, v in tr.inputs.items()}  # fmt: skip
+
+    def agrees(a: Assign, flat: list[int]) -> bool:
+        """The traced values of `a.tensor` at `flat`, as the assign computes them."""
+        want = np.array([float(getattr(x, "v", x)) for x in tr.outputs[a.tensor].reshape(-1)[flat]])
+        try:
+            got = evaluate(Program(assigns=[a]), tensors, tr.shapes, tr.sizes, tr.params,
+                           {a.tensor: np.asarray(flat, dtype=np.int64)})[a.tensor]  # fmt: skip
+        except (ValueError, ArithmeticError, IndexError):
+            return False
+        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(want).max())))
+
     for name, values in tr.outputs.items():
         if name in tr.int_tensors:
             raise LiftError(f"{name} is an integer output (counts, indices): not lifted yet")
         ints = {n: tr.inputs[n] for n in tr.int_tensors if n in tr.inputs}
         assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
-                                    unwritten.get(name), ints))  # fmt: skip
+                                    unwritten.get(name), ints, agrees))  # fmt: skip
     return Program(assigns=assigns)
 
 

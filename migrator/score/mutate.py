@@ -5,7 +5,8 @@ source transformation each, of the kinds that real wrong migrations show: an off
 bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a missing epsilon or
 scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands, a gather by
 the row number instead of the row's index, a position table read unwrapped, a loss without its
-label term, a scan over runs of the wrong length. Variants are
+label term, a scan over runs of the wrong length, attention with unscaled scores, no causal
+mask, the diagonal masked or no normalisation. Variants are
 correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
 every mutant and passes every variant:
 
@@ -55,8 +56,8 @@ def _drop_store_mask(src: str) -> str | None:
 
 
 _skip_last_tile = _sub(
-    r"affine_range\(\((\w+) \+ (\w+(?: \* \w+)?) - 1\) // \(?(\w+(?: \* \w+)?)\)?\)",
-    r"affine_range(\1 // (\3))",
+    r"(affine|static)_range\(\((\w+) \+ (\w+(?: \* \w+)?) - 1\) // \(?(\w+(?: \* \w+)?)\)?\)",
+    r"\1_range(\2 // (\4))",
 )
 # block partial sums: the last chunk of blocks per partition is never reduced
 _skip_last_block_group = _sub(
@@ -146,8 +147,40 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mutant",
         _sub(r"idx = i_p \* (\d+) \+ i_f", r"idx = i_p * (\1 - 1) + i_f"),
     ),
+    # attention: scores never scaled; the causal mask forgotten, or the diagonal itself masked
+    # (`j < i` for `j <= i`); the probabilities never divided by their sum
+    Mutation(
+        "unscaled_scores",
+        "mutant",
+        _sub(
+            r"(\(s_ps, op0=nl\.multiply, operand0=|data=s_ps, op0=nl\.multiply, operand0=)[\w.]+",
+            r"\g<1>1.0",
+            count=0,
+        ),
+    ),
+    Mutation("causal_mask_dropped", "mutant", _sub(r"if k0 \+ kw > q0 \+ 1:", "if False:")),
+    Mutation(
+        "causal_diagonal_masked",
+        "mutant",
+        _sub(r"(nisa\.affine_select\(q0 \+ i_q - k0 - i_k) >= 0", r"\1 > 0"),
+    ),
+    Mutation(
+        "unnormalised_attention",
+        "mutant",
+        _sub(
+            r"value=nisa\.tensor_scalar\((o_ps\[[^\]]*\]), op0=nl\.multiply, operand0=inv\)",
+            r"value=\1",
+        ),
+    ),
     # --- correct variants ---------------------------------------------------------------------
-    Mutation("smaller_free_tile", "variant", _sub(r"^F_TILE = 512", "F_TILE = 256")),
+    Mutation(
+        "smaller_free_tile",
+        "variant",
+        lambda src: (
+            _sub(r"^F_TILE = 512", "F_TILE = 256")(src)
+            or _sub(r"^KEY_TILE = 512", "KEY_TILE = 256")(src)
+        ),
+    ),
     Mutation("fewer_partitions", "variant", _sub(r"^P_TILE = 128", "P_TILE = 64")),
     Mutation(
         "nisa_exp",

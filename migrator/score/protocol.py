@@ -75,6 +75,8 @@ def hidden_size_sets(spec: TaskSpec, seed: int) -> list[dict[str, int]]:
         while _bad(t, blocks):
             t += 2
         tail[name] = t if v >= 64 else mid[name]
+    for name, v in spec.specialised_sizes().items():  # (a template argument's head dim)
+        mid[name] = tail[name] = v
     # sizes the kernel assumes (`N % 1024 == 0`) win over raggedness
     return spec.obeying([mid, tail])
 

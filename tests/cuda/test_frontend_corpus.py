@@ -226,6 +226,16 @@ EXPECT: dict[str, dict[str, Any]] = {
         },
         "calls": {"__expf": "math", "fmaxf": "math"},
     },
+    "attention_causal_online": {
+        "kernel": "attention_causal_online_kernel",
+        "roles": {"Q": "in", "K": "in", "V": "in", "O": "out", "T": "scalar", "scale": "scalar"},
+        "barriers": 0,
+        # the causal key loop `j <= row` runs as far as the thread's own row
+        "loops": ["counted", "thread_dependent", "counted", "halving", "counted", "counted"],
+        # the rescaled running sums (`l = l * corr + p`) are no plain accumulations
+        "reductions": {("part", "loop_accumulate"), ("part", "warp_shuffle")},
+        "calls": {"__shfl_xor_sync": "warp", "fmaxf": "math", "expf": "math"},
+    },
     "avgpool_2x2": {
         "kernel": "avgpool_2x2_kernel",
         "roles": {"in": "in", "out": "out", "H": "scalar", "W": "scalar"},
