@@ -294,8 +294,15 @@ def test_register_blocked_matmul(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "stem",
-    ["vector_add", "softmax_row", "matmul_tiled", "stencil_1d", "embedding", "scan_block",
-     "attention_causal_online"],
+    [
+        "vector_add",
+        "softmax_row",
+        "matmul_tiled",
+        "stencil_1d",
+        "embedding",
+        "scan_block",
+        "attention_causal_online",
+    ],
 )
 def test_new_dialect_golden_files(stem: str, tmp_path: Path) -> None:
     spec = load_spec(CORPUS / f"{stem}.toml")
