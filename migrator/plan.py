@@ -86,7 +86,7 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         # attention
         "n_kb", "k_t", "v_sb", "b", "b0", "kb", "k_rows", "qt", "q0", "qr", "n_keys", "n_kt",
         "q_t", "q_rows", "s_sb", "maxes", "kt", "kw", "s_ps", "scaled", "sums", "inv",
-        "o_ps", "p_t", "eng", "KEY_TILE", "MAX_KEYS", "k_ps", "q_ps", "p_ps", "o_sb",
+        "o_ps", "p_t", "eng", "KEY_TILE", "MAX_KEYS", "k_ps", "q_ps", "p_ps", "o_sb", "bh",
     }
 )  # fmt: skip
 

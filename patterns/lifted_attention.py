@@ -25,6 +25,7 @@ from migrator.patterns.lifted import (
     _NoFit,
     _Renderer,
     _tensor,
+    _unit_var,
 )
 
 from migrator.contract import TaskSpec
@@ -41,10 +42,10 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     if len(program.assigns) != 1:
         raise _NoFit("more than one output")
     a = program.assigns[0]
-    if len(a.vars) != 2:
-        raise _NoFit("the output is not a matrix")
-    i, j = a.vars
-    m = _match(a.expr, i, j)
+    if len(a.vars) < 2:
+        raise _NoFit("the output is not a matrix (or a batch of them)")
+    *batch, i, j = a.vars
+    m = _match(_per_matrix(a.expr, batch), i, j)
     p = _bind(tu, k, spec, "attention", "lifted")
     q_t, k_t, v_t = (_tensor(p, m[n]) for n in ("q", "k", "v"))
     out = _tensor(p, a.tensor)
@@ -53,11 +54,16 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
             raise _NoFit(f"{t.name} is {t.dtype}: attention is emitted for float32 tensors")
     r = _Renderer(p, spec, lambda ld: "")
     scale = " * ".join(_scalar_text(f, r) for f in m["scale"]) or "1.0"
-    queries = out.shape[0]
-    keys = k_t.shape[1] if m["k_transposed"] else k_t.shape[0]
-    head = q_t.shape[0] if m["q_transposed"] else q_t.shape[1]
+    nb = len(batch)
+    queries = out.shape[nb]
+    keys = k_t.shape[nb + 1] if m["k_transposed"] else k_t.shape[nb]
+    head = q_t.shape[nb] if m["q_transposed"] else q_t.shape[nb + 1]
+    if any(len(t.shape) != nb + 2 for t in (q_t, k_t, v_t, out)) or any(
+        t.shape[:nb] != out.shape[:nb] for t in (q_t, k_t, v_t)
+    ):
+        raise _NoFit("the tensors' batch axes differ")
     for sset in spec.all_size_sets():
-        d, dv = int(value_of(m["d_extent"], sset)), int(value_of(v_t.shape[1], sset))
+        d, dv = int(value_of(m["d_extent"], sset)), int(value_of(v_t.shape[nb + 1], sset))
         n_keys = int(value_of(m["t_extent"], sset)) if m["t_extent"] is not None else 0
         if d > PMAX:
             raise _NoFit(f"a head dim of {d} (at {sset}): above {PMAX} the contraction needs "
@@ -85,10 +91,22 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
         p.notes["causal"] = note(k.span, "causal: key tiles past the query tile's last row "
                                  "are skipped; on the diagonal, keys after the query are "
                                  "set to -3e38 before the max (exp gives 0)")  # fmt: skip
+    batched = " * ".join(str(d) if str(d).isidentifier() else f"({d})" for d in out.shape[:nb])
+    views = []  # each tensor as [batch entries, rows, cols], one (batch, head) pair per entry
+
+    def at(t: Any, var: str) -> str:
+        if not nb:
+            return var
+        views.append({"var": f"{var}_h", "expr": f"{var}.reshape(({batched}, "
+                      f"{t.shape[nb]}, {t.shape[nb + 1]}))"})  # fmt: skip
+        return f"{var}_h"
+
     p.fields.update({
-        "q": q_t.name, "k": k_t.name, "v": v_t.name, "out": out.var,
+        "q": at(q_t, q_t.name), "k": at(k_t, k_t.name), "v": at(v_t, v_t.name),
+        "out": at(out, out.var), "views": views, "batch": batched or None,
+        "bi": "bh, " if nb else "",
         "q_transposed": m["q_transposed"], "k_transposed": m["k_transposed"],
-        "query_len": queries, "key_len": keys, "head": head, "value_dim": v_t.shape[1],
+        "query_len": queries, "key_len": keys, "head": head, "value_dim": v_t.shape[nb + 1],
         "scale": scale, "causal": m["causal"], "uses_isa": True,
         "summary": _clip(a.render(), 200),
         "constant_notes": {"P_TILE": "queries per tile; keys per transposed block",
@@ -105,6 +123,21 @@ def _scalar_text(f: Expr, r: _Renderer) -> str:
 
 
 # --- recognising the program -----------------------------------------------------------------
+def _per_matrix(e: Expr, batch: list[str]) -> Expr:
+    """`e` with the batch coordinates dropped from every load (each must lead with them, in
+    order: `Q[b, h, i, d]` -> `Q[i, d]`), so one (batch, head) pair reads as one attention."""
+    if not batch:
+        return e
+    if e.kind == "load":
+        lead = e.index[: len(batch)]
+        if len(e.index) < len(batch) + 2 or [_unit_var(m) for m in lead] != batch:
+            raise _NoFit(f"{e.render()} is not read per batch entry ({', '.join(batch)} first)")
+        return e.model_copy(update={"index": e.index[len(batch) :]})
+    if e.upto is not None and any(t.var in batch for t in e.upto.terms):
+        raise _NoFit("a key range that follows the batch")
+    return e.model_copy(update={"args": [_per_matrix(x, batch) for x in e.args]})
+
+
 def _factors(e: Expr) -> list[tuple[bool, Expr]]:
     """`e` as a product: (is a divisor, factor) pairs; `1` factors dropped."""
     if e.kind == "op" and e.op == "*":

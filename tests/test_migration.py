@@ -28,7 +28,7 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              # no matcher claims these: they complete from their lifted tensor program
              "mean_rows_cg", "sigmoid_vec4", "softmax_warp", "l2_norm_sq", "swiglu",
              "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp",
-             "attention_fwd", "attention_causal_online"]  # fmt: skip
+             "attention_fwd", "attention_causal_online", "attention_mha"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"histogram": "C2N2003", "bitonic_sort": "C2N2005", "avgpool_2x2": "C2N2001",
                "stencil_2d_5pt": "C2N2001"}  # fmt: skip
@@ -37,7 +37,7 @@ NOT_EMITTED: dict[str, str] = {}  # (none at present: cross-entropy's label gath
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3",
                   "embedding", "cross_entropy", "scan_block", "attention_fwd",
-                  "attention_causal_online"]  # fmt: skip
+                  "attention_causal_online", "attention_mha"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)

@@ -80,6 +80,7 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     # lists every family's reason (tests/test_migration.py)
     ("attention_fwd", "attention_fwd_kernel"): None,
     ("attention_causal_online", "attention_causal_online_kernel"): None,
+    ("attention_mha", "attention_mha_kernel"): None,
     ("avgpool_2x2", "avgpool_2x2_kernel"): None,
     ("col_sum", "col_sum_kernel"): None,
     ("mean_rows_cg", "mean_rows_cg_kernel"): None,

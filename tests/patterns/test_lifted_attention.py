@@ -1,7 +1,8 @@
 """The attention rule recognises softmax(scale * Q K^T) V in a lifted program whatever its
 spelling (normaliser inside or outside the key sum, K stored transposed, causal key ranges,
-bound variables named anyhow), rejects near misses, and the emitted kernel matches numpy at
-sequence lengths 512-4096 with head dims 64 and 128, ragged lengths included."""
+bound variables named anyhow, heads batched in leading axes), rejects near misses, and the
+emitted kernel matches numpy at sequence lengths 512-4096 with head dims 64 and 128, ragged
+lengths included."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from migrator.patterns.lifted import _NoFit
-from migrator.patterns.lifted_attention import _match
+from migrator.patterns.lifted_attention import _match, _per_matrix
 
 from migrator.lift.program import Expr, IndexMap, Term
 from migrator.migration import migrate
@@ -118,6 +119,27 @@ def test_values_read_transposed_are_rejected() -> None:
         _match(e.model_copy(update={"args": [e.args[0], num]}), "i", "j")
 
 
+def test_batched_loads_drop_their_batch_coordinates() -> None:
+    def batched(e: Expr) -> Expr:
+        if e.kind == "load":
+            return e.model_copy(update={"index": ix("b", "h") + e.index})
+        return e.model_copy(update={"args": [batched(a) for a in e.args]})
+
+    e = batched(attention(upto=CAUSAL))
+    assert _match(_per_matrix(e, ["b", "h"]), "i", "j")["causal"]
+    # one tensor read at another head's slice: no attention per (batch, head)
+    swapped = e.model_copy(update={"args": [e.args[0], e.args[1].model_copy(update={
+        "args": [_with_v_heads_swapped(e.args[1].args[0])]})]})  # fmt: skip
+    with pytest.raises(_NoFit, match="not read per batch entry"):
+        _per_matrix(swapped, ["b", "h"])
+
+
+def _with_v_heads_swapped(e: Expr) -> Expr:
+    if e.kind == "load" and e.tensor == "V":
+        return e.model_copy(update={"index": ix("h", "b") + e.index[2:]})
+    return e.model_copy(update={"args": [_with_v_heads_swapped(a) for a in e.args]})
+
+
 # --- the emitted kernels at real sizes ---------------------------------------------------------
 def _reference(stem: str) -> object:
     spec = importlib.util.spec_from_file_location(f"ref_{stem}", CORPUS / f"{stem}.py")
@@ -134,10 +156,12 @@ def _reference(stem: str) -> object:
         ("attention_fwd", "new", [(777, 64)]),
         ("attention_causal_online", "legacy", [(1000, 128), (4096, 64)]),
         ("attention_causal_online", "new", [(513, 128)]),
+        ("attention_mha", "legacy", [(2, 3, 640, 64)]),
+        ("attention_mha", "new", [(1, 2, 1000, 128)]),
     ],
 )
 def test_generated_attention_matches_numpy_at_long_sequences(
-    stem: str, api: str, sizes: list[tuple[int, int]], tmp_path: Path
+    stem: str, api: str, sizes: list[tuple[int, ...]], tmp_path: Path
 ) -> None:
     import migrator.nki as mn
 
@@ -145,10 +169,10 @@ def test_generated_attention_matches_numpy_at_long_sequences(
     assert (k.family, k.status) == ("attention", "complete")
     fn = getattr(mn.load_kernel_module(k.nki_file), stem)
     reference = _reference(stem)
-    for s, d in sizes:
-        rng = np.random.default_rng(s + d)
-        q, kk, v = (rng.standard_normal((s, d)).astype(np.float32) for _ in range(3))
-        scale = np.float32(1 / np.sqrt(d))
+    for shape in sizes:
+        rng = np.random.default_rng(sum(shape))
+        q, kk, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+        scale = np.float32(1 / np.sqrt(shape[-1]))
         out, _ = mn.run_kernel(fn, q, kk, v, scale=scale)
         want = reference(q, kk, v, scale=float(scale))  # type: ignore[operator]
         np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
