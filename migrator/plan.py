@@ -87,6 +87,10 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "n_kb", "k_t", "v_sb", "b", "b0", "kb", "k_rows", "qt", "q0", "qr", "n_keys", "n_kt",
         "q_t", "q_rows", "s_sb", "maxes", "kt", "kw", "s_ps", "scaled", "sums", "inv",
         "o_ps", "p_t", "eng", "KEY_TILE", "MAX_KEYS", "k_ps", "q_ps", "p_ps", "o_sb", "bh",
+        # window reductions (pooling)
+        "i_r", "i_w", "i_o", "nr",
+        # rows: per-row values grouped per partition
+        "n_t", "i_t", "all_ok", "t",
     }
 )  # fmt: skip
 

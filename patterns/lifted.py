@@ -57,10 +57,12 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     """The plan of the first lowering rule that fits `program`."""
     why: list[str] = []
     ragged = any(r.upto is not None for a in program.assigns for r in _reduces(a.expr))
-    from migrator.patterns.lifted_attention import attention  # (it builds on this module)
+    # (these build on this module)
+    from migrator.patterns.lifted_attention import attention
+    from migrator.patterns.lifted_window import window
 
     rules = (_scan, attention) if ragged else \
-        (_map, _transpose, _matmul, attention, _rows, _total, _columns)  # fmt: skip
+        (_map, _transpose, _matmul, attention, window, _rows, _total, _columns)  # fmt: skip
     for rule in rules:
         try:
             return rule(program, tu, k, spec)

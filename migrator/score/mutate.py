@@ -6,7 +6,8 @@ bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a m
 scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands, a gather by
 the row number instead of the row's index, a position table read unwrapped, a loss without its
 label term, a scan over runs of the wrong length, attention with unscaled scores, no causal
-mask, the diagonal masked or no normalisation. Variants are
+mask, the diagonal masked or no normalisation, a pooling window missing a tap or its stride.
+Variants are
 correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
 every mutant and passes every variant:
 
@@ -83,8 +84,21 @@ def _drop_max_bias(src: str) -> str | None:
 
 
 def _drop_load_mask(src: str) -> str | None:
-    out, n = re.subn(r"(nl\.load\([^\n]*?\]), mask=[^)\n]*(\)+)", r"\1\2", src, count=1)
-    return out if n else None
+    """The first `nl.load(..., mask=m)` without its mask (parentheses inside `m` balanced)."""
+    for m in re.finditer(r"nl\.load\(", src):
+        at = src.find(", mask=", m.end(), src.find("\n", m.end()))
+        if at < 0:
+            continue
+        depth, end = 0, at + len(", mask=")
+        while end < len(src) and src[end] != "\n":
+            if src[end] == "(":
+                depth += 1
+            elif src[end] == ")":
+                if depth == 0:
+                    return src[:at] + src[end:]
+                depth -= 1
+            end += 1
+    return None
 
 
 MUTATIONS: tuple[Mutation, ...] = (
@@ -171,6 +185,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             r"value=nisa\.tensor_scalar\((o_ps\[[^\]]*\]), op0=nl\.multiply, operand0=inv\)",
             r"value=\1",
         ),
+    ),
+    # pooling: a window tap left out; the window's rows read without the output row's stride
+    Mutation(
+        "dropped_window_tap",
+        "mutant",
+        _sub(r"\n\s*acc = nl\.(add|maximum|minimum)\(acc, win\[[^\n]*\]\)$", ""),
+    ),
+    Mutation(
+        "unstrided_window",
+        "mutant",
+        _sub(r"win = nl\.load\((\w+)\[\d+ \* i_p", r"win = nl.load(\1[i_p"),
     ),
     # --- correct variants ---------------------------------------------------------------------
     Mutation(

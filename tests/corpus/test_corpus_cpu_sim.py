@@ -98,6 +98,8 @@ def _build(spec: TaskSpec, workdir: Path) -> ctypes.CDLL:
             args.append(f"({ctype}*)ptrs[{tensors[name]}]")
         elif name in scalars:
             args.append(f"scal[{scalars[name]}]")
+        elif name in spec.sizes:  # a host-only size (a batch count that only shapes the grid)
+            args.append(f"scal[{len(spec.scalars) + list(spec.sizes).index(name)}]")
         else:
             raise AssertionError(f"{cu.name}: host parameter {name!r} is not in the spec")
     (workdir / f"{cu.stem}.cpp").write_text(_for_cpu(src), encoding="utf-8")
@@ -135,6 +137,7 @@ def test_kernel_matches_reference_on_cpu(spec_path: Path, tmp_path: Path) -> Non
                 bufs.append(np.ascontiguousarray(inputs[t.name]).copy())
         ptrs = (ctypes.c_void_p * len(bufs))(*[b.ctypes.data for b in bufs])
         values = [float(spec.scalar_value(s, sizes)) for s in spec.scalars]
+        values += [float(sizes[n]) for n in spec.sizes]  # host-only sizes, after the scalars
         scal = (ctypes.c_double * max(1, len(values)))(*values)
         cfg = (ctypes.c_int * 7)()
         assert lib.c2n_run(ptrs, scal, cfg) == 0, f"{sizes}: barrier deadlock in the simulator"

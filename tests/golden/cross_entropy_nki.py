@@ -33,11 +33,20 @@ def cross_entropy_fwd(logits, labels):
     # from cross_entropy.cu:68 — one row per partition; each reduction along the free axis
     i_f = nl.arange(C)[None, :]
     col_ids = nisa.iota(i_f, dtype=nl.int32)  # the column numbers, [1, cols]
-    for r in nl.affine_range((R + P_TILE - 1) // P_TILE):
-        i_p = r * P_TILE + nl.arange(P_TILE)[:, None]
+    # Row r * n_t + t on partition r, t = 0 .. n_t - 1: each partition's per-row values are
+    # contiguous, so they load and store in one DMA each rather than one per row tile.
+    n_t = (R + P_TILE - 1) // P_TILE
+    i_q = nl.arange(P_TILE)[:, None]
+    i_t = nl.arange(n_t)[None, :]
+    i_1 = nl.arange(1)[None, :]
+    all_ok = i_q * n_t + i_t < R
+    labels_col_all = nl.load(labels[i_q * n_t + i_t], mask=all_ok)
+    loss_rows = nl.ndarray((P_TILE, n_t), dtype=nl.float32, buffer=nl.sbuf)
+    for t in nl.affine_range(n_t):
+        i_p = i_q * n_t + t
         rows_ok = i_p < R
+        labels_col = labels_col_all[i_q, t + i_1]
         logits_row = nl.load(logits[i_p, i_f], mask=rows_ok)
-        labels_col = nl.load(labels[i_p], mask=rows_ok)
         # logits[i, labels[i]]: the element whose column is the row's index (compare with the column numbers, select, sum)
         logits_at_labels = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation_reduce(op=nl.copy, data=nl.where(nl.equal(labels_col, col_ids), logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_labels)
@@ -47,5 +56,6 @@ def cross_entropy_fwd(logits, labels):
         red1 = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
         nisa.activation_reduce(op=nl.exp, data=logits_row, bias=nl.multiply(red0, -1.0), reduce_op=nl.add, reduce_res=red1)
         # from cross_entropy.cu:68 — lifted: loss[i] = log(sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))) + (max_{r < C} logits[i, r]) - logits[i, labels[i]]
-        nl.store(loss[i_p], value=nl.subtract(nl.add(nl.log(red1), red0), logits_at_labels), mask=rows_ok)
+        loss_rows[i_q, t + i_1] = nl.copy(nl.subtract(nl.add(nl.log(red1), red0), logits_at_labels), mask=rows_ok)
+    nl.store(loss[i_q * n_t + i_t], value=loss_rows, mask=all_ok)
     return loss
