@@ -238,15 +238,33 @@ EXPECT: dict[str, dict[str, Any]] = {
     },
     "attention_mha": {
         "kernel": "attention_mha_kernel",
-        "roles": {"Q": "in", "K": "in", "V": "in", "O": "out", "T": "scalar", "HS": "scalar",
-                  "scale": "scalar"},  # fmt: skip
+        "roles": {
+            "Q": "in",
+            "K": "in",
+            "V": "in",
+            "O": "out",
+            "T": "scalar",
+            "HS": "scalar",
+            "scale": "scalar",
+        },  # fmt: skip
         "shared": {"att": [None], "red": [64]},
         "barriers": 5,
-        "loops": ["block_stride", "counted", "halving", "block_stride", "halving",
-                  "block_stride", "thread_dependent"],  # fmt: skip
-        "reductions": {("dot", "loop_accumulate"), ("red", "shared_tree"),
-                       ("acc", "loop_accumulate"), ("local_sum", "loop_accumulate"),
-                       ("local_max", "loop_accumulate")},  # fmt: skip
+        "loops": [
+            "block_stride",
+            "counted",
+            "halving",
+            "block_stride",
+            "halving",
+            "block_stride",
+            "thread_dependent",
+        ],  # fmt: skip
+        "reductions": {
+            ("dot", "loop_accumulate"),
+            ("red", "shared_tree"),
+            ("acc", "loop_accumulate"),
+            ("local_sum", "loop_accumulate"),
+            ("local_max", "loop_accumulate"),
+        },  # fmt: skip
         "calls": {"fmaxf": "math", "expf": "math", "__syncthreads": "barrier"},
     },
     "avgpool_2x2": {
