@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import keyword
 import math
 import operator
 import tomllib
@@ -194,11 +193,6 @@ class TaskSpec(_Frozen):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"duplicate tensor/scalar names: {sorted(dup)}")
-        for n in names:  # they name the NKI kernel's arguments
-            if not n.isidentifier() or keyword.iskeyword(n):
-                raise ValueError(f"{n!r} cannot name an NKI kernel argument (a Python keyword or "
-                                 f"no identifier): call it {n + '_'!r} and keep "
-                                 f"param = {n!r}")  # fmt: skip
         for key in self.inputs:
             if key not in {t.name for t in self.tensors}:
                 raise ValueError(f"[inputs.{key}] names no tensor")
