@@ -53,7 +53,7 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
         if t.dtype != "float32":
             raise _NoFit(f"{t.name} is {t.dtype}: attention is emitted for float32 tensors")
     r = _Renderer(p, spec, lambda ld: "")
-    scale = " * ".join(_scalar_text(f, r) for f in m["scale"]) or "1.0"
+    scale = " * ".join(r.convert(f).text for f in m["scale"]) or "1.0"
     nb = len(batch)
     queries = out.shape[nb]
     keys = k_t.shape[nb + 1] if m["k_transposed"] else k_t.shape[nb]
@@ -114,12 +114,6 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
                            "MAX_KEYS": "longest key sequence kept resident in SBUF"},
     })  # fmt: skip
     return p
-
-
-def _scalar_text(f: Expr, r: _Renderer) -> str:
-    if f.kind == "param":
-        return str(f.name)
-    return r.number(f.value).text
 
 
 # --- recognising the program -----------------------------------------------------------------

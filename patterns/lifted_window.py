@@ -18,7 +18,6 @@ from migrator.patterns.lifted import (
     _clip,
     _lift_note,
     _NoFit,
-    _reduces,
     _Renderer,
     _tensor,
     reduce_key,
@@ -31,7 +30,7 @@ from migrator.nkiexpr import Untranslatable
 from migrator.plan import PMAX, Plan, note
 
 MAX_TAPS = 64  # window elements combined one VectorE instruction each
-_COMBINE = {"sum": "nl.add", "max": "nl.maximum", "min": "nl.minimum"}
+_COMBINE = {"sum": "add", "max": "maximum", "min": "minimum"}  # the nl operation of each
 
 
 def window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
@@ -41,7 +40,7 @@ def window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     if len(a.vars) != 2:
         raise _NoFit("the output is not a matrix")
     i, j = a.vars
-    outer = [r for r in _reduces(a.expr) if r not in _inner(a.expr)]
+    outer = _outermost(a.expr)
     if len(outer) != 1:
         raise _NoFit("not one window reduction")
     red = outer[0]
@@ -79,8 +78,7 @@ def window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
         "x": xt.name, "out": out.var, "rows": out.shape[0], "cols": out.shape[1],
         "in_cols": xt.shape[1], "s_h": s_h, "s_w": s_w, "c_h": offs[0], "wh": wh,
         "taps": [{"dy": dy, "dx": dx + offs[1]} for dy, dx in taps],
-        "combine": _COMBINE[red.op or ""], "combine_new": (red.op or "").replace("sum", "add")
-        .replace("max", "maximum").replace("min", "minimum"),
+        "combine": _COMBINE[red.op or ""],
         "epilogue": epilogue["legacy"], "epilogue_new": epilogue["new"],
         "uses_isa": True, "summary": _clip(a.render(), 200),
         "constant_notes": {"P_TILE": "output rows per tile, one per partition"},
@@ -88,12 +86,11 @@ def window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     return p
 
 
-def _inner(e: Expr) -> list[Expr]:
-    """Reductions nested inside another reduction."""
-    out: list[Expr] = []
-    for r in _reduces(e):
-        out += [x for x in _reduces(r.args[0])]
-    return out
+def _outermost(e: Expr) -> list[Expr]:
+    """The reductions of `e` not inside another reduction."""
+    if e.kind == "reduce":
+        return [e]
+    return [r for a in e.args for r in _outermost(a)]
 
 
 def _taps(

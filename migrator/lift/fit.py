@@ -86,10 +86,7 @@ class Canonicaliser:
         if op == "*":
             return self.nary("prod", [self(a[0]), self(a[1])], {x.at})
         if op == "/":
-            num, den = self(a[0]), self(a[1])
-            if den[0] == "c" and den[1] != 0:
-                return self.nary("prod", [num, ("c", 1.0 / den[1])])
-            return ("div", num, den)
+            return self._div(self(a[0]), self(a[1]))
         if op in ("max", "min"):
             return self.nary(op, [self(a[0]), self(a[1])], {x.at})
         if op in _FUNCS:
@@ -224,15 +221,12 @@ class Canonicaliser:
             if tag in _NARY:
                 out = self.nary(tag, [go(y) for y in x[1]])
             elif tag == "div":
-                num, den = go(x[1]), go(x[2])
-                out = (self.nary("prod", [num, ("c", 1.0 / den[1])])
-                       if den[0] == "c" and den[1] != 0 else ("div", num, den))  # fmt: skip
+                out = self._div(go(x[1]), go(x[2]))
             elif tag == "exp":
                 arg = go(x[1])
                 items = list(arg[1]) if arg[0] == "sum" else [arg]
-                items = [self.neg(new) if _coef_base(y) == (-1.0, old) else y for y in items]
-                arg = _cancelled(self, self.nary("sum", items))
-                out = ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+                out = self._exp_of([self.neg(new) if _coef_base(y) == (-1.0, old) else y
+                                    for y in items])  # fmt: skip
             else:
                 out = x
             memo[id(x)] = out
@@ -245,9 +239,18 @@ class Canonicaliser:
         exps = [f for f in factors if f[0] == "exp"]
         if len(exps) < 2:
             return factors
-        arg = _cancelled(self, self.nary("sum", [e[1] for e in exps]))
-        merged = ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
-        return [f for f in factors if f[0] != "exp"] + [merged]
+        return [f for f in factors if f[0] != "exp"] + [self._exp_of([e[1] for e in exps])]
+
+    def _exp_of(self, terms: list[Canon]) -> Canon:
+        """`exp` of a sum of terms, opposite terms cancelled (a constant if nothing is left)."""
+        arg = _cancelled(self, self.nary("sum", terms))
+        return ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+
+    def _div(self, num: Canon, den: Canon) -> Canon:
+        """`num / den`: a product with the reciprocal where `den` is a nonzero constant."""
+        if den[0] == "c" and den[1] != 0:
+            return self.nary("prod", [num, ("c", 1.0 / den[1])])
+        return ("div", num, den)
 
     def key(self, t: Canon) -> tuple[str, tuple[float, ...]]:
         """Structure first (leaves abstracted), then the input elements read, in order."""

@@ -352,12 +352,14 @@ def _fit_trace(
 ) -> Program:
     c = Canonicaliser()
     assigns = []
-    tensors = {n: np.asarray(v, dtype=np.float64) if n not in tr.int_tensors else v
-               for n, v in tr.inputs.items()}  # fmt: skip
+    tensors: dict[str, np.ndarray] = {}  # the inputs in float64, made on the first check
 
     def agrees(a: Assign, flat: list[int]) -> bool:
         """The traced values of `a.tensor` at `flat`, as the assign computes them."""
         want = np.array([float(getattr(x, "v", x)) for x in tr.outputs[a.tensor].reshape(-1)[flat]])
+        if not tensors:
+            tensors.update({n: np.asarray(v, dtype=np.float64) if n not in tr.int_tensors else v
+                            for n, v in tr.inputs.items()})  # fmt: skip
         try:
             got = evaluate(Program(assigns=[a]), tensors, tr.shapes, tr.sizes, tr.params,
                            {a.tensor: np.asarray(flat, dtype=np.int64)})[a.tensor]  # fmt: skip
