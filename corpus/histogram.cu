@@ -1,6 +1,6 @@
 // Histogram of integer keys into NUM_BINS bins (key % NUM_BINS), accumulated into `bins`.
 // Per-block privatised counts in shared memory, then one atomicAdd per bin into global memory.
-// An unsupported family for migration: data-dependent atomic indices (C2N2003).
+// Data-dependent atomic indices: lifted as counts per bin and emitted as compare-and-count.
 #include <cuda_runtime.h>
 
 #define NUM_BINS 64

@@ -326,7 +326,11 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "warning",
         "high",
         "atomic {op} into {array} at a data-dependent index (histogram)",
-        "Sort or bucket the keys first, or count with a one-hot matmul; no automatic mapping.",
+        "Where the lifter verifies the bin as a function of one integer key (key, key % m, "
+        "masks, shifts; at most 512 bins), cuda2nki emits compare-and-count: bins in int32, "
+        "matches per bin along the free axis, partitions summed by a ones-vector matmul. "
+        "Otherwise, on Trainium: compute each key's bin yourself and count the same way for "
+        "tens to hundreds of bins, or sort the keys and count run lengths for thousands.",
     ),
     DiagnosticKind(
         "C2N2004",

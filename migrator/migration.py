@@ -301,7 +301,8 @@ def _lifted_plan(
               if x.kind == "load" and any(m.gather is not None for m in x.index)}  # fmt: skip
     km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")
                       and not (d.id == "C2N2002" and d.args.get("array") in tables)
-                      and not (d.id == "C2N2004" and plan.family == "scan")]  # fmt: skip
+                      and not (d.id == "C2N2004" and plan.family == "scan")
+                      and not (d.id == "C2N2003" and plan.family == "histogram")]  # fmt: skip
     km.constructs += [Construct(cuda=f"data-dependent read of {t} (gather)",
                                 nki="indirect DMA: index tile on the partition axis", mapped=True,
                                 line=k.span.line if k.span else None)

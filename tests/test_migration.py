@@ -29,15 +29,16 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "mean_rows_cg", "sigmoid_vec4", "softmax_warp", "l2_norm_sq", "swiglu",
              "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp",
              "attention_fwd", "attention_causal_online", "attention_mha",
-             "avgpool_2x2"]  # fmt: skip
+             "avgpool_2x2", "histogram"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
-UNSUPPORTED = {"histogram": "C2N2003", "bitonic_sort": "C2N2005", "stencil_2d_5pt": "C2N2001"}
+UNSUPPORTED = {"bitonic_sort": "C2N2005", "stencil_2d_5pt": "C2N2001"}
 # a family claims them, its planner names the part it cannot emit (C2N2006)
 NOT_EMITTED: dict[str, str] = {}  # (none at present: cross-entropy's label gather now emits)
 GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "matmul_tiled",
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3",
                   "embedding", "cross_entropy", "scan_block", "attention_fwd",
-                  "attention_causal_online", "attention_mha", "avgpool_2x2"]  # fmt: skip
+                  "attention_causal_online", "attention_mha", "avgpool_2x2",
+                  "histogram"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)
@@ -303,6 +304,7 @@ def test_register_blocked_matmul(tmp_path: Path) -> None:
         "scan_block",
         "attention_causal_online",
         "avgpool_2x2",
+        "histogram",
     ],
 )
 def test_new_dialect_golden_files(stem: str, tmp_path: Path) -> None:

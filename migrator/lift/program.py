@@ -24,6 +24,9 @@ from migrator.cuda.interp.traced import distinct_rows
 Number = int | float | str  # a literal, or a size expression such as "N" or "1 / C"
 
 REDUCE_OPS = ("sum", "prod", "max", "min")
+# operations on integer values (a bin computed from a key), as C spells them: `mod` is C's `%`
+# (the sign of the dividend), `shr` a right shift
+INT_OPS = {"mod": "%", "and": "&", "shr": ">>"}
 FUNCTIONS = ("exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "abs")
 
 
@@ -102,9 +105,10 @@ def index_terms(m: IndexMap) -> list[Term]:
 
 class Expr(_Model):
     """One node. kind: load (tensor, index), const (value), param (name), op (op, args),
-    reduce (op, var, extent, args[0] the body)."""
+    reduce (op, var, extent, args[0] the body), coord (index[0]: the value of an index map of
+    the coordinates, such as the bin a count compares with)."""
 
-    kind: Literal["load", "const", "param", "op", "reduce"]
+    kind: Literal["load", "const", "param", "op", "reduce", "coord"]
     tensor: str | None = None
     index: list[IndexMap] = Field(default_factory=list)
     value: Number | None = None
@@ -131,6 +135,8 @@ class Expr(_Model):
             return str(self.value)
         if k == "param":
             return str(self.name)
+        if k == "coord":
+            return self.index[0].render()
         if k == "reduce":
             bound = self.upto.render() if self.upto is not None else self.extent
             return f"{self.op}_{{{self.var} < {bound}}} {_atom(self.args[0])}"
@@ -144,6 +150,8 @@ class Expr(_Model):
             return f" {op} ".join(_atom(x) for x in a)
         if op in ("-", "/"):
             return f"{_atom(a[0])} {op} {_atom(a[1])}"
+        if op in INT_OPS:
+            return f"{_atom(a[0])} {INT_OPS[op]} {_atom(a[1])}"
         if op == "neg":
             return f"-{_atom(a[0])}"
         if op == "select":
@@ -192,7 +200,7 @@ def _atom(e: Expr) -> str:
     s = e.render()
     if e.kind == "const" and isinstance(e.value, str) and any(ch in s for ch in " +-/*"):
         return f"({s})"
-    if e.kind == "op" and e.op in ("+", "-", "*", "/", "neg", "select"):
+    if e.kind == "op" and e.op in ("+", "-", "*", "/", "neg", "select", *INT_OPS):
         return f"({s})"
     if e.kind == "reduce":
         return f"({s})"
@@ -275,6 +283,8 @@ def _eval(
     k = e.kind
     if k == "const":
         return np.float64(value_of(e.value if e.value is not None else 0, sizes))
+    if k == "coord":
+        return np.asarray(_index(e.index[0], env, sizes, tensors), dtype=np.float64)
     if k == "param":
         if e.name not in params:
             raise LiftError(f"no value for the scalar {e.name!r}")
@@ -328,8 +338,16 @@ def _eval(
             from migrator.cuda.interp.builtins import erf
 
             return erf(args[0])
+        if op in INT_OPS:
+            x, y = (np.asarray(v).astype(np.int64) for v in args)
+            if op == "mod":
+                r = np.fmod(x, np.where(y == 0, 1, y))
+            else:
+                r = x & y if op == "and" else x >> y
+            return r.astype(np.float64)
         if op == "select":
-            cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+            cmp = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+                   "==": np.equal}  # fmt: skip
             return np.where(cmp[e.name or ""](args[0], args[1]), args[2], args[3])
         if op in ("+", "*") and len(args) > 2:
             acc = args[0]
@@ -420,7 +438,7 @@ def _row_columns(
 ) -> list[np.ndarray]:
     """Per sampled point, the value of each index term of an output variable that `e` reads
     (`i // 64` for rows of 64): points equal in all of them read the same elements."""
-    maps = [m for x in e.walk() if x.kind == "load" for m in x.index]
+    maps = [m for x in e.walk() if x.kind in ("load", "coord") for m in x.index]
     maps += [x.upto for x in e.walk() if x.kind == "reduce" and x.upto is not None]
     terms = {(t.var, t.div, t.mod) for m in maps for t in index_terms(m)
              if t.var in points}  # fmt: skip

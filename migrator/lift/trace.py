@@ -56,7 +56,10 @@ def trace_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
         lo, hi = int_range(spec.inputs.get(t.name, InputDist()), sizes)  # as make_inputs draws
         if hi - lo < 2:
             continue
-        spread = lo + np.resize(rng.permutation(hi - lo), arr.size)
+        if hi - lo > 4 * arr.size:  # distinct values without permuting a range of 2**32
+            spread = lo + rng.choice(hi - lo, size=arr.size, replace=False)
+        else:
+            spread = lo + np.resize(rng.permutation(hi - lo), arr.size)
         ins[t.name] = rng.permutation(spread).reshape(arr.shape).astype(arr.dtype)
     return ins
 
@@ -177,6 +180,8 @@ def blocks_to_trace(
         unwritten[t.name] = never
         shape = spec.shape_of(t, sz)
         chosen.update(int(b) for b in w[points(shape, never)])
-    if 4 * len(chosen) > 3 * n_blocks:  # the writers' run would be most of the saving
+    if not chosen or 4 * len(chosen) > 3 * n_blocks:
+        # (no float output to fit from: integer counts are fitted from the whole run; else
+        # the writers' run would be most of the saving)
         return None, {}
     return tuple(sorted(chosen)), unwritten

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from . import nl_int as _nl_int
 from . import ops as _ops
 from .checks import (
     check_matmul,
@@ -48,7 +49,14 @@ from .storage import Deferred, Storage, row_block
 from .tensor import Buffer, Tensor
 from .trace import Engine, Instr
 
+
 # integer operations GpSimd carries out exactly in 32 bits (the others go through fp32)
+def _bits_name(op: Any) -> str | None:
+    """The name of a bit-vector operator (nl.bitwise_and, "right_shift" ...), else None."""
+    name = getattr(op, "_nki_op", op if isinstance(op, str) else None)
+    return name if name in _nl_int.BITVEC else None
+
+
 _EXACT_INT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
 
 
@@ -398,6 +406,12 @@ class IsaEngine(StatsScanInstructions, SelectInstructions, NewDialectInstruction
     ) -> Tensor:
         """``(data op0 operand0) op1 operand1`` with scalar or (P, 1) operands."""
         t = require_on_chip(data, name, "data")
+        ops = [_bits_name(op) or _ops.resolve(op, name) for op in (op0, op1) if op is not None]
+        bitvec = [op in _nl_int.BITVEC for op in ops]
+        if any(bitvec):
+            operands, reverse = (operand0, operand1), (reverse0, reverse1)
+            return self._tensor_scalar_bits(t, ops, bitvec, operands, reverse, dtype, mask, dst,
+                                            name)  # fmt: skip
         vals, ok = f32(t)
         x = flat(vals)
         valids = [None if ok is None else flat(ok)]
@@ -418,6 +432,52 @@ class IsaEngine(StatsScanInstructions, SelectInstructions, NewDialectInstruction
         valid = None if valid is None else np.broadcast_to(valid, x.shape).reshape(t.shape)
         _record(name, pick_engine(engine, Engine.VECTOR), t)
         return emit(values, valid, dtype or t.dtype, Buffer.SBUF, mask, dst)
+
+    def _tensor_scalar_bits(
+        self,
+        t: Tensor,
+        ops: list[str],
+        bitvec: list[bool],
+        operands: tuple[Any, Any],
+        reverse: tuple[bool, bool],
+        dtype: Any,
+        mask: Any,
+        dst: Tensor | None,
+        name: str,
+    ) -> Tensor:
+        """Bit-vector ops (and, or, xor, shifts) on the raw integer bits, on VectorE (nki-facts
+        §4 ALU table: both ops bitvec or both arithmetic, bitvec on integers only)."""
+        if not all(bitvec):
+            raise NkiConstraintError(
+                "err_unsupported_operator",
+                f"{name}: {ops[0]} and {ops[1]} mix a bit-vector and an arithmetic operator "
+                "(both must be one kind)",
+            )
+        if t.dtype.kind not in "iu":
+            raise NkiConstraintError(
+                "err_unsupported_dtype",
+                f"{name}: bit-vector operator {ops[0]} on {t.dtype} data (integers only)",
+            )
+        out_dtype = _dt.normalize(dtype) if dtype is not None else t.dtype
+        width = 8 * np.dtype(out_dtype).itemsize
+        vals, ok = t.read()
+        x = flat(vals).astype(np.int64)
+        valids = [None if ok is None else flat(ok)]
+        for opname, operand, rev in zip(ops, operands, reverse, strict=False):
+            per_partition(operand, t.partitions, name, "operand")  # its shape rules
+            if isinstance(operand, Tensor):  # the raw bits, not through fp32
+                raw, s_ok = operand.read()
+                s = raw.astype(np.int64).reshape(-1, 1)
+                valids.append(None if s_ok is None else s_ok.reshape(-1, 1))
+            else:
+                s = np.asarray(int(operand), dtype=np.int64)
+            fn = _nl_int.INT_BINARY[opname]
+            x = fn(s, x, width) if rev else fn(x, s, width)
+        valid = all_valid(*valids)
+        values = x.reshape(t.shape)
+        valid = None if valid is None else np.broadcast_to(valid, x.shape).reshape(t.shape)
+        _record(name, Engine.VECTOR, t)
+        return emit(values, valid, out_dtype, Buffer.SBUF, mask, dst)
 
     def tensor_reduce(
         self,

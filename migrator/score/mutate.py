@@ -101,6 +101,16 @@ def _drop_load_mask(src: str) -> str | None:
     return None
 
 
+def _shift_bins(src: str) -> str | None:
+    """Every bin compared with the next bin's number, in both counting forms."""
+    out, n = src, 0
+    for pattern, repl in ((r"operand0=b, (reduce_op|engine)", r"operand0=b + 1, \1"),
+                          (r"nisa\.iota\(i_b \+ 0", "nisa.iota(i_b + 1 + 0")):  # fmt: skip
+        out, k = re.subn(pattern, repl, out)
+        n += k
+    return out if n else None
+
+
 MUTATIONS: tuple[Mutation, ...] = (
     # --- wrong migrations --------------------------------------------------------------------
     Mutation(
@@ -197,12 +207,31 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mutant",
         _sub(r"win = nl\.load\((\w+)\[\d+ \* i_p", r"win = nl.load(\1[i_p"),
     ),
+    # histograms: every count moved to the next bin; the old counts not added; keys past the
+    # end counted in bin 0; a bin mask of half the bins
+    Mutation("histogram_bins_shifted", "mutant", _shift_bins),
+    Mutation(
+        "histogram_old_counts_dropped",
+        "mutant",
+        _sub(r"total = nisa\.tensor_tensor\(got, old, [^\n]*$", "total = got"),
+    ),
+    Mutation(
+        "histogram_past_end_counted",
+        "mutant",
+        _sub(r"bin_ = nl\.full\(\(P_TILE, F\), -1,", "bin_ = nl.full((P_TILE, F), 0,"),
+    ),
+    Mutation(
+        "histogram_half_mask",
+        "mutant",
+        _sub(r"nl\.bitwise_and\(key, (\d+),", r"nl.bitwise_and(key, \1 // 2,"),
+    ),
     # --- correct variants ---------------------------------------------------------------------
     Mutation(
         "smaller_free_tile",
         "variant",
         lambda src: (
             _sub(r"^F_TILE = 512", "F_TILE = 256")(src)
+            or _sub(r"^F_TILE = 2048", "F_TILE = 1024")(src)
             or _sub(r"^KEY_TILE = 512", "KEY_TILE = 256")(src)
         ),
     ),

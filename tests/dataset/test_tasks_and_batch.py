@@ -35,10 +35,10 @@ def test_batch_results_and_bad_items(tmp_path: Path) -> None:
     bad = tmp_path / "bad.cu"
     bad.write_text("__global__ void k(float* x) { x[0] = ; }\n")
     out = tmp_path / "r.jsonl"
-    results = run_batch([CORPUS / "vector_add.cu", CORPUS / "histogram.cu", bad], out, jobs=2)
+    results = run_batch([CORPUS / "vector_add.cu", CORPUS / "bitonic_sort.cu", bad], out, jobs=2)
     by_path = {Path(r["path"]).name: r for r in results}
     assert by_path["vector_add.cu"]["status"] == "complete"
-    assert by_path["histogram.cu"]["status"] == "partial"
+    assert by_path["bitonic_sort.cu"]["status"] == "partial"
     assert by_path["bad.cu"]["status"] == "failed" and "C2N1001" in by_path["bad.cu"]["error"]
     assert len(out.read_text().splitlines()) == 3
 
@@ -89,13 +89,13 @@ def test_ray_backend_on_a_local_ray_instance(tmp_path: Path) -> None:
     pytest.importorskip("ray")  # in the test extras; CI runs this against a local instance
     out = tmp_path / "r.jsonl"
     (out).write_text(json.dumps({"id": f"{CORPUS / 'saxpy.cu'}::saxpy_kernel"}) + "\n")
-    inputs = [CORPUS / "vector_add.cu", CORPUS / "saxpy.cu", CORPUS / "histogram.cu"]
+    inputs = [CORPUS / "vector_add.cu", CORPUS / "saxpy.cu", CORPUS / "bitonic_sort.cu"]
     results = run_batch(inputs, out, backend="ray", resume=True)
     ids = [r["id"] for r in results]
     assert len(ids) == len(set(ids)) == 3  # the finished item was not run again
     by_path = {Path(r["path"]).name: r for r in results if "path" in r}
     assert by_path["vector_add.cu"]["status"] == "complete" and by_path["vector_add.cu"]["check_ok"]
-    assert by_path["histogram.cu"]["status"] == "partial"
+    assert by_path["bitonic_sort.cu"]["status"] == "partial"
 
 
 def test_batch_progress_bar_shows_counts(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_batch_progress_bar_shows_counts(tmp_path: Path) -> None:
         "migrator.cli",
         "batch",
         str(CORPUS / "vector_add.cu"),
-        str(CORPUS / "histogram.cu"),
+        str(CORPUS / "bitonic_sort.cu"),
         "--out",
         str(tmp_path / "r.jsonl"),
         "--progress",

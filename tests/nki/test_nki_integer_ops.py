@@ -136,3 +136,35 @@ def test_integer_divide_is_true_division():
     a = np.arange(128 * 4, dtype=np.int32).reshape(128, 4)
     out, _ = run_kernel(kernel, a)
     np.testing.assert_array_equal(out, a // 38)
+
+
+def _tensor_scalar_bits(op0, operand0, op1=None, operand1=None):
+    from migrator.nki import isa_legacy as nisa
+
+    def kernel(a):
+        r = nisa.tensor_scalar(nl.load(a), op0=op0, operand0=operand0, op1=op1, operand1=operand1)
+        out = nl.ndarray(a.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    return kernel
+
+
+def test_tensor_scalar_bit_ops_work_on_the_raw_integer_bits():
+    # a histogram's bin `(key >> 8) & 255` of keys past 2**24: exact, as the ALU table says
+    a = _big_ints((128, 64)) & 0x7FFFFFFF
+    out, _ = run_kernel(_tensor_scalar_bits(nl.right_shift, 8, nl.bitwise_and, 255), a)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, (a >> 8) & 255)
+    # a mask that is no float32 value survives (not read through fp32)
+    out, _ = run_kernel(_tensor_scalar_bits(nl.bitwise_and, 0x7FFFFFF1), a)
+    np.testing.assert_array_equal(out, a & 0x7FFFFFF1)
+
+
+def test_tensor_scalar_refuses_bit_ops_on_floats_and_mixed_operator_kinds():
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    with pytest.raises((NkiConstraintError, NkiKernelError), match="integers only"):
+        run_kernel(_tensor_scalar_bits(nl.bitwise_and, 3), x)
+    a = _big_ints((128, 8))
+    with pytest.raises((NkiConstraintError, NkiKernelError), match="mix a bit-vector"):
+        run_kernel(_tensor_scalar_bits(nl.bitwise_and, 3, nl.add, 1), a)
