@@ -263,7 +263,7 @@ def check_kernel(
             res.error = str(e)
             results.append(res)
             continue
-        kwargs = {s.name: s.value for s in spec.value_scalars}
+        kwargs = {s.nki_kwarg: s.value for s in spec.value_scalars}
         t0 = time.perf_counter()
         try:
             if one_run and prof is None and dict(sizes) == dict(spec.sizes) and not results:
@@ -311,7 +311,7 @@ def check_kernel(
         if prof is None:
             ins = make_inputs(spec, spec.sizes, seed)
             args = nki_args(spec, ins)
-            kwargs = {s.name: s.value for s in spec.value_scalars}
+            kwargs = {s.nki_kwarg: s.value for s in spec.value_scalars}
             prof = mn.profile(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
         report.estimate_us = prof.estimated_latency_us
         report.bottleneck = prof.bottleneck

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import keyword
 import math
 import operator
 import tomllib
@@ -127,6 +128,12 @@ class ScalarSpec(_Frozen):
     @property
     def cuda_param(self) -> str:
         return self.param or self.name
+
+    @property
+    def nki_kwarg(self) -> str:
+        """The NKI kernel's keyword parameter for this value scalar: its name, or `name_`
+        where the name is a Python keyword (`lambda`) no function can declare."""
+        return f"{self.name}_" if keyword.iskeyword(self.name) else self.name
 
     @model_validator(mode="after")
     def _one_source(self) -> ScalarSpec:

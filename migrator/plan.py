@@ -9,6 +9,7 @@ each piece came from in the CUDA source). Templates make no decisions: everythin
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,7 @@ def size_expr_to_python(expr: str | int) -> str:
 
 def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: str | None) -> Plan:
     """The contract side of a plan: arguments, sizes from shapes, scalars."""
-    spec = _rename_sizes(spec, SIZE_RESERVED)
+    spec = _rename_keywords(_rename_sizes(spec, SIZE_RESERVED))
     tensors = [
         TensorArg(
             name=t.name,
@@ -299,6 +300,24 @@ def source_line(span: Span) -> str:
     except OSError:
         return ""
     return lines[span.line - 1].strip() if 0 < span.line <= len(lines) else ""
+
+
+def _rename_keywords(spec: TaskSpec) -> TaskSpec:
+    """The spec with tensors and scalars named by a Python keyword (`in`, a common CUDA
+    parameter name) renamed `name_`, as the NKI kernel's arguments must be Python names; each
+    keeps its CUDA parameter, and callers pass arguments by position, so they see no change."""
+    if not any(keyword.iskeyword(x.name) for x in (*spec.tensors, *spec.scalars)):
+        return spec
+
+    def renamed(x: Any) -> Any:
+        if not keyword.iskeyword(x.name):
+            return x
+        return x.model_copy(update={"name": f"{x.name}_", "param": x.cuda_param})
+
+    inputs = {f"{n}_" if keyword.iskeyword(n) else n: d for n, d in spec.inputs.items()}
+    return spec.model_copy(update={"tensors": [renamed(t) for t in spec.tensors],
+                                   "scalars": [renamed(x) for x in spec.scalars],
+                                   "inputs": inputs})  # fmt: skip
 
 
 def _rename_sizes(spec: TaskSpec, reserved: frozenset[str]) -> TaskSpec:

@@ -142,7 +142,8 @@ class _Renderer:
         self.p = p
         self.tile_of = tile_of
         self.sizes = {n: (f"{n}_" if n in SIZE_RESERVED else n) for n in spec.sizes}
-        self.params = {s.name: s.name for s in spec.scalars if s.value is not None}
+        # (a scalar named by a Python keyword is the NKI kernel's `name_`, as bind renames it)
+        self.params = {s.name: s.nki_kwarg for s in spec.scalars if s.value is not None}
         self.by_key: dict[str, Expr] = {}
         self.reduced: dict[str, str] = {}  # key of a reduce node -> NKI expression
 
@@ -228,7 +229,8 @@ def _bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: 
 
 
 def _tensor(p: Plan, name: str | None) -> Any:
-    t = next((t for t in p.tensors if t.name == name or t.name == f"{name}_in"), None)
+    # (`name_`: a tensor named by a Python keyword, renamed at bind time)
+    t = next((t for t in p.tensors if t.name in (name, f"{name}_in", f"{name}_")), None)
     if t is None:
         raise _NoFit(f"{name} is not a tensor of the task")
     return t

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -428,3 +429,89 @@ def test_reading_an_element_stored_under_other_control_flow_is_not_guessed(
     (k,) = m.kernels
     assert k.status != "complete"
     assert any("other control flow" in d.message for d in k.diagnostics), k.diagnostics
+
+
+KEYWORD_NAMED = (
+    """
+    __global__ void colsum_kernel(const float* in, float* out, int R, int C) {
+        int j = blockIdx.x * blockDim.x + threadIdx.x;
+        if (j >= C) return;
+        float s = 0.0f;
+        for (int i = 0; i < R; ++i) s += in[i * C + j];
+        out[j] = s;
+    }
+    __global__ void scale_kernel(const float* in, float* out, float lambda_, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) out[i] = lambda_ * in[i];
+    }
+    """,
+    """
+    [kernel]
+    name = "colsum_kernel"
+    [sizes]
+    R = 37
+    C = 300
+    [[size_sets]]
+    R = 5
+    C = 129
+    [[tensors]]
+    name = "in"
+    role = "in"
+    shape = ["R", "C"]
+    [[tensors]]
+    name = "out"
+    role = "out"
+    shape = ["C"]
+    [[scalars]]
+    name = "R"
+    size = "R"
+    [[scalars]]
+    name = "C"
+    size = "C"
+    [launch]
+    grid = ["ceil_div(C, 128)"]
+    block = [128]
+    """,
+    """
+    [kernel]
+    name = "scale_kernel"
+    [sizes]
+    N = 1000
+    [[size_sets]]
+    N = 77
+    [[tensors]]
+    name = "in"
+    role = "in"
+    shape = ["N"]
+    [[tensors]]
+    name = "out"
+    role = "out"
+    shape = ["N"]
+    [[scalars]]
+    name = "lambda"
+    param = "lambda_"
+    dtype = "float32"
+    value = 0.5
+    [[scalars]]
+    name = "n"
+    size = "N"
+    [launch]
+    grid = ["ceil_div(N, 128)"]
+    block = [128]
+    """,
+)
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_tensors_and_scalars_named_by_python_keywords_are_renamed(tmp_path: Path, api: str) -> None:
+    # `in` is a common CUDA parameter name: the NKI kernel's argument becomes `in_` (callers
+    # pass arguments by position), through the lifted route (column sums) as through the
+    # pattern families (a map with a scalar named `lambda`)
+    (tmp_path / "k.cu").write_text(textwrap.dedent(KEYWORD_NAMED[0]))
+    for n, (kernel, signature) in enumerate((("colsum_kernel", "(in_)"),
+                                             ("scale_kernel", "(in_, *, lambda_)"))):  # fmt: skip
+        (tmp_path / "k.toml").write_text(textwrap.dedent(KEYWORD_NAMED[1 + n]))
+        (k,) = migrate(tmp_path / "k.cu", kernel=kernel, out_dir=tmp_path / api / kernel,
+                       nki_api=api).kernels  # fmt: skip
+        assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+        assert f"{signature}:" in (k.nki_source or "")

@@ -36,6 +36,10 @@ MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracl
 # ... and a default size set chosen here, not read from the host code, is at most this large:
 # every migration runs the original, the lifted program and the NKI kernel at the defaults
 DEFAULT_ELEMENTS = 1 << 20
+# threads of one launch at an inferred size set: a kernel with a 256-thread block per row of 33
+# elements runs 8x more threads than it has elements, and the oracle simulates every one
+MAX_THREADS = 1 << 20
+DEFAULT_THREADS = 1 << 20
 
 
 MAX_PROBE_ALLOC = 1 << 26  # no measurement run allocates a larger tensor
@@ -112,6 +116,28 @@ def _cap_elements(
     for _ in range(64):
         free = [n for n in sset if n not in keep and sset[n] > 8]
         if largest() <= cap or not free:
+            return
+        n = max(free, key=lambda x: sset[x])
+        sset[n] = sset[n] // 2 + 1
+
+
+def _cap_threads(
+    data: dict[str, Any], sset: dict[str, int], keep: set[str], cap: int = MAX_THREADS
+) -> None:
+    """Halve the largest free size (keeping it odd) until the launch at `sset` has at most
+    `cap` threads (grid blocks times block threads)."""
+    from migrator.contract import SpecError, eval_expr
+
+    def threads() -> int:
+        try:
+            dims = [eval_expr(d, sset) for d in (*data["launch"]["grid"], *data["launch"]["block"])]
+            return math.prod(max(1, math.ceil(float(x))) for x in dims)
+        except (SpecError, ArithmeticError, ValueError, TypeError):
+            return 0
+
+    for _ in range(64):
+        free = [n for n in sset if n not in keep and sset[n] > 8]
+        if threads() <= cap or not free:
             return
         n = max(free, key=lambda x: sset[x])
         sset[n] = sset[n] // 2 + 1

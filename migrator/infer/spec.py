@@ -26,7 +26,9 @@ from migrator.infer.host import (
 )
 from migrator.infer.measure import (
     DEFAULT_ELEMENTS,
+    DEFAULT_THREADS,
     _cap_elements,
+    _cap_threads,
     _fit_budget,
     _fixed_extents,
     _grow_until_launchable,
@@ -233,6 +235,7 @@ def infer_spec(
         # ragged size by design, so tiny sizes would accuse them wrongly
         _cap_elements(tensors, sizes, launch_only | in_block)
         _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
+        _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
         short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
         if short:
             for p in short:
@@ -245,9 +248,11 @@ def infer_spec(
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
         _cap_elements(tensors, sset, launch_only | in_block)
+        _cap_threads(data, sset, launch_only | in_block)
     # sizes the host code does not state are ours to choose: small enough that a migration's
     # runs at the defaults (original, lifted program, NKI kernel, profile) stay quick
     _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
+    _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
     for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]

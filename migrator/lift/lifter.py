@@ -195,7 +195,7 @@ def _pair(
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
         for shift in range(0, 12 * step, step):
             got = _distinct(spec, {n: v + (shift if n in names else 0)
-                                   for n, v in start.items()}, obey, avoid)  # fmt: skip
+                                   for n, v in start.items()}, obey, avoid, step)  # fmt: skip
             if got is None:
                 continue
             if out and any(got[n] == out[0][n] for n in names):
@@ -221,10 +221,23 @@ def _constants(spec: TaskSpec) -> set[int]:
 
 
 def _distinct(
-    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool = True
+    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool = True, step: int = 1
 ) -> dict[str, int] | None:
     """`_launchable` sizes with no two sizes equal and none equal to a constant of the kernel
-    (a later size raised past an equal one)."""
+    (a later size raised past an equal one); where the relations allow, also none equal to a
+    simple expression of the others (`T = 2 * B` would let the fit read a length of T as
+    `2 * B`, wrong at every other size); such a size is raised by `step`, so that sizes chosen
+    as multiples of 8 stay so."""
+    return _distinct_sizes(spec, sizes, obey, avoid, derived=step) or _distinct_sizes(
+        spec, sizes, obey, avoid, derived=0
+    )
+
+
+def _distinct_sizes(
+    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool, derived: int
+) -> dict[str, int] | None:
+    """`derived`: the step to raise a size equal to a simple expression of the others by (0:
+    only equal sizes clash, raised by 1)."""
     launch = _launch_only(spec)
     fixed = (_constants(spec) if avoid else set()) | set(launch.values())
     for _ in range(24):
@@ -232,17 +245,21 @@ def _distinct(
         if got is None:
             return None
         seen: dict[int, str] = {v: "" for v in fixed}
-        clash = None
+        taken: set[int] = set()  # the simple expressions of the sizes seen so far
+        clash, bump = None, 1
         for n, v in got.items():
             if n in launch:
                 continue
-            if v in seen:
-                clash = n
+            if v in seen or v in taken:
+                clash, bump = n, 1 if v in seen else derived
                 break
             seen[v] = n
+            if derived:
+                others = [w for w, m in seen.items() if m]
+                taken |= {2 * v, v + 1, v - 1, v * v} | {v * w for w in others if w != v}
         if clash is None:
             return got
-        sizes = {**got, clash: got[clash] + 1}
+        sizes = {**got, clash: got[clash] + bump}
     return None
 
 

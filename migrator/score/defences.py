@@ -332,16 +332,16 @@ def _contract(fn: ast.FunctionDef, spec: TaskSpec, path: str) -> list[Finding]:
     names = set(positional[len(want) :]) | {k.arg for k in a.kwonlyargs}
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     for s in spec.value_scalars:
-        if s.name not in names and a.kwarg is None:
+        if s.nki_kwarg not in names and a.kwarg is None:
             out.append(
                 Finding.of(
                     "C2N4043",
-                    f"{fn.name} has no keyword parameter {s.name!r} "
+                    f"{fn.name} has no keyword parameter {s.nki_kwarg!r} "
                     "(value scalars are passed by name)",
                     nki_location=loc,
                 )
             )
-        elif s.name in names and s.name not in used:
+        elif s.nki_kwarg in names and s.nki_kwarg not in used:
             out.append(
                 Finding.of(
                     "C2N4042",

@@ -145,7 +145,7 @@ def score(
     oracles = _oracles(task, plans, oracle_cache)
     timing.oracle_s = time.perf_counter() - t0
 
-    kwargs = {s.name: s.value for s in task.value_scalars}
+    kwargs = {s.nki_kwarg: s.value for s in task.value_scalars}
     runnable = [i for i, o in enumerate(oracles) if o.error is None]
     jobs = [
         TrialJob(
@@ -537,7 +537,7 @@ def _reference_profile(
 
     inputs = oracles[runnable[0]].inputs
     args = nki_args(task, inputs)
-    kwargs = {s.name: s.value for s in task.value_scalars}
+    kwargs = {s.nki_kwarg: s.value for s in task.value_scalars}
     try:
         with _IN_PROCESS:  # one in-process emulator run at a time (`migrate score --jobs`)
             module = mn.load_kernel_module(path)

@@ -26,9 +26,10 @@ _PARSED: dict[str, ParsedSource] = {}
 # Recent runs, keyed by everything that decides their result (`_run_key`: the parsed source,
 # kernel, launch, options and the arguments' bytes): the lifter's verification and the
 # migration's check run the original on the same inputs at the task's own sizes, the largest
-# runs of a migration.
+# runs of a migration. A verification compares at five or more size sets, and a second fit
+# verifies at the same ones again: fewer entries than that would evict each run before its reuse.
 _RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult]] = {}
-_RUNS_MAX = 4
+_RUNS_MAX = 16
 _RUNS_MAX_BYTES = 256 << 20
 
 
