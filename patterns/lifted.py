@@ -59,11 +59,12 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     ragged = any(r.upto is not None for a in program.assigns for r in _reduces(a.expr))
     # (these build on this module)
     from migrator.patterns.lifted_attention import attention
+    from migrator.patterns.lifted_causal import causal_rows
     from migrator.patterns.lifted_histogram import histogram
     from migrator.patterns.lifted_window import window
 
-    rules = (_scan, attention) if ragged else (histogram, _map, _transpose, _matmul, attention,
-                                               window, _rows, _total, _columns)  # fmt: skip
+    plain = (histogram, _map, _transpose, _matmul, attention, window, _rows, _total, _columns)
+    rules = (causal_rows, _scan, attention) if ragged else plain
     for rule in rules:
         try:
             return rule(program, tu, k, spec)

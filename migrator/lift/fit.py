@@ -517,10 +517,35 @@ class Fitter:
                 if coefs[-1]:
                     terms.append(Term(coef=coefs[-1], var=v, mod=d))
                 return IndexMap(terms=terms, const=const)
+        found = self._div_mod(x, names, y)
+        if found is not None:
+            return found
         found = self.gather(x, names, y) if gathers else None
         if found is not None:
             return found
         raise LiftError("an index that is not an affine (or div/mod) map of the coordinates")
+
+    def _div_mod(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap | None:
+        """An affine map with one coordinate taken `// d` then `% m` (the row of a flat stack of
+        square matrices: `(i // T) % T`), d and m sizes or products of two."""
+        known = {s for s in self.sizes.values() if s > 1}
+        known |= {a * b for a, b in itertools.combinations(sorted(known), 2)}
+        for j, v in enumerate(names):
+            col = x[:, j]
+            top = int(col.max()) + 1 if len(col) else 0
+            pool = sorted(d for d in known if d < top)
+            others = np.delete(x, j, axis=1)
+            onames = [n for n in names if n != v]
+            for d, m in itertools.product(pool, pool):
+                fit = _affine(np.column_stack([others, (col // d) % m]), y)
+                if fit is None:
+                    continue
+                coefs, const = fit
+                terms = [Term(coef=c, var=n) for c, n in zip(coefs[:-1], onames, strict=True) if c]
+                if coefs[-1]:
+                    terms.append(Term(coef=coefs[-1], var=v, div=d, mod=m))
+                return IndexMap(terms=terms, const=const)
+        return None
 
     def divisors(self, x: np.ndarray, j: int) -> list[int]:
         """Divisors to try for column `j` of `x` in a div/mod index: sizes (and products of two),
@@ -665,6 +690,119 @@ def fit_elements(
     ints: Mapping[str, np.ndarray] | None = None,
     agrees: Callable[[Assign, list[int]], bool] | None = None,
 ) -> Assign:
+    """The expression, over the output coordinates, that every element of `values` is
+    (`_one_form`); failing that, where some elements are one stored constant at positions a
+    comparison of the coordinates tells (a causal mask's 0 or -inf above the diagonal), that
+    constant there and the expression of the others elsewhere."""
+    try:
+        return _one_form(c, tensor, values, shapes, sizes, sources, unwritten, ints, agrees)
+    except LiftError as e:
+        first = e
+    names = list(OUT_VARS[: len(values.shape)])
+    if unwritten is None:
+        unwritten = _nan_elements(values)
+    masked = _masked(values, names, unwritten, sizes, tensor)
+    if masked is None:
+        raise first
+    value, (lhs, rhs), inside, kept = masked
+    rest = _one_form(c, tensor, values, shapes, sizes, sources,
+                     np.union1d(np.union1d(unwritten, inside), kept), ints, agrees,
+                     share=False)  # fmt: skip
+    cond = [Expr(kind="coord", index=[lhs]), Expr(kind="coord", index=[rhs])]
+    expr = Expr(kind="op", op="select", name=">",
+                args=[*cond, Expr(kind="const", value=value), rest.expr])  # fmt: skip
+    return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+def _nan_elements(values: np.ndarray) -> np.ndarray:
+    flat = values.reshape(-1)
+    return np.array([i for i, v in enumerate(flat) if not isinstance(v, Sym) and v != v],
+                    dtype=np.int64)  # fmt: skip
+
+
+def _masked(
+    values: np.ndarray,
+    names: list[str],
+    unwritten: np.ndarray,
+    sizes: Mapping[str, int],
+    tensor: str = "",
+) -> tuple[float, tuple[IndexMap, IndexMap], np.ndarray, np.ndarray] | None:
+    """Where some written elements are one stored constant and the others computed: the
+    constant, the comparison `lhs > rhs` of the output coordinates true exactly at those
+    elements (`_separating`), their flat indices, and those of the elements this trace did not
+    compute (an in-place output's own input values, outside the traced blocks); None where
+    there is no such split."""
+    flat = values.reshape(-1)
+    kept = np.array([i for i, v in enumerate(flat) if isinstance(v, Sym) and v.op == "in"
+                     and v.args[0] == tensor and v.args[1] == i], dtype=np.int64)  # fmt: skip
+    written = np.setdiff1d(np.arange(flat.size), np.union1d(unwritten, kept))
+    plain = [int(i) for i in written if not isinstance(flat[i], Sym) and flat[i] == flat[i]]
+    if not plain or len(plain) == written.size:
+        return None
+    kinds, counts = np.unique(np.array([float(flat[i]) for i in plain]), return_counts=True)
+    value = float(kinds[np.argmax(counts)])
+    inside = np.array([i for i in plain if float(flat[i]) == value], dtype=np.int64)
+    if inside.size < 2 or written.size - inside.size < 2:
+        return None
+    coords = np.stack(np.unravel_index(written, values.shape), axis=1).astype(np.int64)
+    pred = _separating(coords, np.isin(written, inside), names, sizes)
+    return None if pred is None else (value, pred, inside, kept)
+
+
+MAX_MASK_FEATURES = 400  # quasi-affine features of the coordinates a mask predicate compares
+
+
+def _separating(
+    x: np.ndarray, y: np.ndarray, names: list[str], sizes: Mapping[str, int]
+) -> tuple[IndexMap, IndexMap] | None:
+    """(a, b) with `a > b` true exactly where `y` is, over quasi-affine features of the
+    coordinates `x` (one row per element): one feature past a threshold (`i > 30`), else one
+    past another within 2 (`j > i`, `(i % T) > ((i // T) % T)`: a diagonal); None if none."""
+    known = {s for s in sizes.values() if s > 1}
+    known = sorted(known | {a * b for a, b in itertools.combinations(sorted(known), 2)})
+    feats: list[tuple[IndexMap, np.ndarray]] = []
+    seen: set[bytes] = set()
+
+    def add(m: IndexMap, col: np.ndarray) -> None:
+        key = col.tobytes()
+        if col.min() != col.max() and key not in seen and len(feats) < MAX_MASK_FEATURES:
+            seen.add(key)
+            feats.append((m, col))
+
+    for j, v in enumerate(names):
+        col = x[:, j]
+        add(IndexMap(terms=[Term(coef=1, var=v)]), col)
+        divs = [d for d in known if d <= col.max()]
+        for d in divs:
+            add(IndexMap(terms=[Term(coef=1, var=v, mod=d)]), col % d)
+            add(IndexMap(terms=[Term(coef=1, var=v, div=d)]), col // d)
+            for m in divs:
+                add(IndexMap(terms=[Term(coef=1, var=v, div=d, mod=m)]), (col // d) % m)
+    for m, col in feats:
+        if col[~y].max() < col[y].min():
+            return m, IndexMap(const=int(col[~y].max()))
+        if col[y].max() < col[~y].min():
+            return IndexMap(const=int(col[~y].min())), m
+    for (ma, a), (mb, b) in itertools.permutations(feats, 2):
+        d = a - b
+        lo = int(d[~y].max())
+        if lo < int(d[y].min()) and abs(lo) <= 2:
+            return ma, mb.model_copy(update={"const": lo})
+    return None
+
+
+def _one_form(
+    c: Canonicaliser,
+    tensor: str,
+    values: np.ndarray,
+    shapes: Mapping[str, tuple[int, ...]],
+    sizes: Mapping[str, int],
+    sources: dict[str, set[tuple[int, int]]] | None = None,
+    unwritten: np.ndarray | None = None,
+    ints: Mapping[str, np.ndarray] | None = None,
+    agrees: Callable[[Assign, list[int]], bool] | None = None,
+    share: bool = True,
+) -> Assign:
     """The one expression, over the output coordinates, that every element of `values` is.
     `agrees(assign, flat indices)`: whether an assign fitted to most sampled elements gives the
     traced values at the others (a causal row of one key spells `exp(s0 - s0) * v0 / exp(s0 -
@@ -679,9 +817,9 @@ def fit_elements(
     names = list(OUT_VARS[: len(shape)])
     flat = values.reshape(-1)
     if unwritten is None:
-        unwritten = np.array([i for i, v in enumerate(flat) if not isinstance(v, Sym) and v != v],
-                             dtype=np.int64)  # fmt: skip
-    if 2 * len(unwritten) > flat.size:
+        unwritten = _nan_elements(values)
+    if share and 2 * len(unwritten) > flat.size:
+        # (`share`: the elements not fitted are a mask's, not unwritten: any share of them)
         raise LiftError(f"{len(unwritten)} of {flat.size} elements of {tensor} are never written")
     # a launch that rounds the grid down, whole vectors only: the elements it leaves unwritten
     # define nothing; the rest is fitted (verification and the check then skip them too, and
@@ -750,8 +888,11 @@ def fit_points(shape: tuple[int, ...], unwritten: np.ndarray) -> list[int]:
     picked = [i for i in sample(shape) if i not in skip]
     if skip:
         written = np.setdiff1d(np.arange(math.prod(shape)), unwritten)
-        picked = sorted({*picked, *written[:: max(1, written.size // 16)].tolist(),
-                         int(written[-1])})  # fmt: skip
+        # drawn at random (seeded): a regular stride can alias with the written pattern (every
+        # 1260th element of causal 20 x 20 matrices is the same one of its matrix)
+        rng = np.random.default_rng(written.size)
+        spread = written[rng.choice(written.size, size=min(16, written.size), replace=False)]
+        picked = sorted({*picked, *spread.tolist(), int(written[-1])})
     return picked
 
 

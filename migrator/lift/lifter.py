@@ -9,6 +9,7 @@ own size sets included, before anything downstream may rely on it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
@@ -142,14 +143,19 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     # 256) shows that structure only over two blocks or more)
     block = max((int(b) for b in spec.launch.block if str(b).isdigit()), default=0)
     beyond = -(-(block + 1) // 8) if block > 128 else 16
-    for obey, scale, avoid in ((True, 1, True), (True, 1, False), (False, 1, True), (True, 2, True),
-                               (True, 16, True), (True, beyond, True)):  # fmt: skip
+    rank: list[tuple[int, bool]] = []  # per pair: its configuration, whether a fallback
+    configs = ((True, 1, True), (True, 1, False), (False, 1, True), (True, 2, True),
+               (True, 16, True), (True, beyond, True))  # fmt: skip
+    for ci, (obey, scale, avoid) in enumerate(configs):
         # the larger pair: where the smallest sizes hide structure (one row of a whole-row
         # block, one tile), sizes several blocks wide show it; sizes equal to the kernel's
-        # constants only where avoiding them costs too much (M % 128 == 0 with a 128 tile)
-        pair = _pair(spec, obey, scale, avoid)
-        if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
-            out.append(pair)
+        # constants only where avoiding them costs too much (M % 128 == 0 with a 128 tile);
+        # sizes that are simple expressions of each other (T = 2 * B) only as a fallback
+        for fallback in (False, True):
+            pair = _pair(spec, obey, scale, avoid, derived=not fallback)
+            if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
+                out.append(pair)
+                rank.append((ci, fallback))
     if not out:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
 
@@ -160,7 +166,14 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     def one_block(pair: list[dict[str, int]]) -> bool:
         return block > 128 and all(math.prod(spec.launch_config(s)[0]) == 1 for s in pair)
 
-    return sorted(out, key=lambda pair: (one_block(pair), _work(spec, pair[1])))
+    work = {ci: min(_work(spec, p[1]) for p, (c, _) in zip(out, rank, strict=True) if c == ci)
+            for ci, _ in rank}  # fmt: skip
+
+    def key(n: int) -> tuple[bool, int, bool, int]:
+        return one_block(out[n]), work[rank[n][0]], rank[n][1], _work(spec, out[n][1])
+
+    order = sorted(range(len(out)), key=key)
+    return [out[n] for n in order]
 
 
 def _data_sizes(spec: TaskSpec) -> set[str]:
@@ -186,7 +199,7 @@ def _launch_only(spec: TaskSpec) -> dict[str, int]:
 
 
 def _pair(
-    spec: TaskSpec, obey: bool, scale: int = 1, avoid: bool = True
+    spec: TaskSpec, obey: bool, scale: int = 1, avoid: bool = True, derived: bool = True
 ) -> list[dict[str, int]] | None:
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
@@ -195,7 +208,8 @@ def _pair(
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
         for shift in range(0, 12 * step, step):
             got = _distinct(spec, {n: v + (shift if n in names else 0)
-                                   for n, v in start.items()}, obey, avoid, step)  # fmt: skip
+                                   for n, v in start.items()}, obey, avoid,
+                            step if derived else 0)  # fmt: skip
             if got is None:
                 continue
             if out and any(got[n] == out[0][n] for n in names):
@@ -221,16 +235,14 @@ def _constants(spec: TaskSpec) -> set[int]:
 
 
 def _distinct(
-    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool = True, step: int = 1
+    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool = True, step: int = 0
 ) -> dict[str, int] | None:
     """`_launchable` sizes with no two sizes equal and none equal to a constant of the kernel
     (a later size raised past an equal one); where the relations allow, also none equal to a
     simple expression of the others (`T = 2 * B` would let the fit read a length of T as
-    `2 * B`, wrong at every other size); such a size is raised by `step`, so that sizes chosen
-    as multiples of 8 stay so."""
-    return _distinct_sizes(spec, sizes, obey, avoid, derived=step) or _distinct_sizes(
-        spec, sizes, obey, avoid, derived=0
-    )
+    `2 * B`, wrong at every other size) where `step` is not 0: a clashing size is then raised
+    by `step`, so that sizes chosen as multiples of 8 stay so."""
+    return _distinct_sizes(spec, sizes, obey, avoid, derived=step)
 
 
 def _distinct_sizes(
@@ -245,21 +257,34 @@ def _distinct_sizes(
         if got is None:
             return None
         seen: dict[int, str] = {v: "" for v in fixed}
-        taken: set[int] = set()  # the simple expressions of the sizes seen so far
         clash, bump = None, 1
         for n, v in got.items():
             if n in launch:
                 continue
-            if v in seen or v in taken:
-                clash, bump = n, 1 if v in seen else derived
+            if v in seen:
+                clash, bump = n, derived or 1  # (a step keeps multiples of 8 so)
                 break
             seen[v] = n
-            if derived:
-                others = [w for w, m in seen.items() if m]
-                taken |= {2 * v, v + 1, v - 1, v * v} | {v * w for w in others if w != v}
+        if clash is None and derived:
+            clash = _coincident(got, set(launch))
+            bump = derived
         if clash is None:
             return got
         sizes = {**got, clash: got[clash] + bump}
+    return None
+
+
+def _coincident(sizes: dict[str, int], skip: set[str]) -> str | None:
+    """A size equal to a size expression the fit could read it as (`symbolise`'s candidates:
+    `2 * B`, `B + 1`, `B * NH`, `T - B` ...) of the other sizes, or None."""
+    names = [n for n in sizes if n not in skip]
+    for n in names:
+        others = [sizes[m] for m in names if m != n]
+        exprs = {e for w in others for e in (2 * w, w + 1, w - 1, w * w)}
+        exprs |= {e for a, b in itertools.combinations(others, 2) for e in (a * b, a - b, b - a)}
+        exprs |= {a * b * c for a, b, c in itertools.combinations(others, 3)}
+        if sizes[n] in exprs:
+            return n
     return None
 
 
@@ -558,7 +583,8 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
             if 0 < over.sum() <= max(1, 0.01 * over.size):
                 overflowed += int(over.sum())
                 both_nan = both_nan | over
-        err = np.where(both_nan, 0.0, np.abs(mine - ref64))
+        with np.errstate(invalid="ignore"):  # (equal infinities, a mask's -inf, agree)
+            err = np.where(both_nan | (mine == ref64), 0.0, np.abs(mine - ref64))
         err = np.nan_to_num(err, nan=np.inf)
         m = float(err.max()) if err.size else 0.0
         worst = max(worst, m)

@@ -89,8 +89,10 @@ def _output_split(a: Assign, shapes: Mapping[str, list[str]]) -> tuple[tuple[str
     if factors is None or len(a.vars) != 1:
         return None
     var = a.vars[0]
-    divisors = {t.div if t.div is not None else t.mod for e in a.expr.walk() if e.kind == "load"
-                for m in e.index for t in index_terms(m)
+    # (coordinates compared by a mask and ranges that follow the element count as reads)
+    maps = [m for e in a.expr.walk() if e.kind in ("load", "coord") for m in e.index]
+    maps += [e.upto for e in a.expr.walk() if e.kind == "reduce" and e.upto is not None]
+    divisors = {t.div if t.div is not None else t.mod for m in maps for t in index_terms(m)
                 if t.var == var and (t.div is not None or t.mod is not None)}  # fmt: skip
     # one factor D, every other divisor a product with D in it (`i % (C * T)`: the position of
     # row `i // C` within its block of T rows)
@@ -135,13 +137,21 @@ def _rewrite(e: Expr, sub: dict[str, tuple[str, str, str]], shapes: Mapping[str,
             if new_shapes.setdefault(name, shape) != shape:
                 return None  # read as two different views
         return e.model_copy(update={"index": got})
+    if e.kind == "coord":
+        index = [_substitute(m, sub) for m in e.index]
+        return None if any(m is None for m in index) else e.model_copy(update={"index": index})
+    upto = e.upto
+    if upto is not None:
+        upto = _substitute(upto, sub)
+        if upto is None:
+            return None
     args = []
     for x in e.args:
         y = _rewrite(x, sub, shapes, new_shapes)
         if y is None:
             return None
         args.append(y)
-    return e.model_copy(update={"args": args})
+    return e.model_copy(update={"args": args, "upto": upto})
 
 
 def _substitute(m: IndexMap, sub: dict[str, tuple[str, str, str]]) -> IndexMap | None:
@@ -169,8 +179,11 @@ def _substitute(m: IndexMap, sub: dict[str, tuple[str, str, str]]) -> IndexMap |
                 terms += [Term(coef=_mul(t.coef, d), var=p, mod=x), Term(coef=t.coef, var=q)]
         elif div is None and mod is None:
             terms += [Term(coef=_mul(t.coef, d), var=p), Term(coef=t.coef, var=q)]
-        else:
-            return None
+        else:  # `(i // (D*X)) % M` = `(p // X) % M`
+            x = _cofactor(div, d)
+            if x is None:
+                return None
+            terms.append(Term(coef=t.coef, var=p, div=x if x != 1 else None, mod=mod))
     gather = m.gather
     if gather is not None:
         index = [_substitute(g, sub) for g in gather.index]

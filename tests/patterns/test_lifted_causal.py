@@ -1,0 +1,93 @@
+"""Causal row programs: a softmax over the first t + 1 columns of each row, zeros stored past
+them, migrates as the full-row softmax over the row masked with -inf (the equality checked
+numerically first), in both dialects; a program the mask cannot stand for is refused."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from migrator.migration import migrate
+
+# llm.c style: flat T x T matrices, one thread per row, zeros above the diagonal
+CAUSAL_SOFTMAX = """
+    __global__ void causal_softmax(float* att, const float* pre, int BH, int T) {
+        int idx = blockIdx.x * blockDim.x + threadIdx.x;
+        if (idx >= BH * T) return;
+        int t = idx % T;
+        const float* row = pre + idx * T;
+        float* out = att + idx * T;
+        float m = -3.0e38f;
+        for (int k = 0; k <= t; k++) if (row[k] > m) m = row[k];
+        float s = 0.0f;
+        for (int k = 0; k <= t; k++) { float e = expf(row[k] - m); s += e; out[k] = e; }
+        for (int k = 0; k < T; k++) out[k] = k <= t ? out[k] / s : 0.0f;
+    }
+"""
+# the same rows, but past the diagonal the row's own values are summed too: the mask is no
+# -inf the sum could ignore
+CAUSAL_SUM = """
+    __global__ void causal_sum(float* att, const float* pre, int BH, int T) {
+        int idx = blockIdx.x * blockDim.x + threadIdx.x;
+        if (idx >= BH * T) return;
+        int t = idx % T;
+        const float* row = pre + idx * T;
+        float s = 0.0f;
+        for (int k = 0; k <= t; k++) s += row[k];
+        for (int k = 0; k < T; k++) att[idx * T + k] = k <= t ? row[k] / s : 0.0f;
+    }
+"""
+SPEC = """
+    [kernel]
+    name = "{name}"
+    [sizes]
+    BH = 6
+    T = 40
+    [[size_sets]]
+    BH = 5
+    T = 17
+    [[size_sets]]
+    BH = 3
+    T = 130
+    [[tensors]]
+    name = "att"
+    role = "out"
+    shape = ["BH * T", "T"]
+    [[tensors]]
+    name = "pre"
+    role = "in"
+    shape = ["BH * T", "T"]
+    [[scalars]]
+    name = "BH"
+    size = "BH"
+    [[scalars]]
+    name = "T"
+    size = "T"
+    [launch]
+    grid = ["ceil_div(BH * T, 64)"]
+    block = [64]
+"""
+
+
+def _migrate(tmp_path: Path, name: str, src: str, api: str):  # type: ignore[no-untyped-def]
+    (tmp_path / f"{name}.cu").write_text(textwrap.dedent(src))
+    (tmp_path / f"{name}.toml").write_text(textwrap.dedent(SPEC.format(name=name)))
+    (k,) = migrate(tmp_path / f"{name}.cu", out_dir=tmp_path / api, nki_api=api).kernels
+    return k
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_a_causal_softmax_migrates_as_a_masked_full_row_softmax(tmp_path: Path, api: str) -> None:
+    k = _migrate(tmp_path, "causal_softmax", CAUSAL_SOFTMAX, api)
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    src = k.nki_source or ""
+    assert 'float("-inf")' in src and "nl.greater(col_ids" in src
+
+
+def test_a_mask_the_reductions_would_not_ignore_is_refused(tmp_path: Path) -> None:
+    k = _migrate(tmp_path, "causal_sum", CAUSAL_SUM, "legacy")
+    assert k.status == "partial"
+    text = " ".join(d.message for d in k.diagnostics)
+    assert "does not give the masked values" in text or "-inf past the mask" in text, text
