@@ -50,6 +50,13 @@ _IDENTITY_LIMIT = 1e30  # a max starting from -1e30 / -FLT_MAX / -INFINITY: no o
 
 
 # --- 1. canonical trees ------------------------------------------------------------------------
+def size_pool(sizes: Mapping[str, int]) -> list[int]:
+    """The sizes above 1 and the products of two of them (the plane of a flat [B, T, C]
+    tensor: `i % (T*C)`), ascending: the divisors a quasi-affine map is tried with first."""
+    known = {s for s in sizes.values() if s > 1}
+    return sorted(known | {a * b for a, b in itertools.combinations(sorted(known), 2)})
+
+
 class Canonicaliser:
     def __init__(self) -> None:
         self.memo: dict[int, Canon] = {}
@@ -528,12 +535,11 @@ class Fitter:
     def _div_mod(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap | None:
         """An affine map with one coordinate taken `// d` then `% m` (the row of a flat stack of
         square matrices: `(i // T) % T`), d and m sizes or products of two."""
-        known = {s for s in self.sizes.values() if s > 1}
-        known |= {a * b for a, b in itertools.combinations(sorted(known), 2)}
+        known = size_pool(self.sizes)
         for j, v in enumerate(names):
             col = x[:, j]
             top = int(col.max()) + 1 if len(col) else 0
-            pool = sorted(d for d in known if d < top)
+            pool = [d for d in known if d < top]
             others = np.delete(x, j, axis=1)
             onames = [n for n in names if n != v]
             for d, m in itertools.product(pool, pool):
@@ -553,10 +559,7 @@ class Fitter:
         divisors; verification settles the choice). At most MAX_DIVISORS: an index no small divisor,
         size or power of two explains is not quasi-affine in a way the lifter recognises."""
         top = int(x[:, j].max()) + 1 if len(x) else 0
-        # a size, or two sizes' product (the plane of a flat [B, T, C] tensor: `i % (T*C)`)
-        known = [s for s in self.sizes.values() if s > 1]
-        known += [a * b for a, b in itertools.combinations(known, 2)]
-        sizes = {s for s in known if 1 < s < top}
+        sizes = {s for s in size_pool(self.sizes) if s < top}
         pool = sizes | {1 << b for b in range(1, top.bit_length())} | set(range(2, 64))
         cands = sorted((d for d in pool if 1 < d < top),
                        key=lambda d: (d not in sizes, d & (d - 1) != 0, d))  # fmt: skip
@@ -758,8 +761,7 @@ def _separating(
     """(a, b) with `a > b` true exactly where `y` is, over quasi-affine features of the
     coordinates `x` (one row per element): one feature past a threshold (`i > 30`), else one
     past another within 2 (`j > i`, `(i % T) > ((i // T) % T)`: a diagonal); None if none."""
-    known = {s for s in sizes.values() if s > 1}
-    known = sorted(known | {a * b for a, b in itertools.combinations(sorted(known), 2)})
+    known = size_pool(sizes)
     feats: list[tuple[IndexMap, np.ndarray]] = []
     seen: set[bytes] = set()
 
