@@ -608,3 +608,24 @@ def test_a_kernel_written_for_square_problems_gets_equal_sizes(tmp_path: Path) -
     n = spec.sizes["N"]
     a, b = inputs["A"].reshape(n, n).astype(np.float64), inputs["B"].reshape(n, n)
     np.testing.assert_allclose(c.reshape(n, n), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_launches_of_many_threads_per_element_are_capped(tmp_path: Path) -> None:
+    """llm.c style: one 256-thread block per row of T elements (T below the block size), rows
+    B * NH * T: the inferred sizes keep each launch at a million threads or fewer, since the
+    oracle simulates every thread (the sizes alone kept 4.7M threads per launch)."""
+    src = tmp_path / "rowmax.cu"
+    src.write_text(
+        "__global__ void row_max(float* out, const float* inp, int N, int C) {\n"
+        "  const float* x = inp + blockIdx.x * C;\n"
+        "  float m = -3.0e38f;\n"
+        "  for (int c = threadIdx.x; c < C; c += blockDim.x) m = fmaxf(m, x[c]);\n"
+        "  if (threadIdx.x == 0) out[blockIdx.x] = m;\n}\n"
+        "void launch(float* out, const float* inp, int B, int NH, int T) {\n"
+        "  row_max<<<B * NH * T, 256>>>(out, inp, B * NH * T, T);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    for sizes in spec.all_size_sets():
+        grid, block, _ = spec.launch_config(sizes)
+        assert int(np.prod(grid)) * int(np.prod(block)) <= 1 << 20, sizes

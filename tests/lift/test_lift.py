@@ -623,3 +623,26 @@ def test_a_size_the_kernel_is_specialised_on_keeps_its_value_in_traces(tmp_path:
     assert result.ok, result.render()
     assert all(s["D"] == 16 for s in result.fitted_at + [v.sizes for v in result.verified])
     assert result.program.render() == "y[i] = sum_{k < D} (w[k] * x[i, k])"  # type: ignore[union-attr]
+
+
+def test_trace_sizes_that_are_expressions_of_each_other_come_last() -> None:
+    """`T = 2 * B` at the traced sizes lets the fit read a length of T as `2 * B` (wrong at
+    every other size, so a second fit is needed): pairs free of such coincidences are tried
+    first, and the others stay as fallbacks."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.lifter import _coincident, trace_pairs
+
+    assert _coincident({"B": 8, "NH": 12, "T": 16}, set()) == "T"  # 2 * B
+    assert _coincident({"B": 8, "C": 12, "V": 20}, set()) == "B"  # V - C
+    assert _coincident({"B": 12, "NH": 16, "T": 20}, set()) is None
+    assert _coincident({"N": 8, "block": 16}, {"block"}) is None  # launch-only sizes aside
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"},
+        "sizes": {"B": 4, "NH": 12, "T": 64},
+        "tensors": [{"name": "x", "role": "in", "shape": ["B * NH * T", "T"]},
+                    {"name": "y", "role": "out", "shape": ["B * NH * T", "T"]}],
+        "launch": {"grid": ["B * NH * T"], "block": [32]},
+    })  # fmt: skip
+    pairs = trace_pairs(spec)
+    assert _coincident(pairs[0][0], set()) is None and _coincident(pairs[0][1], set()) is None
+    assert any(_coincident(p[0], set()) for p in pairs[1:])  # the plain pairs kept after
