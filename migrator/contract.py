@@ -118,6 +118,12 @@ class TensorSpec(_Frozen):
         return self
 
 
+def py_name(name: str) -> str:
+    """`name` as a Python identifier in emitted code: a Python keyword (`in`, `lambda`, common
+    CUDA parameter names) gets a trailing underscore, which no function could otherwise declare."""
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
 class ScalarSpec(_Frozen):
     name: str
     dtype: str = "int32"
@@ -131,9 +137,8 @@ class ScalarSpec(_Frozen):
 
     @property
     def nki_kwarg(self) -> str:
-        """The NKI kernel's keyword parameter for this value scalar: its name, or `name_`
-        where the name is a Python keyword (`lambda`) no function can declare."""
-        return f"{self.name}_" if keyword.iskeyword(self.name) else self.name
+        """The NKI kernel's keyword parameter for this value scalar (`py_name`)."""
+        return py_name(self.name)
 
     @model_validator(mode="after")
     def _one_source(self) -> ScalarSpec:

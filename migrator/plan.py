@@ -9,7 +9,6 @@ each piece came from in the CUDA source). Templates make no decisions: everythin
 from __future__ import annotations
 
 import ast
-import keyword
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
-from migrator.contract import TaskSpec
+from migrator.contract import TaskSpec, py_name
 from migrator.cuda.ir import Kernel, Span, TranslationUnit
 
 # Hardware-derived tile limits (nki-facts §2.3): partitions, PSUM bank width in fp32,
@@ -306,15 +305,15 @@ def _rename_keywords(spec: TaskSpec) -> TaskSpec:
     """The spec with tensors and scalars named by a Python keyword (`in`, a common CUDA
     parameter name) renamed `name_`, as the NKI kernel's arguments must be Python names; each
     keeps its CUDA parameter, and callers pass arguments by position, so they see no change."""
-    if not any(keyword.iskeyword(x.name) for x in (*spec.tensors, *spec.scalars)):
+    if all(py_name(x.name) == x.name for x in (*spec.tensors, *spec.scalars)):
         return spec
 
     def renamed(x: Any) -> Any:
-        if not keyword.iskeyword(x.name):
+        if py_name(x.name) == x.name:
             return x
-        return x.model_copy(update={"name": f"{x.name}_", "param": x.cuda_param})
+        return x.model_copy(update={"name": py_name(x.name), "param": x.cuda_param})
 
-    inputs = {f"{n}_" if keyword.iskeyword(n) else n: d for n, d in spec.inputs.items()}
+    inputs = {py_name(n): d for n, d in spec.inputs.items()}
     return spec.model_copy(update={"tensors": [renamed(t) for t in spec.tensors],
                                    "scalars": [renamed(x) for x in spec.scalars],
                                    "inputs": inputs})  # fmt: skip

@@ -14,7 +14,16 @@ plan refuses more than one PSUM bank of bins (512).
 
 from __future__ import annotations
 
-from migrator.patterns.lifted import _bind, _clip, _lift_note, _NoFit, _tensor
+from migrator.patterns.lifted import (
+    _bind,
+    _carrying_tensor,
+    _clip,
+    _lift_note,
+    _NoFit,
+    _reads,
+    _sum_plus_old,
+    _tensor,
+)
 
 from migrator.contract import InputDist, TaskSpec, int_range
 from migrator.cuda.ir import Kernel, TranslationUnit
@@ -33,15 +42,7 @@ def histogram(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     if len(a.vars) != 1:
         raise _NoFit("the output is not a vector")
     (i,) = a.vars
-    e, carried = a.expr, None
-    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
-        old = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor]
-        red = [x for x in e.args if x.kind == "reduce"]
-        if len(old) == 1 and len(red) == 1:
-            e, carried = red[0], old[0]
-    if e.kind != "reduce" or e.op != "sum" or e.upto is not None:
-        raise _NoFit("not a count (plus the old counts)")
-    hit = e.args[0]
+    hit, kv, carried = _sum_plus_old(a, lambda ld: _reads(ld, i), "a count")
     if not (hit.kind == "op" and hit.op == "select" and hit.name == "=="
             and [x.value for x in hit.args[2:]] == [1, 0]):  # fmt: skip
         raise _NoFit("not a count of matches")
@@ -49,11 +50,9 @@ def histogram(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     keyed = [x for x in hit.args[:2] if x.kind != "coord"]
     if len(coords) != 1 or len(keyed) != 1 or coords[0].index[0].render() != i:
         raise _NoFit("a count that does not compare with the output's own bin")
-    steps, key = _bin_steps(keyed[0], e.var or "")
+    steps, key = _bin_steps(keyed[0], kv)
     p = _bind(tu, k, spec, "histogram", "lifted")
-    keys, out = _tensor(p, key), _tensor(p, a.tensor)
-    if carried is not None and out.role != "inout":
-        raise _NoFit(f"{a.tensor} adds its old counts but is not an inout tensor")
+    keys, out = _tensor(p, key), _carrying_tensor(p, a.tensor, carried)
     if len(keys.shape) != 1 or keys.nl_dtype not in ("nl.int32", "nl.uint32"):
         raise _NoFit(f"{key} is not a 1-D tensor of 32-bit integers")
     bins = spec.shape_of(next(t for t in spec.tensors if t.name == a.tensor), spec.sizes)[0]

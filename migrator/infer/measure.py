@@ -113,9 +113,14 @@ def _cap_elements(
         except SpecError:
             return 0
 
+    _halve_until(sset, keep, lambda: largest() <= cap)
+
+
+def _halve_until(sset: dict[str, int], keep: set[str], small: Any) -> None:
+    """Halve the largest free size (keeping it odd: still ragged) until `small()` holds."""
     for _ in range(64):
         free = [n for n in sset if n not in keep and sset[n] > 8]
-        if largest() <= cap or not free:
+        if small() or not free:
             return
         n = max(free, key=lambda x: sset[x])
         sset[n] = sset[n] // 2 + 1
@@ -135,12 +140,7 @@ def _cap_threads(
         except (SpecError, ArithmeticError, ValueError, TypeError):
             return 0
 
-    for _ in range(64):
-        free = [n for n in sset if n not in keep and sset[n] > 8]
-        if threads() <= cap or not free:
-            return
-        n = max(free, key=lambda x: sset[x])
-        sset[n] = sset[n] // 2 + 1
+    _halve_until(sset, keep, lambda: threads() <= cap)
 
 
 def _fit_budget(

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from migrator.contract import SpecError, TaskSpec, eval_expr
+from migrator.contract import SpecError, TaskSpec, eval_expr, py_name
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
 from migrator.infer.error import GatherError, InferenceError
@@ -121,7 +121,7 @@ def infer_spec(
         if p.role == "unused":
             # passed and never touched: one element (an access the front end missed would be
             # an out-of-bounds error in the oracle, never a silent guess)
-            tensors.append({"name": _pyname(p.name), "param": p.name, "role": "in",
+            tensors.append({"name": py_name(p.name), "param": p.name, "role": "in",
                             "dtype": dtype, "shape": ["1"]})  # fmt: skip
             continue
         shape = None if vector else _shape(k, p.name, bounds, ties)
@@ -129,7 +129,7 @@ def infer_spec(
             unshaped.append(p.name)
             shape = []
         size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
-        tensors.append({"name": _pyname(p.name), "param": p.name, "role": p.role,
+        tensors.append({"name": py_name(p.name), "param": p.name, "role": p.role,
                         "dtype": dtype, "shape": shape})  # fmt: skip
     for p in k.params:
         if p.pointer_depth:
@@ -504,12 +504,6 @@ def _block_size_cap(block: list[Any], name: str, sizes: dict[str, int]) -> int:
 def _base(t: str, bindings: dict[str, str]) -> str:
     t = t.replace("const", "").strip()
     return bindings.get(t, t)
-
-
-def _pyname(name: str) -> str:
-    import keyword
-
-    return f"{name}_" if keyword.iskeyword(name) else name
 
 
 def _parse(file: str, pre: tuple[list[str], dict[str, str]]) -> Any:

@@ -242,14 +242,6 @@ def _distinct(
     simple expression of the others (`T = 2 * B` would let the fit read a length of T as
     `2 * B`, wrong at every other size) where `step` is not 0: a clashing size is then raised
     by `step`, so that sizes chosen as multiples of 8 stay so."""
-    return _distinct_sizes(spec, sizes, obey, avoid, derived=step)
-
-
-def _distinct_sizes(
-    spec: TaskSpec, sizes: dict[str, int], obey: bool, avoid: bool, derived: int
-) -> dict[str, int] | None:
-    """`derived`: the step to raise a size equal to a simple expression of the others by (0:
-    only equal sizes clash, raised by 1)."""
     launch = _launch_only(spec)
     fixed = (_constants(spec) if avoid else set()) | set(launch.values())
     for _ in range(24):
@@ -262,12 +254,12 @@ def _distinct_sizes(
             if n in launch:
                 continue
             if v in seen:
-                clash, bump = n, derived or 1  # (a step keeps multiples of 8 so)
+                clash, bump = n, step or 1  # (a step keeps multiples of 8 so)
                 break
             seen[v] = n
-        if clash is None and derived:
+        if clash is None and step:
             clash = _coincident(got, set(launch))
-            bump = derived
+            bump = step
         if clash is None:
             return got
         sizes = {**got, clash: got[clash] + bump}

@@ -94,6 +94,13 @@ class Gather(_Model):
 IndexMap.model_rebuild()
 
 
+def index_maps(e: Expr) -> list[IndexMap]:
+    """Every index map `e` evaluates at the output coordinates: its loads' indices, the
+    coordinates it compares (a mask) and the bounds of ranges that follow the element."""
+    maps = [m for x in e.walk() if x.kind in ("load", "coord") for m in x.index]
+    return maps + [x.upto for x in e.walk() if x.kind == "reduce" and x.upto is not None]
+
+
 def index_terms(m: IndexMap) -> list[Term]:
     """Every term of a coordinate, those of a gather's own index included."""
     out = list(m.terms)
@@ -438,9 +445,7 @@ def _row_columns(
 ) -> list[np.ndarray]:
     """Per sampled point, the value of each index term of an output variable that `e` reads
     (`i // 64` for rows of 64): points equal in all of them read the same elements."""
-    maps = [m for x in e.walk() if x.kind in ("load", "coord") for m in x.index]
-    maps += [x.upto for x in e.walk() if x.kind == "reduce" and x.upto is not None]
-    terms = {(t.var, t.div, t.mod) for m in maps for t in index_terms(m)
+    terms = {(t.var, t.div, t.mod) for m in index_maps(e) for t in index_terms(m)
              if t.var in points}  # fmt: skip
     columns = []
     for var, div, mod in sorted(terms, key=repr):

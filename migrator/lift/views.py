@@ -15,7 +15,16 @@ import re
 from collections.abc import Mapping
 
 from migrator.contract import TaskSpec
-from migrator.lift.program import Assign, Expr, IndexMap, Number, Program, Term, index_terms
+from migrator.lift.program import (
+    Assign,
+    Expr,
+    IndexMap,
+    Number,
+    Program,
+    Term,
+    index_maps,
+    index_terms,
+)
 
 
 def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
@@ -90,9 +99,8 @@ def _output_split(a: Assign, shapes: Mapping[str, list[str]]) -> tuple[tuple[str
         return None
     var = a.vars[0]
     # (coordinates compared by a mask and ranges that follow the element count as reads)
-    maps = [m for e in a.expr.walk() if e.kind in ("load", "coord") for m in e.index]
-    maps += [e.upto for e in a.expr.walk() if e.kind == "reduce" and e.upto is not None]
-    divisors = {t.div if t.div is not None else t.mod for m in maps for t in index_terms(m)
+    divisors = {t.div if t.div is not None else t.mod for m in index_maps(a.expr)
+                for t in index_terms(m)
                 if t.var == var and (t.div is not None or t.mod is not None)}  # fmt: skip
     # one factor D, every other divisor a product with D in it (`i % (C * T)`: the position of
     # row `i // C` within its block of T rows)
