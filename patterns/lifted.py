@@ -61,9 +61,11 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     from migrator.patterns.lifted_attention import attention
     from migrator.patterns.lifted_causal import causal_rows
     from migrator.patterns.lifted_histogram import histogram
+    from migrator.patterns.lifted_permute import permute
     from migrator.patterns.lifted_window import window
 
-    plain = (histogram, _map, _transpose, _matmul, attention, window, _rows, _total, _columns)
+    plain = (histogram, _map, _transpose, permute, _matmul, attention, window, _rows, _total,
+             _columns)  # fmt: skip
     rules = (causal_rows, _scan, attention) if ragged else plain
     for rule in rules:
         try:

@@ -256,8 +256,15 @@ def infer_spec(
     for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
+    relations += [r for r in _quotient_relations(data) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
+        if _name_quotients(data):  # (a named quotient changes every set's cost)
+            for sset in (data["sizes"], *data["size_sets"]):
+                _cap_elements(tensors, sset, launch_only | in_block)
+                _cap_threads(data, sset, launch_only | in_block)
+            _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
+                          DEFAULT_ELEMENTS)  # fmt: skip
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
@@ -361,6 +368,76 @@ def _vector_relations(
     return out
 
 
+def _quotient_relations(data: dict[str, Any]) -> list[str]:
+    """`C % NH == 0` where a shape or an argument divides one size by another (`C / NH`, a
+    head dimension): the host code splits C into NH equal parts; a C that is not a multiple
+    would leave a remainder that no launch covers, and C < NH an empty tensor."""
+    sizes = set(data["sizes"])
+    exprs = [str(d) for t in data["tensors"] for d in t["shape"]]
+    exprs += [str(s.get("size") or "") for s in data["scalars"]]
+    out: list[str] = []
+    for e in exprs:
+        for a, b in re.findall(r"\b([A-Za-z_]\w*)\s*/\s*([A-Za-z_]\w*)\b", e):
+            rel = f"{a} % {b} == 0"
+            if a in sizes and b in sizes and a != b and rel not in out:
+                out.append(rel)
+    return out
+
+
+QUOTIENT_VALUES = (8, 5, 6)  # a named quotient (a head dimension): the default, then per set
+
+
+def _name_quotients(data: dict[str, Any]) -> bool:
+    """A size of its own for `C / NH` where the kernel takes it as an argument (`d`, a head
+    dimension), C then written `NH * d`: the kernel's index arithmetic is in d, and a program
+    fitted over B, T, NH and d reads its strides (`3 * NH * d`) as products of sizes."""
+    names = set(data["sizes"])
+    named = False
+    for rel in list(data.get("relations", [])):
+        m = re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", rel)
+        if not m or m.group(1) not in names or m.group(2) not in names:
+            continue
+        a, b = m.group(1), m.group(2)
+        quotient = re.compile(rf"\b{a}\s*/\s*{b}\b")
+        arg = next((s for s in data["scalars"] if quotient.fullmatch(str(s.get("size") or "")
+                    .strip().strip("()").strip())), None)  # fmt: skip
+        new = arg["name"] if arg is not None else None
+        if new is None or not re.fullmatch(r"[A-Za-z_]\w*", new) or new in names:
+            continue
+
+        def rewrite(e: Any, a: str = a, b: str = b, new: str = new, q: Any = quotient) -> Any:
+            if not isinstance(e, str):
+                return e
+            e = q.sub(new, e)
+            return re.sub(rf"\b{a}\b", f"({b} * {new})", e)
+
+        for t in data["tensors"]:
+            t["shape"] = [rewrite(d) for d in t["shape"]]
+        for sc in data["scalars"]:
+            if sc.get("size"):
+                sc["size"] = rewrite(sc["size"])
+        launch = data["launch"]
+        launch["grid"] = [rewrite(g) for g in launch["grid"]]
+        launch["block"] = [rewrite(g) for g in launch["block"]]
+        launch["shared_bytes"] = rewrite(launch["shared_bytes"])
+        for j, sset in enumerate((data["sizes"], *data["size_sets"])):
+            # a part of its own value in each set (C = 15 with NH = 5 left every d at 3)
+            sset.pop(a, None)
+            sset[new] = QUOTIENT_VALUES[min(j, len(QUOTIENT_VALUES) - 1)]
+        data["relations"] = [rewrite(r) for r in data["relations"] if r != rel]
+        names = set(data["sizes"])
+        named = True
+    return named
+
+
+def _split_evenly(sset: dict[str, int], a: str, b: str) -> None:
+    """`a` made a multiple of `b` with at least 3 parts, near its value (`C = 48, NH = 88`
+    becomes `C = 48, NH = 16`): b shrinks where a holds fewer than 3 of it."""
+    if sset[b] * 3 > sset[a]:
+        sset[b] = max(2, sset[a] // 3)
+    sset[a] = max(3, sset[a] // sset[b]) * sset[b]
+
+
 def _per_thread(a: Any) -> bool:
     """Whether an access's index moves with the thread and block (`blockIdx.x * T + tid`)."""
     idx = a.indices[0] if a.indices else None
@@ -390,8 +467,13 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
             tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
     ties = {m.group(1): m.group(2) for r in relations
             if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
+    parts = [(m.group(1), m.group(2)) for r in relations
+             if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r))]  # fmt: skip
     seen: list[dict[str, int]] = []
     for j, sset in enumerate((data["sizes"], *data["size_sets"])):
+        for a, b in parts:  # `C % NH == 0`: heads of equal size
+            if a in sset and b in sset:
+                _split_evenly(sset, a, b)
         for n, t in tiles.items():
             if n in sset:
                 sset[n] = max(t, round(sset[n] / t) * t)

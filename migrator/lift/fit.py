@@ -527,6 +527,9 @@ class Fitter:
         found = self._div_mod(x, names, y)
         if found is not None:
             return found
+        found = self._mixed_radix(x, names, y)
+        if found is not None:
+            return found
         found = self.gather(x, names, y) if gathers else None
         if found is not None:
             return found
@@ -551,6 +554,44 @@ class Fitter:
                 if coefs[-1]:
                     terms.append(Term(coef=coefs[-1], var=v, div=d, mod=m))
                 return IndexMap(terms=terms, const=const)
+        return None
+
+    def _mixed_radix(self, x: np.ndarray, names: list[str], y: np.ndarray) -> IndexMap | None:
+        """An affine map of the digits of one coordinate in a mixed radix of sizes: a flat
+        index over `[B, NH, T, d]` split into `i % d`, `(i // d) % T`, `(i // (T*d)) % NH` and
+        `i // (NH*T*d)` (a permutation of axes: `inp[b, t, nh, d_]` read for `q[b, nh, t, d_]`).
+        Radices are distinct sizes, tried innermost first, two or three of them."""
+        radices = sorted({s for s in self.sizes.values() if s > 1})
+        for j, v in enumerate(names):
+            col = x[:, j]
+            top = int(col.max()) + 1 if len(col) else 0
+            others = np.delete(x, j, axis=1)
+            onames = [n for n in names if n != v]
+            for depth in (2, 3):
+                for chain in itertools.permutations(radices, depth):
+                    if math.prod(chain) >= top:
+                        continue
+                    digits, div = [], 1
+                    for r in chain:
+                        digits.append((col // div) % r)
+                        div *= r
+                    digits.append(col // div)
+                    fit = _affine(np.column_stack([others, *digits]), y)
+                    if fit is None:
+                        continue
+                    coefs, const = fit
+                    k = len(onames)
+                    terms = [Term(coef=c, var=n) for c, n in zip(coefs[:k], onames,
+                                                                 strict=True) if c]  # fmt: skip
+                    div = 1
+                    for c, r in zip(coefs[k:], chain, strict=False):
+                        if c:
+                            terms.append(Term(coef=c, var=v, div=div if div > 1 else None,
+                                              mod=r))  # fmt: skip
+                        div *= r
+                    if coefs[-1]:
+                        terms.append(Term(coef=coefs[-1], var=v, div=div))
+                    return IndexMap(terms=terms, const=const)
         return None
 
     def divisors(self, x: np.ndarray, j: int) -> list[int]:
@@ -928,6 +969,23 @@ def _candidates(names: list[str]) -> list[str]:
     return out
 
 
+def _product_of_sizes(a: int, s1: Mapping[str, int], s2: Mapping[str, int] | None = None,
+                      b: int | None = None) -> str | None:  # fmt: skip
+    """`a` as a small multiple (1-4) of a product of distinct sizes (the stride `3 * T * NH * d`
+    of a packed QKV tensor), fewest factors first; with `s2`, `b` is the same expression there."""
+    names = sorted(n for n, v in s1.items() if v > 1)
+    for k in range(2, min(len(names), 5) + 1):
+        for combo in itertools.combinations(names, k):
+            p1 = math.prod(s1[n] for n in combo)
+            for c in (1, 2, 3, 4):
+                if c * p1 != a:
+                    continue
+                if s2 is not None and (b is None or c * math.prod(s2[n] for n in combo) != b):
+                    continue
+                return " * ".join(([str(c)] if c > 1 else []) + list(combo))
+    return None
+
+
 def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str, int]) -> str:
     for e in _candidates(sorted(s1)):
         try:
@@ -938,6 +996,10 @@ def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str
             b, v2, rel_tol=1e-9, abs_tol=1e-12
         ):
             return e
+    if float(v1).is_integer() and float(v2).is_integer():
+        got = _product_of_sizes(int(v1), s1, s2, int(v2))
+        if got is not None:
+            return got
     raise LiftError(
         f"a number of the computation ({v1} at sizes {dict(s1)}, {v2} at {dict(s2)}) is no "
         "size expression the lifter knows"
@@ -959,6 +1021,8 @@ def symbolise(a: Any, s1: Mapping[str, int]) -> Any:
                 continue
             if math.isclose(v, a, rel_tol=1e-12, abs_tol=1e-15):
                 return e
+        if isinstance(a, int):
+            return _product_of_sizes(a, s1) or a
         return a
     if isinstance(a, list):
         return [symbolise(x, s1) for x in a]

@@ -262,8 +262,19 @@ def _distinct(
             bump = step
         if clash is None:
             return got
+        # a divisor equal to its multiple (`C % NH == 0` rounded C up to NH): the multiple
+        # moves on, by the divisor (raising the divisor would only drag the multiple along)
+        for a, b in _divisors(spec):
+            if b == clash and got.get(a) == got.get(b):
+                clash, bump = a, got[b]
         sizes = {**got, clash: got[clash] + bump}
     return None
+
+
+def _divisors(spec: TaskSpec) -> list[tuple[str, str]]:
+    """`(C, NH)` for each relation `C % NH == 0` between two sizes."""
+    return [(m.group(1), m.group(2)) for r in spec.relations
+            if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
 def _coincident(sizes: dict[str, int], skip: set[str]) -> str | None:
@@ -305,14 +316,66 @@ def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, 
     """Where to verify: a ragged small set, a larger one, and the task's own size sets."""
     base = fitted[0]
     launch = _launch_only(spec)
+    own = list(spec.all_size_sets())
+    # the task's sets are run by the migration's check anyway; ours cost no more than the
+    # largest of them or twice the first fitted set (doubling B, NH and T of a row-per-block launch
+    # multiplies its threads 8x)
+    t0, e0 = _cost(spec, base)
+    costs = [_cost(spec, s) for s in own] + [(2 * t0, 2 * e0)]
+    budget = (max(c[0] for c in costs), max(c[1] for c in costs))
     out: list[dict[str, int]] = []
     for cand in ({n: launch.get(n, v * 2 + 3) for n, v in base.items()},
-                 {n: launch.get(n, v + 1) for n, v in base.items()},
-                 *spec.all_size_sets()):  # fmt: skip
+                 {n: launch.get(n, v + 1) for n, v in base.items()}):  # fmt: skip
         s = _launchable(spec, dict(cand))
+        if s is not None:
+            s = _within(spec, s, fitted, budget, set(launch))
         if s is not None and s not in out and s not in fitted:
             out.append(s)
+    for s in own:
+        got = _launchable(spec, dict(s))
+        if got is not None and got not in out and got not in fitted:
+            out.append(got)
     return out
+
+
+LIFT_MIN_THREADS = 1 << 16  # a verification set may always be this large
+LIFT_MIN_ELEMENTS = 1 << 18
+
+
+def _cost(spec: TaskSpec, sizes: dict[str, int]) -> tuple[int, int]:
+    """Threads of the launch and elements of the largest tensor at `sizes` (0s if unknown)."""
+    try:
+        grid, block, _ = spec.launch_config(sizes)
+        elems = max((math.prod(spec.shape_of(t, sizes)) for t in spec.tensors), default=0)
+    except (ValueError, ZeroDivisionError, ArithmeticError):
+        return (0, 0)
+    return math.prod(grid) * math.prod(block), elems
+
+
+def _within(
+    spec: TaskSpec,
+    sizes: dict[str, int],
+    fitted: list[dict[str, int]],
+    budget: tuple[int, int],
+    launch: set[str],
+) -> dict[str, int] | None:
+    """`sizes` with its largest grown size halved (kept odd: still ragged, and still past the
+    first fitted set) until the set costs no more than `budget`; None when that cannot be done."""
+    cap_t, cap_e = max(budget[0], LIFT_MIN_THREADS), max(budget[1], LIFT_MIN_ELEMENTS)
+    floor = {n: fitted[0].get(n, 0) for n in sizes}
+    for _ in range(32):
+        threads, elems = _cost(spec, sizes)
+        if threads <= cap_t and elems <= cap_e:
+            return sizes
+        free = [n for n in sizes if n not in launch and sizes[n] // 2 + 1 > floor[n]]
+        if not free:
+            return None
+        n = max(free, key=lambda x: sizes[x] - floor[x])
+        got = _launchable(spec, {**sizes, n: sizes[n] // 2 + 1})
+        if got is None:
+            return None
+        sizes = got
+    return None
 
 
 def lift_task(spec: TaskSpec, seed: int = 0, budget_s: float = 3.0) -> LiftResult:

@@ -11,7 +11,9 @@ verifies the rewritten program against the interpreter before trusting it.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 
 from migrator.contract import TaskSpec
@@ -29,7 +31,11 @@ from migrator.lift.program import (
 
 def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
     """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
-    arithmetic shows the split; None when it shows none (or not consistently)."""
+    arithmetic shows the split, or as the N-D tensors of a permutation of axes; None when it
+    shows neither (or not consistently)."""
+    permuted = _permuted(program, spec)
+    if permuted is not None:
+        return permuted
     named = _named_literals(program, spec)
     shapes = {t.name: [_name_factors(str(d), named) for d in t.shape] for t in spec.tensors}
     new_shapes: dict[str, list[str]] = {}
@@ -249,3 +255,159 @@ def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexM
     row = IndexMap(terms=[Term(coef=1, var=t.var, div=t.div, mod=t.mod) for t in strided],
                    gather=gather)  # fmt: skip
     return [rows, s], [row, IndexMap(terms=unit)]
+
+
+# --- permutations of axes --------------------------------------------------------------------
+# `q[i] = inp[(i % d) + 3*NH*d*((i // d) % T) + d*((i // (T*d)) % NH) + 3*NH*T*d*(i // (NH*T*d))]`
+# splits i in the mixed radix [B, NH, T, d] and reads inp as [B, T, 3, NH, d]: a copy with its
+# axes permuted, `q[b, h, t, e] = inp[b, t, 0, h, e]`. Sizes are products of factors here
+# (`Counter`s of names and numbers), so strides divide symbolically.
+Factors = Counter[str]
+
+
+def _product(x: Number | None) -> Factors | None:
+    """`3 * NH * d` -> {3, NH, d}; 1 -> {}; None if `x` is not a product of names/numbers."""
+    if x is None:
+        return None
+    text = str(x).replace("(", " ").replace(")", " ")
+    parts = [f.strip() for f in text.split("*")]
+    if not all(re.fullmatch(r"\w+", f) for f in parts) or any(f in ("0",) for f in parts):
+        return None
+    return Counter(f for f in parts if f != "1")
+
+
+def _over(a: Factors, b: Factors) -> Factors | None:
+    """`a / b` when b's factors are among a's, else None."""
+    return None if any(a[f] < n for f, n in b.items()) else a - b
+
+
+def _text(c: Factors) -> Number:
+    """A product back as a number or a size expression (numbers first)."""
+    if not c:
+        return 1
+    nums = [f for f in c.elements() if f.isdigit()]
+    names = sorted(f for f in c.elements() if not f.isdigit())
+    lit = math.prod(int(f) for f in nums)
+    if not names:
+        return lit
+    return " * ".join(([str(lit)] if lit != 1 else []) + names)
+
+
+def _digits(m: IndexMap, var: str, out: Factors) -> list[tuple[Factors, Factors]] | None:
+    """(input stride, radix) per digit of `var` in a mixed radix, innermost first, the last the
+    top digit (its radix what the output's shape leaves); None unless every term is one."""
+    if m.gather is not None or any(t.var != var for t in m.terms):
+        return None
+    terms = sorted(m.terms, key=lambda t: len(_product(t.div or 1) or ()) if t.div else -1)
+    inner: Factors = Counter()
+    out_digits: list[tuple[Factors, Factors]] = []
+    for n, t in enumerate(terms):
+        div = _product(t.div) if t.div is not None else Counter()
+        coef = _product(t.coef)
+        if div != inner or coef is None:
+            return None
+        if t.mod is None:  # the top digit: last
+            rest = _over(out, inner)
+            if n != len(terms) - 1 or rest is None or not rest:
+                return None
+            out_digits.append((coef, rest))
+            return out_digits if len(out_digits) >= 3 else None
+        radix = _product(t.mod)
+        if radix is None or not radix:
+            return None
+        out_digits.append((coef, radix))
+        inner = inner + radix
+    return None
+
+
+def _permuted(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """Each output a copy of a flat input with its axes permuted (see above), as N-D tensors."""
+    shapes = {t.name: t.shape for t in spec.tensors}
+    new_shapes: dict[str, list[Number]] = {}
+    assigns: list[Assign] = []
+    for a in program.assigns:
+        e = a.expr
+        out_shape = shapes.get(a.tensor, [])
+        if e.kind != "load" or len(a.vars) != 1 or len(e.index) != 1 or len(out_shape) != 1:
+            return None
+        in_shape = shapes.get(e.tensor or "", [])
+        out, total = _product(out_shape[0]), _product(in_shape[0]) if len(in_shape) == 1 else None
+        digits = _digits(e.index[0], a.vars[0], out) if out is not None else None
+        if digits is None or total is None:
+            return None
+        const = _product(e.index[0].const) if e.index[0].const != 0 else Counter()
+        if const is None:
+            return None
+        by_digit = [f"i{len(digits) - 1 - n}" for n in range(len(digits))]  # i0 outermost
+        names = by_digit[::-1]
+        view = _input_view(digits, by_digit, total, const, spec)
+        if view is None:
+            return None
+        dims, index = view
+        out_dims = [_text(r) for _, r in reversed(digits)]
+        if new_shapes.setdefault(a.tensor, out_dims) != out_dims:
+            return None
+        if new_shapes.setdefault(e.tensor or "", dims) != dims:
+            return None  # read as two different views
+        load = e.model_copy(update={"index": index})
+        assigns.append(Assign(tensor=a.tensor, vars=names, expr=load))
+    if not assigns:
+        return None
+    tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
+               for t in spec.tensors]  # fmt: skip
+    return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
+
+
+def _input_view(
+    digits: list[tuple[Factors, Factors]],
+    names: list[str],
+    total: Factors,
+    const: Factors,
+    spec: TaskSpec,
+) -> tuple[list[Number], list[IndexMap]] | None:
+    """The input's N-D shape (its strides' ratios, each digit's radix an axis of its own, the
+    factors left over axes indexed by the constant offset) and the index of the load there."""
+    sets = spec.all_size_sets()
+
+    def value(c: Factors, s: Mapping[str, int]) -> int:
+        return math.prod(int(f) if f.isdigit() else s[f] for f in c.elements())
+
+    try:
+        order = sorted(range(len(digits)), key=lambda n: -value(digits[n][0], sets[0]))
+    except KeyError:
+        return None
+    dims: list[Number] = []
+    index: list[IndexMap] = []
+    left: Factors | None = const if const else None
+    prev = total
+
+    def rest_axis(rest: Factors, stride: Factors) -> bool:
+        nonlocal left
+        at = _over(left, stride) if left is not None else None
+        if at is not None and _over(rest, Counter()) is not None:
+            if not all(value(at, s) < value(rest, s) for s in sets):
+                return False
+            dims.append(_text(rest))
+            index.append(IndexMap(const=_text(at)))
+            left = None
+            return True
+        dims.append(_text(rest))
+        index.append(IndexMap(const=0))
+        return True
+
+    for n in order:
+        stride, radix = digits[n]
+        ratio = _over(prev, stride)
+        rest = _over(ratio, radix) if ratio is not None else None
+        if rest is None:
+            return None
+        if rest and not rest_axis(rest, stride + radix):
+            return None
+        dims.append(_text(radix))
+        index.append(IndexMap(terms=[Term(coef=1, var=names[n])]))
+        prev = stride
+    if prev and not rest_axis(prev, Counter()):
+        return None
+    if left is not None:
+        return None  # an offset no axis of the view holds
+    return dims, index
