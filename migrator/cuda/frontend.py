@@ -785,7 +785,9 @@ def _host_definitions(
             name, value = parsed.text(left), " ".join(parsed.text(right).split())
             stmt = n.parent
             straight = stmt is not None and stmt in top
-            if at is not None and not straight:
+            # (a reassignment after the launch, even at the top level, is not seen by it:
+            # llm.c sets `total_threads` again for the next launch)
+            if at is not None and (not straight or n.start_byte >= at.end_byte):
                 path = _on_path(n, at)
                 if path == "never":
                     continue

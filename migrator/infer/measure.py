@@ -3,6 +3,7 @@ at a few size sets, and the checks and caps on the sizes an inferred spec publis
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -175,6 +176,11 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
 
     sz = dict(fixed)
     sz.update({n: int(row[i]) for i, n in enumerate(free)})
+    for rel in data.get("relations", []):  # `C % NH == 0`: C a multiple of NH near its draw
+        m = re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", rel)
+        if m and m.group(1) in sz and m.group(2) in sz:
+            a, b = m.group(1), m.group(2)
+            sz[a] = max(1, round(sz[a] / sz[b])) * sz[b]
     for _ in range(3):
         try:
             dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
@@ -421,6 +427,29 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
     return {n: found.get(n, rest) for n in free}
 
 
+def _short_of_product(
+    free: list[str], used: list[tuple[dict[str, int], Any]], seen: list[int]
+) -> list[str]:
+    """An input read up to k sizes short of a whole product (`3 * B * T * C - C`: a Q K^T
+    kernel reads the packed QKV rows but not the last row's V): the product, its unread tail
+    included, when exactly one such formula fits every run."""
+    fits: list[str] = []
+    for exps in itertools.product((0, 1, 2), repeat=len(free)):
+        mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True)) for sz, _ in used]
+        terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
+        for short, k in itertools.product(free, (1, 2, 3)):
+            whole = [v + k * sz[short] for v, (sz, _) in zip(seen, used, strict=True)]
+            c, rem = divmod(whole[0], mono[0]) if mono[0] else (0, 1)
+            if rem or c <= 0 or c > 8 or any(c * m != w for m, w in zip(mono, whole, strict=True)):
+                continue
+            if len(set(mono)) < 2:
+                continue  # one product at every run: c and the tail not told apart
+            expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
+            if expr not in fits:
+                fits.append(expr)
+    return fits
+
+
 def _measure(
     parsed: Any,
     data: dict[str, Any],
@@ -480,6 +509,7 @@ def _measure(
     base = runs[first_ok][1]  # type: ignore[index]
     runs = ok + [runs[-1]]
     out: dict[str, str] = {}
+    inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
     for p in params:
         if runs[-1][1].get(p, 0) != base.get(p, 0):  # type: ignore[union-attr]
             raise GatherError(
@@ -513,6 +543,8 @@ def _measure(
                 continue
             expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
             fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
+        if not fits and p in inputs:
+            fits = _short_of_product(free, used, seen)
         if len(fits) != 1:
             raise InferenceError(
                 f"the extent of {p} cannot be read from its indices, and the extents measured "

@@ -223,10 +223,17 @@ def infer_spec(
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
     relations: list[str] = []  # `N % 128 == 0`: what a kernel of whole tiles assumes
+    # `int hs = C / NH` in the kernel: sizes that split evenly, measured so (else the extent
+    # reached is `NH * (C / NH)`, no product of sizes)
+    divides = _kernel_quotients(k, scalars)
+    if divides:
+        data["relations"] = list(divides)
+        relations += divides
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        extents, relations = _measured(parsed, data, unshaped, launch_only)
+        extents, measured = _measured(parsed, data, unshaped, launch_only)
+        relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
         # shapes read from the indices (measured ones fitted eight runs), checked by one run
@@ -385,6 +392,25 @@ def _quotient_relations(data: dict[str, Any]) -> list[str]:
 
 
 QUOTIENT_VALUES = (8, 5, 6)  # a named quotient (a head dimension): the default, then per set
+
+
+def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
+    """`C % NH == 0` where the kernel's own code divides one size argument by another
+    (llm.c's `int hs = C / NH; // head size`)."""
+    try:
+        lines = Path(k.span.file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    text = "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
+    size_of = {s["name"]: str(s["size"]) for s in scalars
+               if re.fullmatch(r"[A-Za-z_]\w*", str(s.get("size") or ""))}  # fmt: skip
+    out: list[str] = []
+    for a, b in re.findall(r"\b([A-Za-z_]\w*)\s*/\s*([A-Za-z_]\w*)\b", text):
+        if a in size_of and b in size_of and size_of[a] != size_of[b]:
+            rel = f"{size_of[a]} % {size_of[b]} == 0"
+            if rel not in out:
+                out.append(rel)
+    return out
 
 
 def _name_quotients(data: dict[str, Any]) -> bool:
