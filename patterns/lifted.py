@@ -72,6 +72,10 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
             return rule(program, tu, k, spec)
         except _NoFit as e:
             why.append(f"{rule.__name__.strip('_')}: {e}")
+        except PlanError as e:  # (the contract side refused: a size no input's shape holds)
+            said = e.diagnostic.message
+            if not any(said in w for w in why):
+                why.append(f"{rule.__name__.strip('_')}: {said}")
     raise PlanError(
         diag.make(
             "NOT_EMITTED",

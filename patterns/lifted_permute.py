@@ -46,6 +46,8 @@ def _partition_axis(sets: list[tuple[int, ...]]) -> int:
 
 
 def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    if any(a.expr.kind != "load" or len(a.vars) < 3 for a in program.assigns):
+        raise _NoFit("not a copy with its axes permuted (three axes or more)")
     p = _bind(tu, k, spec, "permute", "lifted")
     r = _Renderer(p, spec, lambda ld: "")
     copies: list[dict[str, Any]] = []

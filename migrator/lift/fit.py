@@ -180,7 +180,13 @@ class Canonicaliser:
                 rest.append(("c", lim))
         if len(rest) == 1:
             return rest[0]
-        rest.sort(key=self.key)
+        if tag == "prod":
+            # factors of one shape keep the order the kernel multiplied them in: `q[t] * k[t2]`
+            # read from one packed tensor is query times key at every element, where sorting by
+            # the elements read would swap them wherever t2 < t
+            rest.sort(key=lambda x: self.key(x)[0])
+        else:
+            rest.sort(key=self.key)
         out = (tag, tuple(rest))
         if rows:
             self.rows[id(out)] = rows
@@ -560,7 +566,7 @@ class Fitter:
         """An affine map of the digits of one coordinate in a mixed radix of sizes: a flat
         index over `[B, NH, T, d]` split into `i % d`, `(i // d) % T`, `(i // (T*d)) % NH` and
         `i // (NH*T*d)` (a permutation of axes: `inp[b, t, nh, d_]` read for `q[b, nh, t, d_]`).
-        Radices are distinct sizes, tried innermost first, two or three of them."""
+        Radices are sizes, tried innermost first, two or three of them."""
         radices = sorted({s for s in self.sizes.values() if s > 1})
         for j, v in enumerate(names):
             col = x[:, j]
@@ -568,7 +574,8 @@ class Fitter:
             others = np.delete(x, j, axis=1)
             onames = [n for n in names if n != v]
             for depth in (2, 3):
-                for chain in itertools.permutations(radices, depth):
+                # (a size may repeat: `t2 = i % T, t = (i // T) % T` of a [B, NH, T, T] score)
+                for chain in itertools.product(radices, repeat=depth):
                     if math.prod(chain) >= top:
                         continue
                     digits, div = [], 1
@@ -749,8 +756,10 @@ def fit_elements(
     if masked is None:
         raise first
     value, (lhs, rhs), inside, kept = masked
-    rest = _one_form(c, tensor, values, shapes, sizes, sources,
-                     np.union1d(np.union1d(unwritten, inside), kept), ints, agrees,
+    # the others are fitted at elements the trace computed (a trace of some blocks: the
+    # elements picked now differ from those its blocks were chosen for)
+    skip = np.union1d(np.union1d(np.union1d(unwritten, inside), kept), _nan_elements(values))
+    rest = _one_form(c, tensor, values, shapes, sizes, sources, skip, ints, agrees,
                      share=False)  # fmt: skip
     cond = [Expr(kind="coord", index=[lhs]), Expr(kind="coord", index=[rhs])]
     expr = Expr(kind="op", op="select", name=">",
@@ -780,7 +789,10 @@ def _masked(
     kept = np.array([i for i, v in enumerate(flat) if isinstance(v, Sym) and v.op == "in"
                      and v.args[0] == tensor and v.args[1] == i], dtype=np.int64)  # fmt: skip
     written = np.setdiff1d(np.arange(flat.size), np.union1d(unwritten, kept))
-    plain = [int(i) for i in written if not isinstance(flat[i], Sym) and flat[i] == flat[i]]
+    # (a NaN no operation made: an element of a block the trace skipped, computed or not)
+    written = np.array([i for i in written if isinstance(flat[i], Sym) or flat[i] == flat[i]],
+                       dtype=np.int64)  # fmt: skip
+    plain = [int(i) for i in written if not isinstance(flat[i], Sym)]
     if not plain or len(plain) == written.size:
         return None
     kinds, counts = np.unique(np.array([float(flat[i]) for i in plain]), return_counts=True)
@@ -969,13 +981,39 @@ def _candidates(names: list[str]) -> list[str]:
     return out
 
 
+def _root_of_sizes(a: float, s1: Mapping[str, int], s2: Mapping[str, int] | None = None,
+                   b: float | None = None) -> str | None:  # fmt: skip
+    """`a` as `e ** -0.5` or `e ** 0.5`, e a size or a quotient of two (attention's score
+    scale `1 / sqrt(C / NH)`, a head size the kernel computes); with `s2`, `b` the same there."""
+    names = sorted(n for n, v in s1.items() if v > 1)
+    bases = list(names) + [f"{x} / {y}" for x, y in itertools.permutations(names, 2)]
+    for e in bases:
+        for form in (f"({e}) ** -0.5", f"({e}) ** 0.5"):  # (size formulas' sqrt is isqrt)
+            try:
+                ok = math.isclose(eval_expr(form, s1), a, rel_tol=1e-9)
+                if ok and s2 is not None:
+                    ok = b is not None and math.isclose(eval_expr(form, s2), b, rel_tol=1e-9)
+            except (ZeroDivisionError, ValueError, ArithmeticError):
+                continue
+            if ok:
+                return form
+    return None
+
+
 def _product_of_sizes(a: int, s1: Mapping[str, int], s2: Mapping[str, int] | None = None,
                       b: int | None = None) -> str | None:  # fmt: skip
-    """`a` as a small multiple (1-4) of a product of distinct sizes (the stride `3 * T * NH * d`
-    of a packed QKV tensor), fewest factors first; with `s2`, `b` is the same expression there."""
+    """`a` as a small multiple (1-4) of a product of sizes (the stride `3 * T * NH * d`
+    of a packed QKV tensor), fewest factors first, or a quotient of two (`C / NH`, a head size a
+    kernel computes itself); with `s2`, `b` is the same expression there."""
     names = sorted(n for n, v in s1.items() if v > 1)
-    for k in range(2, min(len(names), 5) + 1):
-        for combo in itertools.combinations(names, k):
+    for x, y in itertools.permutations(names, 2):
+        if s1[x] % s1[y] == 0 and s1[x] // s1[y] == a and (
+            s2 is None or (b is not None and s2[y] and s2[x] % s2[y] == 0
+                           and s2[x] // s2[y] == b)):  # fmt: skip
+            return f"{x} / {y}"
+    for k in range(1, 6):
+        # (a size may repeat: `NH * T * T`, the stride of a head's [T, T] scores)
+        for combo in itertools.combinations_with_replacement(names, k):
             p1 = math.prod(s1[n] for n in combo)
             for c in (1, 2, 3, 4):
                 if c * p1 != a:
@@ -1000,6 +1038,9 @@ def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str
         got = _product_of_sizes(int(v1), s1, s2, int(v2))
         if got is not None:
             return got
+    got = _root_of_sizes(v1, s1, s2, v2)
+    if got is not None:
+        return got
     raise LiftError(
         f"a number of the computation ({v1} at sizes {dict(s1)}, {v2} at {dict(s2)}) is no "
         "size expression the lifter knows"
@@ -1023,7 +1064,7 @@ def symbolise(a: Any, s1: Mapping[str, int]) -> Any:
                 return e
         if isinstance(a, int):
             return _product_of_sizes(a, s1) or a
-        return a
+        return _root_of_sizes(a, s1) or a
     if isinstance(a, list):
         return [symbolise(x, s1) for x in a]
     if isinstance(a, (Expr, IndexMap, Term, Gather, Assign, Program)):

@@ -207,9 +207,13 @@ def _pair(
         out: list[dict[str, int]] = []
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
         for shift in range(0, 12 * step, step):
-            got = _distinct(spec, {n: v + (shift if n in names else 0)
-                                   for n, v in start.items()}, obey, avoid,
-                            step if derived else 0)  # fmt: skip
+            cand = {n: v + (shift if n in names else 0) for n, v in start.items()}
+            for a, b in _divisors(spec):
+                # `C % NH == 0`: C = NH * q with q a traced number of its own (C / NH, a head
+                # size, then reads as that quotient, not as a small literal)
+                if a in cand and b in cand:
+                    cand[a] *= cand[b]
+            got = _distinct(spec, cand, obey, avoid, step if derived else 0)
             if got is None:
                 continue
             if out and any(got[n] == out[0][n] for n in names):
@@ -218,6 +222,9 @@ def _pair(
             if len(out) == 2:
                 return out
             start = {n: v - shift if n in names else v for n, v in got.items()}  # one step up
+            for a, b in _divisors(spec):
+                if a in start and b in got and got[b]:
+                    start[a] = got[a] // got[b] - shift  # (the quotient steps up, not C)
     return None
 
 
@@ -271,6 +278,15 @@ def _distinct(
     return None
 
 
+def _divided(spec: TaskSpec, sizes: dict[str, int]) -> dict[str, int]:
+    """`sizes` with each `C % NH == 0` relation between two sizes made to hold (C rounded up)."""
+    out = dict(sizes)
+    for a, b in _divisors(spec):
+        if a in out and out.get(b):
+            out[a] = -(-out[a] // out[b]) * out[b]
+    return out
+
+
 def _divisors(spec: TaskSpec) -> list[tuple[str, str]]:
     """`(C, NH)` for each relation `C % NH == 0` between two sizes."""
     return [(m.group(1), m.group(2)) for r in spec.relations
@@ -295,7 +311,9 @@ def _launchable(spec: TaskSpec, sizes: dict[str, int], obey: bool = True) -> dic
     """`sizes` obeying the relations (unless not `obey`) and scaled up until the launch has at
     least one block and one thread in every dimension (`N / 256` blocks needs N >= 256)."""
     for _ in range(10):
-        got = spec.satisfy(sizes) if obey else dict(sizes)
+        # (sizes that split evenly, `C % NH == 0`, are kept so even when the relations are set
+        # aside: a kernel's own `C / NH` is 0 or 1 otherwise, and the trace shows nothing)
+        got = spec.satisfy(sizes) if obey else _divided(spec, sizes)
         if got is None:
             return None
         try:
@@ -463,7 +481,9 @@ def _fit_trace(
                            {a.tensor: np.asarray(flat, dtype=np.int64)})[a.tensor]  # fmt: skip
         except (ValueError, ArithmeticError, IndexError):
             return False
-        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(want).max())))
+        finite = np.abs(want[np.isfinite(want)])  # (a masked score's -inf sets no scale)
+        scale = max(1.0, float(finite.max())) if finite.size else 1.0
+        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-6 * scale, equal_nan=True))
 
     for name, values in tr.outputs.items():
         if name in tr.int_tensors:
