@@ -62,10 +62,11 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     from migrator.patterns.lifted_causal import causal_rows
     from migrator.patterns.lifted_histogram import histogram
     from migrator.patterns.lifted_permute import permute
+    from migrator.patterns.lifted_scores import scores
     from migrator.patterns.lifted_window import window
 
-    plain = (histogram, _map, _transpose, permute, _matmul, attention, window, _rows, _total,
-             _columns)  # fmt: skip
+    plain = (histogram, _map, _transpose, permute, _matmul, attention, scores, window, _rows,
+             _total, _columns)  # fmt: skip
     rules = (causal_rows, _scan, attention) if ragged else plain
     for rule in rules:
         try:
@@ -149,6 +150,16 @@ class _Renderer:
         self.p = p
         self.tile_of = tile_of
         self.sizes = {n: (f"{n}_" if n in SIZE_RESERVED else n) for n in spec.sizes}
+        # a size expression that is a whole dimension of an input (`C / NH` of a packed
+        # [B, T, 3, NH, C / NH] tensor) is read from its shape: C alone may be readable nowhere
+        self.dims: dict[str, str] = {}
+        for t in spec.inputs_in_order:
+            arg = next((a for a in p.tensors if a.name in (t.name, f"{t.name}_in", f"{t.name}_")),
+                       None)  # fmt: skip
+            for j, d in enumerate(t.shape):
+                text = str(d)
+                if arg is not None and not re.fullmatch(r"\w+", text):
+                    self.dims.setdefault(text, f"{arg.name}.shape[{j}]")
         # (a scalar named by a Python keyword is the NKI kernel's `name_`, as bind renames it)
         self.params = {s.name: s.nki_kwarg for s in spec.scalars if s.value is not None}
         self.by_key: dict[str, Expr] = {}
@@ -157,6 +168,8 @@ class _Renderer:
     def number(self, v: Any) -> CExpr:
         if isinstance(v, str):
             src = v
+            for text in sorted(self.dims, key=len, reverse=True):
+                src = src.replace(text, self.dims[text])
             for n, nki in self.sizes.items():
                 src = _replace_word(src, n, nki)
             name = f"({src})"

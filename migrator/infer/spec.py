@@ -222,13 +222,18 @@ def infer_spec(
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
-    relations: list[str] = []  # `N % 128 == 0`: what a kernel of whole tiles assumes
+    # a quotient the kernel takes as an argument (`hs = C / NH`) becomes a size before anything
+    # is measured: extents over it (`T * hs`) are then products of sizes
+    data["relations"] = _quotient_relations(data)
+    if data["relations"]:
+        _name_quotients(data)
+    relations: list[str] = list(data.pop("relations"))  # `N % 128 == 0`: whole tiles assumed
     # `int hs = C / NH` in the kernel: sizes that split evenly, measured so (else the extent
     # reached is `NH * (C / NH)`, no product of sizes)
     divides = _kernel_quotients(k, scalars)
     if divides:
         data["relations"] = list(divides)
-        relations += divides
+        relations += [r for r in divides if r not in relations]
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:

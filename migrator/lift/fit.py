@@ -567,7 +567,10 @@ class Fitter:
         index over `[B, NH, T, d]` split into `i % d`, `(i // d) % T`, `(i // (T*d)) % NH` and
         `i // (NH*T*d)` (a permutation of axes: `inp[b, t, nh, d_]` read for `q[b, nh, t, d_]`).
         Radices are sizes, tried innermost first, two or three of them."""
-        radices = sorted({s for s in self.sizes.values() if s > 1})
+        sizes = {s for s in self.sizes.values() if s > 1}
+        # (and quotients of sizes: a head size C / NH splits `n % C` into `(n // hs) % NH`)
+        radices = sorted(sizes | {a // b for a in sizes for b in sizes
+                                  if a > b and a % b == 0 and a // b > 2})  # fmt: skip
         for j, v in enumerate(names):
             col = x[:, j]
             top = int(col.max()) + 1 if len(col) else 0

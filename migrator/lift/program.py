@@ -450,9 +450,18 @@ def _row_columns(
     columns = []
     for var, div, mod in sorted(terms, key=repr):
         v = env[var].reshape(-1)
-        v = v // int(value_of(div, sizes)) if div is not None else v
-        columns.append(v % int(value_of(mod, sizes)) if mod is not None else v)
+        v = v // _divisor(div, sizes) if div is not None else v
+        columns.append(v % _divisor(mod, sizes) if mod is not None else v)
     return columns
+
+
+def _divisor(d: Number, sizes: Mapping[str, int]) -> int:
+    """A div/mod size at `sizes`; a program whose divisor is 0 there (`C / NH` at C < NH) does
+    not hold there: said, not computed with numpy's zeros."""
+    v = int(value_of(d, sizes))
+    if v <= 0:
+        raise LiftError(f"the divisor {d} is {v} at {dict(sizes)}")
+    return v
 
 
 def _index(
@@ -478,9 +487,9 @@ def _index(
     for t in m.terms:
         v = env[t.var]
         if t.div is not None:
-            v = v // int(value_of(t.div, sizes))
+            v = v // _divisor(t.div, sizes)
         if t.mod is not None:
-            v = v % int(value_of(t.mod, sizes))
+            v = v % _divisor(t.mod, sizes)
         acc = acc + int(value_of(t.coef, sizes)) * v
     return np.asarray(acc, dtype=np.int64)
 

@@ -11,10 +11,10 @@ verifies the rewritten program against the interpreter before trusting it.
 
 from __future__ import annotations
 
-import math
+import ast
 import re
-from collections import Counter
 from collections.abc import Mapping
+from fractions import Fraction
 
 from migrator.contract import TaskSpec
 from migrator.lift.program import (
@@ -33,7 +33,7 @@ def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | N
     """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
     arithmetic shows the split, or as the N-D tensors of a permutation of axes; None when it
     shows neither (or not consistently)."""
-    permuted = _permuted(program, spec)
+    permuted = _nd_views(program, spec)
     if permuted is not None:
         return permuted
     named = _named_literals(program, spec)
@@ -257,157 +257,295 @@ def _split_load(m: IndexMap, factors: list[str]) -> tuple[list[str], list[IndexM
     return [rows, s], [row, IndexMap(terms=unit)]
 
 
-# --- permutations of axes --------------------------------------------------------------------
+# --- N-D views of mixed-radix programs ---------------------------------------------------------
 # `q[i] = inp[(i % d) + 3*NH*d*((i // d) % T) + d*((i // (T*d)) % NH) + 3*NH*T*d*(i // (NH*T*d))]`
 # splits i in the mixed radix [B, NH, T, d] and reads inp as [B, T, 3, NH, d]: a copy with its
-# axes permuted, `q[b, h, t, e] = inp[b, t, 0, h, e]`. Sizes are products of factors here
-# (`Counter`s of names and numbers), so strides divide symbolically.
-Factors = Counter[str]
+# axes permuted, `q[b, h, t, e] = inp[b, t, 0, h, e]`; attention's scores over a packed QKV
+# tensor split i the same way and read two rows of it. Sizes here are products and quotients of
+# factors (`Powers`: factor -> exponent), so strides divide symbolically (`3 * C / (C / NH)`).
+Powers = dict[str, int]
 
 
-def _product(x: Number | None) -> Factors | None:
-    """`3 * NH * d` -> {3, NH, d}; 1 -> {}; None if `x` is not a product of names/numbers."""
-    if x is None:
+def _powers(x: Number | None) -> Powers | None:
+    """`3 * NH * d` -> {3: 1, NH: 1, d: 1}; `C / NH` -> {C: 1, NH: -1}; 1 -> {}; None for
+    anything but products and quotients of names and positive integers."""
+    if x is None or isinstance(x, bool):
         return None
-    text = str(x).replace("(", " ").replace(")", " ")
-    parts = [f.strip() for f in text.split("*")]
-    if not all(re.fullmatch(r"\w+", f) for f in parts) or any(f in ("0",) for f in parts):
-        return None
-    return Counter(f for f in parts if f != "1")
-
-
-def _over(a: Factors, b: Factors) -> Factors | None:
-    """`a / b` when b's factors are among a's, else None."""
-    return None if any(a[f] < n for f, n in b.items()) else a - b
-
-
-def _text(c: Factors) -> Number:
-    """A product back as a number or a size expression (numbers first)."""
-    if not c:
-        return 1
-    nums = [f for f in c.elements() if f.isdigit()]
-    names = sorted(f for f in c.elements() if not f.isdigit())
-    lit = math.prod(int(f) for f in nums)
-    if not names:
-        return lit
-    return " * ".join(([str(lit)] if lit != 1 else []) + names)
-
-
-def _digits(m: IndexMap, var: str, out: Factors) -> list[tuple[Factors, Factors]] | None:
-    """(input stride, radix) per digit of `var` in a mixed radix, innermost first, the last the
-    top digit (its radix what the output's shape leaves); None unless every term is one."""
-    if m.gather is not None or any(t.var != var for t in m.terms):
-        return None
-    terms = sorted(m.terms, key=lambda t: len(_product(t.div or 1) or ()) if t.div else -1)
-    inner: Factors = Counter()
-    out_digits: list[tuple[Factors, Factors]] = []
-    for n, t in enumerate(terms):
-        div = _product(t.div) if t.div is not None else Counter()
-        coef = _product(t.coef)
-        if div != inner or coef is None:
+    if isinstance(x, (int, float)):
+        if not float(x).is_integer() or x < 1:
             return None
-        if t.mod is None:  # the top digit: last
-            rest = _over(out, inner)
-            if n != len(terms) - 1 or rest is None or not rest:
+        return {} if int(x) == 1 else {str(int(x)): 1}
+    try:
+        tree = ast.parse(str(x), mode="eval").body
+    except SyntaxError:
+        return None
+    out: dict[str, int] = {}
+
+    def walk(n: ast.expr, sign: int) -> bool:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            return walk(n.left, sign) and walk(n.right, sign)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv)):
+            return walk(n.left, sign) and walk(n.right, -sign)
+        if isinstance(n, ast.Name):
+            out[n.id] = out.get(n.id, 0) + sign
+            return True
+        if isinstance(n, ast.Constant) and type(n.value) is int and n.value >= 1:
+            if n.value > 1:
+                out[str(n.value)] = out.get(str(n.value), 0) + sign
+            return True
+        return False
+
+    return {f: e for f, e in out.items() if e} if walk(tree, 1) else None
+
+
+def _times(a: Powers, b: Powers, sign: int = 1) -> Powers:
+    out = dict(a)
+    for f, e in b.items():
+        out[f] = out.get(f, 0) + sign * e
+    return {f: e for f, e in out.items() if e}
+
+
+def _value(c: Powers, sizes: Mapping[str, int]) -> Fraction:
+    v = Fraction(1)
+    for f, e in c.items():
+        v *= Fraction(int(f) if f.isdigit() else sizes[f]) ** e
+    return v
+
+
+def _whole(c: Powers, sets: list[dict[str, int]]) -> bool:
+    """A positive integer at every size set."""
+    try:
+        return all((v := _value(c, s)).denominator == 1 and v >= 1 for s in sets)
+    except (KeyError, ZeroDivisionError):
+        return False
+
+
+def _render(c: Powers) -> Number:
+    """Powers back as a number or a size expression (`3 * C`, `C / NH`, `C / (NH * T)`)."""
+
+    def side(sign: int) -> tuple[int, list[str]]:
+        lit, names = 1, []
+        for f, e in sorted(c.items()):
+            if e * sign > 0:
+                if f.isdigit():
+                    lit *= int(f) ** abs(e)
+                else:
+                    names += [f] * abs(e)
+        return lit, names
+
+    (nl_, nn), (dl, dn) = side(1), side(-1)
+    num = " * ".join(([str(nl_)] if nl_ != 1 or not nn else []) + nn)
+    if dl == 1 and not dn:
+        return int(num) if num.isdigit() else num
+    den = " * ".join(([str(dl)] if dl != 1 else []) + dn)
+    den = f"({den})" if " " in den else den
+    num = f"({num})" if " " in num and "*" not in num else num
+    return f"{num} / {den}"
+
+
+def _chain(
+    a: Assign, out: Powers, sets: list[dict[str, int]]
+) -> tuple[list[Powers], dict[tuple[str, str], list[tuple[int, Powers]]]] | None:
+    """The mixed radix of the flat output coordinate: its digits' extents, innermost first (the
+    levels its uses divide it by: `i % d`, `(i // d) % T`, `i // (NH * T * d)`, or `i // T`
+    beside `i // (T * T)`), and each use as digits times multipliers; None unless every use is
+    such, with three digits or more."""
+    var = a.vars[0]
+    forms: set[tuple[str, str]] = set()
+    for m in index_maps(a.expr):
+        for t in index_terms(m):
+            if t.var == var:
+                forms.add((str(t.div) if t.div is not None else "",
+                           str(t.mod) if t.mod is not None else ""))  # fmt: skip
+    levels: dict[str, Powers] = {_key({}): {}}
+    for div, mod in forms:
+        d = _powers(div) if div else {}
+        r = _powers(mod) if mod else {}
+        if d is None or r is None:
+            return None
+        levels[_key(d)] = d
+        if mod:
+            levels[_key(_times(d, r))] = _times(d, r)
+    try:
+        order = sorted(levels.values(), key=lambda c: _value(c, sets[0]))
+    except (KeyError, ZeroDivisionError):
+        return None
+    radices = [_times(b, a_, -1) for a_, b in zip(order, order[1:], strict=False)]
+    top = _times(out, order[-1], -1)
+    if top:
+        radices.append(top)
+    if len(radices) < 3 or not all(_whole(r, sets) for r in radices):
+        return None
+    at = {_key(c): k for k, c in enumerate(order)}
+    uses: dict[tuple[str, str], list[tuple[int, Powers]]] = {}
+    for div, mod in forms:
+        d = _powers(div) if div else {}
+        first = at[_key(d or {})]
+        last = at[_key(_times(d or {}, _powers(mod) or {}))] if mod else len(radices)
+        mult: Powers = {}
+        digits = []
+        for k in range(first, last):
+            digits.append((k, mult))
+            mult = _times(mult, radices[k])
+        uses[(div, mod)] = digits
+    return radices, uses
+
+
+def _key(c: Powers | None) -> str:
+    return "" if not c else repr(sorted(c.items()))
+
+
+def _resplit(
+    e: Expr, var: str, names: list[str], uses: Mapping[tuple[str, str], list[tuple[int, Powers]]]
+) -> Expr | None:
+    """`e` with each use of `var` written in its digits (`names[k]` digit k, innermost first)."""
+
+    def index(m: IndexMap) -> IndexMap | None:
+        terms = []
+        for t in m.terms:
+            if t.var != var:
+                terms.append(t)
+                continue
+            form = (str(t.div) if t.div is not None else "",
+                    str(t.mod) if t.mod is not None else "")  # fmt: skip
+            coef = _powers(t.coef)  # (None for a negative stride: digits then not spread)
+            if form not in uses:
                 return None
-            out_digits.append((coef, rest))
-            return out_digits if len(out_digits) >= 3 else None
-        radix = _product(t.mod)
-        if radix is None or not radix:
+            for k, mult in uses[form]:
+                if mult and coef is None:
+                    return None
+                c = t.coef if not mult else _render(_times(coef or {}, mult))
+                terms.append(Term(coef=c, var=names[k]))
+        gather = m.gather
+        if gather is not None:
+            g = [index(x) for x in gather.index]
+            if any(x is None for x in g):
+                return None
+            gather = gather.model_copy(update={"index": g})
+        return m.model_copy(update={"terms": terms, "gather": gather})
+
+    maps = [index(m) for m in e.index]
+    upto = index(e.upto) if e.upto is not None else None
+    args = [_resplit(x, var, names, uses) for x in e.args]
+    if any(m is None for m in maps) or (e.upto is not None and upto is None) or None in args:
+        return None
+    return e.model_copy(update={"index": maps, "upto": upto, "args": args})
+
+
+def _extents(e: Expr, out: Mapping[str, Powers]) -> dict[str, Powers | None]:
+    """Each coordinate's extent: the output's digits, each reduction's (None where the range
+    follows the element: a causal sum)."""
+    got: dict[str, Powers | None] = dict(out)
+    for x in e.walk():
+        if x.kind == "reduce" and x.var:
+            got[x.var] = _powers(x.extent) if x.upto is None and x.extent is not None else None
+    return got
+
+
+def _view(
+    m: IndexMap,
+    total: Powers,
+    extents: Mapping[str, Powers | None],
+    sets: list[dict[str, int]],
+) -> tuple[list[Number], list[IndexMap]] | None:
+    """A flat load's N-D shape (the ratios of its strides; each coordinate's extent an axis of
+    its own, factors left over axes indexed by the constant offset) and its index there."""
+    if m.gather is not None:
+        return None
+    strides: dict[str, Powers] = {}
+    for t in m.terms:
+        c = _powers(t.coef)
+        if t.div is not None or t.mod is not None or c is None or t.var in strides:
             return None
-        out_digits.append((coef, radix))
-        inner = inner + radix
-    return None
+        strides[t.var] = c
+    const = _powers(m.const) if m.const != 0 else {}
+    if const is None:
+        return None
+    try:
+        order = sorted(strides, key=lambda v: -_value(strides[v], sets[0]))
+    except (KeyError, ZeroDivisionError):
+        return None
+    dims: list[Number] = []
+    index: list[IndexMap] = []
+    left: Powers | None = const or None
+
+    def rest_axis(rest: Powers, stride: Powers) -> bool:
+        nonlocal left
+        if not _whole(rest, sets):
+            return False
+        at = _times(left, stride, -1) if left is not None else None
+        if at is not None and all(
+            (v := _value(at, s)).denominator == 1 and 0 <= v < _value(rest, s) for s in sets
+        ):
+            index.append(IndexMap(const=_render(at)))
+            left = None
+        else:
+            index.append(IndexMap(const=0))
+        dims.append(_render(rest))
+        return True
+
+    prev = total
+    for v in order:
+        ratio = _times(prev, strides[v], -1)
+        radix = extents.get(v) or ratio
+        rest = _times(ratio, radix, -1)
+        if not _whole(ratio, sets) or not _whole(radix, sets):
+            return None
+        if rest and not rest_axis(rest, _times(strides[v], radix)):
+            return None
+        dims.append(_render(radix))
+        index.append(IndexMap(terms=[Term(coef=1, var=v)]))
+        prev = strides[v]
+    if prev and not rest_axis(prev, {}):
+        return None
+    if left is not None:
+        return None  # an offset no axis of the view holds
+    return dims, index
 
 
-def _permuted(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
-    """Each output a copy of a flat input with its axes permuted (see above), as N-D tensors."""
+def _nd_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """Each flat output split in its mixed radix, each flat input it reads seen as the N-D
+    tensor its strides show (see above)."""
     shapes = {t.name: t.shape for t in spec.tensors}
+    sets = spec.all_size_sets()
     new_shapes: dict[str, list[Number]] = {}
     assigns: list[Assign] = []
+
+    def flat(name: str | None) -> Powers | None:
+        shape = shapes.get(name or "", [])
+        return _powers(shape[0]) if len(shape) == 1 else None
+
     for a in program.assigns:
-        e = a.expr
-        out_shape = shapes.get(a.tensor, [])
-        if e.kind != "load" or len(a.vars) != 1 or len(e.index) != 1 or len(out_shape) != 1:
+        out = flat(a.tensor)
+        got = _chain(a, out, sets) if out is not None and len(a.vars) == 1 else None
+        if got is None:
             return None
-        in_shape = shapes.get(e.tensor or "", [])
-        out, total = _product(out_shape[0]), _product(in_shape[0]) if len(in_shape) == 1 else None
-        digits = _digits(e.index[0], a.vars[0], out) if out is not None else None
-        if digits is None or total is None:
+        radices, uses = got
+        names = [f"i{len(radices) - 1 - k}" for k in range(len(radices))]  # i0 outermost
+        body = _resplit(a.expr, a.vars[0], names, uses)
+        if body is None:
             return None
-        const = _product(e.index[0].const) if e.index[0].const != 0 else Counter()
-        if const is None:
+        digits = {n: r for n, r in zip(reversed(names), reversed(radices), strict=True)}
+        extents = _extents(body, digits)
+        failed = False
+
+        def reshaped(e: Expr, extents: dict[str, Powers | None] = extents) -> Expr:
+            nonlocal failed
+            if e.kind == "load" and len(e.index) == 1 and (total := flat(e.tensor)) is not None:
+                view = _view(e.index[0], total, extents, sets)
+                if view is None or new_shapes.setdefault(e.tensor or "", view[0]) != view[0]:
+                    failed = True  # (read as two different views, or as none)
+                    return e
+                return e.model_copy(update={"index": view[1]})
+            return e.model_copy(update={"args": [reshaped(x) for x in e.args]})
+
+        body = reshaped(body)
+        out_dims = [_render(d) for d in digits.values()]
+        if failed or new_shapes.setdefault(a.tensor, out_dims) != out_dims:
             return None
-        by_digit = [f"i{len(digits) - 1 - n}" for n in range(len(digits))]  # i0 outermost
-        names = by_digit[::-1]
-        view = _input_view(digits, by_digit, total, const, spec)
-        if view is None:
-            return None
-        dims, index = view
-        out_dims = [_text(r) for _, r in reversed(digits)]
-        if new_shapes.setdefault(a.tensor, out_dims) != out_dims:
-            return None
-        if new_shapes.setdefault(e.tensor or "", dims) != dims:
-            return None  # read as two different views
-        load = e.model_copy(update={"index": index})
-        assigns.append(Assign(tensor=a.tensor, vars=names, expr=load))
+        assigns.append(Assign(tensor=a.tensor, vars=list(digits), expr=body))
     if not assigns:
         return None
     tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
                for t in spec.tensors]  # fmt: skip
     return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
-
-
-def _input_view(
-    digits: list[tuple[Factors, Factors]],
-    names: list[str],
-    total: Factors,
-    const: Factors,
-    spec: TaskSpec,
-) -> tuple[list[Number], list[IndexMap]] | None:
-    """The input's N-D shape (its strides' ratios, each digit's radix an axis of its own, the
-    factors left over axes indexed by the constant offset) and the index of the load there."""
-    sets = spec.all_size_sets()
-
-    def value(c: Factors, s: Mapping[str, int]) -> int:
-        return math.prod(int(f) if f.isdigit() else s[f] for f in c.elements())
-
-    try:
-        order = sorted(range(len(digits)), key=lambda n: -value(digits[n][0], sets[0]))
-    except KeyError:
-        return None
-    dims: list[Number] = []
-    index: list[IndexMap] = []
-    left: Factors | None = const if const else None
-    prev = total
-
-    def rest_axis(rest: Factors, stride: Factors) -> bool:
-        nonlocal left
-        at = _over(left, stride) if left is not None else None
-        if at is not None and _over(rest, Counter()) is not None:
-            if not all(value(at, s) < value(rest, s) for s in sets):
-                return False
-            dims.append(_text(rest))
-            index.append(IndexMap(const=_text(at)))
-            left = None
-            return True
-        dims.append(_text(rest))
-        index.append(IndexMap(const=0))
-        return True
-
-    for n in order:
-        stride, radix = digits[n]
-        ratio = _over(prev, stride)
-        rest = _over(ratio, radix) if ratio is not None else None
-        if rest is None:
-            return None
-        if rest and not rest_axis(rest, stride + radix):
-            return None
-        dims.append(_text(radix))
-        index.append(IndexMap(terms=[Term(coef=1, var=names[n])]))
-        prev = stride
-    if prev and not rest_axis(prev, Counter()):
-        return None
-    if left is not None:
-        return None  # an offset no axis of the view holds
-    return dims, index
