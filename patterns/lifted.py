@@ -59,15 +59,16 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     ragged = any(r.upto is not None for a in program.assigns for r in _reduces(a.expr))
     # (these build on this module)
     from migrator.patterns.lifted_attention import attention
+    from migrator.patterns.lifted_batched import batched_matmul
     from migrator.patterns.lifted_causal import causal_rows
     from migrator.patterns.lifted_histogram import histogram
     from migrator.patterns.lifted_permute import permute
     from migrator.patterns.lifted_scores import scores
     from migrator.patterns.lifted_window import window
 
-    plain = (histogram, _map, _transpose, permute, _matmul, attention, scores, window, _rows,
-             _total, _columns)  # fmt: skip
-    rules = (causal_rows, _scan, attention) if ragged else plain
+    plain = (histogram, _map, _transpose, permute, _matmul, attention, scores, batched_matmul,
+             window, _rows, _total, _columns)  # fmt: skip
+    rules = (causal_rows, _scan, attention, batched_matmul) if ragged else plain
     for rule in rules:
         try:
             return rule(program, tu, k, spec)

@@ -220,7 +220,9 @@ def _pair(
                 continue
             out.append(got)
             if len(out) == 2:
-                return out
+                if _work(spec, out[1]) <= TRACE_BUDGET:
+                    return out
+                break  # (five sizes from 8 up trace millions of elements: smaller ones next)
             start = {n: v - shift if n in names else v for n, v in got.items()}  # one step up
             for a, b in _divisors(spec):
                 if a in start and b in got and got[b]:
