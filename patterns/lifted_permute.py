@@ -21,7 +21,7 @@ from migrator.patterns.lifted import _bare, _bind, _lift_note, _NoFit, _Renderer
 
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.lift.program import IndexMap, Program
+from migrator.lift.program import Assign, Expr, IndexMap, Program
 from migrator.plan import PMAX, Plan, note
 
 F_TILE = 512  # elements of the innermost axis per partition per tile (2 KiB of fp32)
@@ -45,16 +45,32 @@ def _partition_axis(sets: list[tuple[int, ...]]) -> int:
     return min(range(last), key=lambda n: (tiles(n), n != last - 1, -sets[0][n]))
 
 
+def _copied(a: Assign) -> tuple[Expr, bool] | None:
+    """The permuted load of `a` and whether it is added to the output's old value
+    (`dinp[i] = dinp[i] + dout[...]`, a backward pass accumulating), or None."""
+    e = a.expr
+    if len(a.vars) < 3:
+        return None
+    if e.kind == "load":
+        return e, False
+    if e.kind == "op" and e.op == "+" and len(e.args) == 2:
+        own = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor
+               and [_unit(m) for m in x.index] == list(a.vars)]  # fmt: skip
+        other = [x for x in e.args if x not in own]
+        if len(own) == 1 and len(other) == 1 and other[0].kind == "load":
+            return other[0], True
+    return None
+
+
 def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if any(a.expr.kind != "load" or len(a.vars) < 3 for a in program.assigns):
-        raise _NoFit("not a copy with its axes permuted (three axes or more)")
+    if any(_copied(a) is None for a in program.assigns):
+        raise _NoFit("not a copy with its axes permuted (three axes or more), or one added to "
+                     "the output's old value")  # fmt: skip
     p = _bind(tu, k, spec, "permute", "lifted")
     r = _Renderer(p, spec, lambda ld: "")
     copies: list[dict[str, Any]] = []
     for a in program.assigns:
-        e = a.expr
-        if e.kind != "load" or len(a.vars) < 3:
-            raise _NoFit("not a copy with its axes permuted (three axes or more)")
+        e, adds = _copied(a) or (a.expr, False)
         axis_of: dict[str, int] = {}
         for ax, m in enumerate(e.index):
             var = _unit(m)
@@ -68,6 +84,8 @@ def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
         if axis_of[inner] != len(e.index) - 1:
             raise _NoFit(f"{a.render()}: the innermost axis moves (a transpose)")
         x, out = _tensor(p, e.tensor), _tensor(p, a.tensor)
+        if adds and out.role != "inout":
+            raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
         out_spec = next(t for t in spec.tensors if t.name == a.tensor)
         part = _partition_axis([spec.shape_of(out_spec, s) for s in spec.all_size_sets()])
         last = len(a.vars) - 1
@@ -100,6 +118,7 @@ def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
                                      "0 : cs"]),
             "src_new": at(loads), "dst_new": ", ".join(stores[v] for v in a.vars),
             "note": _lift_note(k, Program(assigns=[a])),
+            "old": out.name if adds else None,
         })  # fmt: skip
     p.constants = {"P_TILE": PMAX, "F_TILE": F_TILE}
     p.notes = {"tile": note(k.span, "one output element per CUDA thread: here whole rows of the "

@@ -53,6 +53,17 @@ HEADS = """
         }
     }
 
+    __global__ void merge_heads_backward(float* dx, const float* dout, int batch, int seq,
+                                         int heads, int hd) {
+        // the merge's gradient, added to what dx holds: dx[b, h, t, e] += dout[b, t, h, e]
+        int n = blockIdx.x * blockDim.x + threadIdx.x;
+        if (n < batch * seq * heads * hd) {
+            int e = n % hd, t = (n / hd) % seq;
+            int h = (n / (hd * seq)) % heads, b = n / (hd * seq * heads);
+            dx[n] += dout[((b * seq + t) * heads + h) * hd + e];
+        }
+    }
+
     void attention_heads(float* q, float* k, float* v, const float* qkv, float* out,
                          int B, int T, int C, int NH) {
         int hd = C / NH;
@@ -61,6 +72,7 @@ HEADS = """
         split_heads<<<blocks, threads>>>(q, k, v, qkv, B, T, NH, hd);
         merge_heads<<<blocks, threads>>>(out, q, B, T, NH, hd);
         mix_heads<<<blocks, threads>>>(out, q, B, T, NH, hd);
+        merge_heads_backward<<<blocks, threads>>>(q, out, B, T, NH, hd);
     }
 """
 
@@ -89,6 +101,17 @@ def test_head_split_and_merge_migrate_as_permuted_copies(heads: Path, api: str) 
     # the head dimension is a size of its own, C = NH * hd no longer one
     assert any(line.startswith("hd = ") for line in lines)
     assert not any(line.startswith("C = ") for line in lines)
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_a_permuted_gradient_added_to_the_old_values_migrates(heads: Path, api: str) -> None:
+    m = migrate(heads, out_dir=heads.parent / f"bwd_{api}", kernel="merge_heads_backward",
+                nki_api=api)  # fmt: skip
+    (k,) = m.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert k.family == "permute"
+    program = k.lifted.program.render()
+    assert "dx[i0, i1, i2, i3] = dout[i0, i2, i1, i3] + dx[i0, i1, i2, i3]" in program
 
 
 def test_a_moved_innermost_axis_is_named_not_emitted(heads: Path) -> None:
