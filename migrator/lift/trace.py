@@ -92,8 +92,10 @@ def trace_run(
             continue
         vals = np.asarray(ins[t.name], dtype=np.float64).reshape(-1)
         leaves = np.empty(vals.size, dtype=object)
-        for i, v in enumerate(vals):
-            leaves[i] = Sym.leaf(t.name, i, v)
+        # (one comprehension over Python floats: a leaf per input element is most of a large
+        # copy kernel's trace, and numpy scalars and item assignment double its cost)
+        name = t.name
+        leaves[:] = [Sym(v, "in", (name, i)) for i, v in enumerate(vals.tolist())]
         args[t.cuda_param] = leaves.reshape(shape)
     params: dict[str, float] = {}
     for s in spec.scalars:
