@@ -249,7 +249,7 @@ def _lifted_plan(
     flat tensors, the 2-D views its index arithmetic shows are tried (verified again first)."""
     from migrator.lift import lift_task
     from migrator.lift.lifter import verify
-    from migrator.lift.views import with_views
+    from migrator.lift.views import view_candidates
     from migrator.patterns.lifted import plan_program
 
     result = lift_task(spec)
@@ -270,31 +270,33 @@ def _lifted_plan(
         return None
     # a program over flat tensors that needs a size no shape holds (`1 / C` over x[C * N]):
     # the 2-D views its indices show come first, as the NKI kernel could not read C otherwise
-    views = with_views(result.program, spec) if reshape else None
-    first_views = views is not None and bool(_unreadable_sizes(result.program, spec))
+    views = view_candidates(result.program, spec) if reshape else []
+    first_views = bool(views) and bool(_unreadable_sizes(result.program, spec))
     try:
         if first_views:
             raise PlanError(diag.make("NOT_EMITTED", k.span, what=_clip(
                 f"the lifted program `{result.program.render()}` over flat tensors")))  # fmt: skip
         plan = plan_program(result.program, tu, k, spec)
     except PlanError as e:
-        checks = [verify(views[1], views[0], v.sizes, 0) for v in result.verified] if views else []
-        if (
-            not views
-            or not checks
-            or not all(v.ok for v in checks)
-            or all(v.skipped for v in checks)
-        ):
-            km.diagnostics.append(e.diagnostic)
+        # each view the indices show, in order (2-D rows first, then N-D): verified, then planned
+        told: PlanError | None = None
+        for program, vspec in views:
+            checks = [verify(vspec, program, v.sizes, 0) for v in result.verified]
+            if not checks or not all(v.ok for v in checks) or all(v.skipped for v in checks):
+                continue
+            try:
+                plan = plan_program(program, tu, k, vspec)
+            except PlanError as e2:
+                told = e2
+                continue
+            result = result.model_copy(update={"program": program, "verified": checks})
+            km.lifted = result
+            spec = _respec(vspec, k, km)
+            break
+        else:
+            km.diagnostics.append(told.diagnostic if told is not None and first_views
+                                  else e.diagnostic)  # fmt: skip
             return None
-        try:
-            plan = plan_program(views[0], tu, k, views[1])
-        except PlanError as e2:
-            km.diagnostics.append(e2.diagnostic if first_views else e.diagnostic)
-            return None
-        result = result.model_copy(update={"program": views[0], "verified": checks})
-        km.lifted = result
-        spec = _respec(views[1], k, km)
     sizes = "; ".join(", ".join(f"{a}={b}" for a, b in v.sizes.items()) for v in result.verified)
     # a data-dependent read the program gathers through is emitted (indirect DMA): no gap
     tables = {x.tensor for a in result.program.assigns for x in a.expr.walk()

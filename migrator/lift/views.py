@@ -30,12 +30,20 @@ from migrator.lift.program import (
 
 
 def with_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """The first of `view_candidates`, or None."""
+    got = view_candidates(program, spec)
+    return got[0] if got else None
+
+
+def view_candidates(program: Program, spec: TaskSpec) -> list[tuple[Program, TaskSpec]]:
     """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
-    arithmetic shows the split, or as the N-D tensors of a permutation of axes; None when it
-    shows neither (or not consistently)."""
-    permuted = _nd_views(program, spec)
-    if permuted is not None:
-        return permuted
+    arithmetic shows the split, then as the N-D tensors of its mixed radix (`_nd_views`): each
+    way it shows (a causal softmax over `[B * NH * T, T]` rows is both), in that order."""
+    out = [v for v in (_two_d_views(program, spec), _nd_views(program, spec)) if v is not None]
+    return out
+
+
+def _two_d_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
     named = _named_literals(program, spec)
     shapes = {t.name: [_name_factors(str(d), named) for d in t.shape] for t in spec.tensors}
     new_shapes: dict[str, list[str]] = {}

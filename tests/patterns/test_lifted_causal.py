@@ -91,3 +91,33 @@ def test_a_mask_the_reductions_would_not_ignore_is_refused(tmp_path: Path) -> No
     assert k.status == "partial"
     text = " ".join(d.message for d in k.diagnostics)
     assert "does not give the masked values" in text or "-inf past the mask" in text, text
+
+
+# llm.c's layout without a spec: a thread per (b, t, h), rows of [B, NH, T, T] scores; the
+# flat output splits both as [B * NH * T, T] rows and as [B, NH, T, T]: the rows are tried first
+HEADS_SOFTMAX = """
+    __global__ void head_softmax(float* att, const float* pre, int B, int T, int NH) {
+        int idx = blockIdx.x * blockDim.x + threadIdx.x;
+        if (idx >= B * T * NH) return;
+        int h = idx % NH, t = (idx / NH) % T, b = idx / (NH * T);
+        const float* row = pre + b * NH * T * T + h * T * T + t * T;
+        float* out = att + b * NH * T * T + h * T * T + t * T;
+        float m = -3.0e38f;
+        for (int k = 0; k <= t; k++) m = fmaxf(m, row[k]);
+        float s = 0.0f;
+        for (int k = 0; k <= t; k++) { out[k] = expf(row[k] - m); s += out[k]; }
+        for (int k = 0; k < T; k++) out[k] = k <= t ? out[k] / s : 0.0f;
+    }
+
+    void softmax(float* att, const float* pre, int B, int T, int NH) {
+        int threads = 256;
+        head_softmax<<<(B * T * NH + threads - 1) / threads, threads>>>(att, pre, B, T, NH);
+    }
+"""
+
+
+def test_flat_head_rows_without_a_spec_take_the_row_view(tmp_path: Path) -> None:
+    (tmp_path / "heads.cu").write_text(textwrap.dedent(HEADS_SOFTMAX))
+    (k,) = migrate(tmp_path / "heads.cu", out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert k.family == "rows"
