@@ -33,8 +33,10 @@ def clear_caches() -> None:
     from migrator import contract
     from migrator.cuda import frontend, source
     from migrator.cuda.interp import spec_run
+    from migrator.infer import measure
 
     contract._INPUTS.clear()
+    measure._PROBES.clear()
     source._PREPROCESSED.clear()
     frontend._ANALYSED.clear()
     spec_run._PARSED.clear()
