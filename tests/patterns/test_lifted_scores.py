@@ -13,22 +13,6 @@ import pytest
 from migrator.migration import migrate
 
 KERNELS = """
-    __global__ void causal_scores(float* scores, const float* qkv, int B, int T, int C, int NH) {
-        int n = blockIdx.x * blockDim.x + threadIdx.x;
-        if (n >= B * NH * T * T) return;
-        int key = n % T;
-        int query = (n / T) % T;
-        if (key > query) { scores[n] = -INFINITY; return; }
-        int head = (n / (T * T)) % NH;
-        int b = n / (NH * T * T);
-        int hs = C / NH;
-        const float* q = qkv + (b * T + query) * 3 * C + head * hs;
-        const float* k = qkv + (b * T + key) * 3 * C + C + head * hs;
-        float dot = 0.0f;
-        for (int d = 0; d < hs; d++) dot += q[d] * k[d];
-        scores[n] = dot / sqrtf((float)hs);
-    }
-
     // separate Q and K heads [BH, T, D], a scale passed in: every score, no mask
     __global__ void head_scores(float* s, const float* q, const float* k, float scale,
                                 int BH, int T, int D) {
@@ -50,11 +34,8 @@ KERNELS = """
         scores[n] = dot;
     }
 
-    void forward(float* scores, const float* qkv, float* s, const float* q, const float* k,
-                 int B, int T, int C, int NH) {
-        int threads = 128;
-        int total = B * NH * T * T;
-        causal_scores<<<(total + threads - 1) / threads, threads>>>(scores, qkv, B, T, C, NH);
+    void forward(float* scores, float* s, const float* q, const float* k, int B, int T, int C,
+                 int NH) {
         int hs = C / NH;
         head_scores<<<(B * NH * T * T + 63) / 64, 64>>>(s, q, k, 0.125f, B * NH, T, hs);
         band_scores<<<(T * T + 127) / 128, 128>>>(scores, q, k, T, hs);
@@ -62,17 +43,22 @@ KERNELS = """
 """
 
 
+CAUSAL = Path(__file__).resolve().parents[1] / "data" / "causal_scores.cu"  # (packed QKV)
+
+
 @pytest.fixture(scope="module")
 def src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("scores") / "scores.cu"
     path.write_text(textwrap.dedent(KERNELS))
+    (path.parent / "causal_scores.cu").write_text(CAUSAL.read_text())
     return path
 
 
 @pytest.mark.parametrize("api", ["legacy", "new"])
 @pytest.mark.parametrize("kernel", ["causal_scores", "head_scores"])
 def test_scores_migrate_checked(src: Path, kernel: str, api: str) -> None:
-    (k,) = migrate(src, kernel=kernel, out_dir=src.parent / f"{kernel}_{api}",
+    file = src.parent / "causal_scores.cu" if kernel == "causal_scores" else src
+    (k,) = migrate(file, kernel=kernel, out_dir=src.parent / f"{kernel}_{api}",
                    nki_api=api).kernels  # fmt: skip
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
     assert k.family == "scores"
