@@ -111,6 +111,40 @@ def _is_var(m: IndexMap, var: str) -> bool:
     return _unit_var(m) == var
 
 
+def _axis_of(ld: Expr, var: str) -> int | None:
+    """The axis of a load whose index is exactly `var`, or None."""
+    return next((j for j, m in enumerate(ld.index) if _unit_var(m) == var), None)
+
+
+def _const_index(m: IndexMap, r: _Renderer) -> str | None:
+    """A fixed index as NKI text (`1`, `NH`), or None where the index moves."""
+    if m.terms or m.gather is not None:
+        return None
+    c = m.const
+    return _bare(r.number(c).text) if isinstance(c, str) else str(int(c))
+
+
+def _index_text(ld: Expr, names: dict[str, str], r: _Renderer) -> str:
+    """A load's index in NKI: each coordinate by `names` (a loop variable, a slice, an
+    arange), each fixed index as itself; _NoFit for any other index."""
+    parts = []
+    for m in ld.index:
+        var, const = _unit_var(m), _const_index(m, r)
+        if var is not None and var in names:
+            parts.append(names[var])
+        elif const is not None:
+            parts.append(const)
+        else:
+            raise _NoFit(f"{ld.render()}: an index other than a coordinate or a constant")
+    return ", ".join(parts)
+
+
+def _float32_only(tensors: Any, what: str) -> None:
+    for t in tensors:
+        if t.dtype != "float32":
+            raise _NoFit(f"{t.name} is {t.dtype}: {what} emitted for float32 tensors")
+
+
 def _reads(e: Expr, *vars_: str) -> bool:
     """Whether the load reads exactly `tensor[vars...]`."""
     return [_unit_var(m) for m in e.index] == list(vars_)
@@ -155,8 +189,7 @@ class _Renderer:
         # [B, T, 3, NH, C / NH] tensor) is read from its shape: C alone may be readable nowhere
         self.dims: dict[str, str] = {}
         for t in spec.inputs_in_order:
-            arg = next((a for a in p.tensors if a.name in (t.name, f"{t.name}_in", f"{t.name}_")),
-                       None)  # fmt: skip
+            arg = _tensor_or_none(p, t.name)
             for j, d in enumerate(t.shape):
                 text = str(d)
                 if arg is not None and not re.fullmatch(r"\w+", text):
@@ -249,9 +282,13 @@ def _bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: 
     return p
 
 
-def _tensor(p: Plan, name: str | None) -> Any:
+def _tensor_or_none(p: Plan, name: str | None) -> Any:
     # (`name_`: a tensor named by a Python keyword, renamed at bind time)
-    t = next((t for t in p.tensors if t.name in (name, f"{name}_in", f"{name}_")), None)
+    return next((t for t in p.tensors if t.name in (name, f"{name}_in", f"{name}_")), None)
+
+
+def _tensor(p: Plan, name: str | None) -> Any:
+    t = _tensor_or_none(p, name)
     if t is None:
         raise _NoFit(f"{name} is not a tensor of the task")
     return t

@@ -20,6 +20,7 @@ from typing import Any
 from migrator.patterns.lifted import (
     _bind,
     _clip,
+    _float32_only,
     _is_var,
     _lift_note,
     _NoFit,
@@ -49,9 +50,7 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     p = _bind(tu, k, spec, "attention", "lifted")
     q_t, k_t, v_t = (_tensor(p, m[n]) for n in ("q", "k", "v"))
     out = _tensor(p, a.tensor)
-    for t in (q_t, k_t, v_t, out):
-        if t.dtype != "float32":
-            raise _NoFit(f"{t.name} is {t.dtype}: attention is emitted for float32 tensors")
+    _float32_only((q_t, k_t, v_t, out), "attention is")
     r = _Renderer(p, spec, lambda ld: "")
     scale = " * ".join(r.convert(f).text for f in m["scale"]) or "1.0"
     nb = len(batch)

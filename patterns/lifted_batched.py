@@ -13,8 +13,17 @@ causal rows stop at the tile's last row.
 
 from __future__ import annotations
 
-from migrator.patterns.lifted import _bind, _lift_note, _NoFit, _Renderer, _tensor
-from migrator.patterns.lifted_scores import _const, _unit
+from migrator.patterns.lifted import (
+    _axis_of,
+    _bind,
+    _float32_only,
+    _index_text,
+    _lift_note,
+    _NoFit,
+    _Renderer,
+    _tensor,
+    _unit_var,
+)
 
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
@@ -64,9 +73,7 @@ def batched_matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskS
         raise _NoFit(f"a contraction range `k < {e.upto.render()}` other than the causal m + 1")
     p = _bind(tu, k, spec, "batched_matmul", "lifted")
     at_, bt_, out = _tensor(p, lhs.tensor), _tensor(p, rhs.tensor), _tensor(p, a.tensor)
-    for t in (at_, bt_, out):
-        if t.dtype != "float32":
-            raise _NoFit(f"{t.name} is {t.dtype}: batched products are emitted for float32")
+    _float32_only((at_, bt_, out), "batched products are")
     out_spec = next(t for t in spec.tensors if t.name == a.tensor)
     for sset in spec.all_size_sets():
         cols_n = spec.shape_of(out_spec, sset)[-1]
@@ -75,20 +82,9 @@ def batched_matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskS
                          "products need several PSUM banks, not emitted yet")  # fmt: skip
     r = _Renderer(p, spec, lambda ld: "")
     loops = {v: f"l{j}" for j, v in enumerate(batch)}
-
-    def at(ld: Expr, names: dict[str, str]) -> str:
-        parts = []
-        for ix in ld.index:
-            u = _unit(ix)
-            c = _const(ix, r)
-            parts.append(names[u] if u is not None else c if c is not None else "?")
-        return ", ".join(parts)
-
-    a_at = at(lhs, {**loops, m: "q0 : q0 + qr", kv: "k0 : k0 + kb"})
-    b_at = at(rhs, {**loops, kv: "k0 : k0 + kb", n: ":"})
+    a_at = _index_text(lhs, {**loops, m: "q0 : q0 + qr", kv: "k0 : k0 + kb"}, r)
+    b_at = _index_text(rhs, {**loops, kv: "k0 : k0 + kb", n: ":"}, r)
     out_at = ", ".join({**loops, m: "q0 : q0 + qr", n: ":"}[v] for v in a.vars)
-    if "?" in a_at + b_at:
-        raise _NoFit("an operand index other than a coordinate or a constant")
     row_extent = out.shape[out_axes[m]]
     k_extent = at_.shape[len(lhs.index) - 1]
     p.constants = {"P_TILE": PMAX}
@@ -111,8 +107,4 @@ def batched_matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskS
 
 
 def _vars(ld: Expr) -> list[str]:
-    return [u for ix in ld.index if (u := _unit(ix)) is not None]
-
-
-def _axis_of(ld: Expr, var: str) -> int | None:
-    return next((j for j, ix in enumerate(ld.index) if _unit(ix) == var), None)
+    return [u for ix in ld.index if (u := _unit_var(ix)) is not None]

@@ -17,11 +17,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from migrator.patterns.lifted import _bare, _bind, _lift_note, _NoFit, _Renderer, _tensor
+from migrator.patterns.lifted import (
+    _bind,
+    _index_text,
+    _lift_note,
+    _NoFit,
+    _Renderer,
+    _tensor,
+    _unit_var,
+)
 
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.lift.program import Assign, Expr, IndexMap, Program
+from migrator.lift.program import Assign, Expr, Program
 from migrator.plan import PMAX, Plan, note
 
 F_TILE = 512  # elements of the innermost axis per partition per tile (2 KiB of fp32)
@@ -55,7 +63,7 @@ def _copied(a: Assign) -> tuple[Expr, bool] | None:
         return e, False
     if e.kind == "op" and e.op == "+" and len(e.args) == 2:
         own = [x for x in e.args if x.kind == "load" and x.tensor == a.tensor
-               and [_unit(m) for m in x.index] == list(a.vars)]  # fmt: skip
+               and [_unit_var(m) for m in x.index] == list(a.vars)]  # fmt: skip
         other = [x for x in e.args if x not in own]
         if len(own) == 1 and len(other) == 1 and other[0].kind == "load":
             return other[0], True
@@ -63,17 +71,17 @@ def _copied(a: Assign) -> tuple[Expr, bool] | None:
 
 
 def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if any(_copied(a) is None for a in program.assigns):
+    copied = [_copied(a) for a in program.assigns]
+    if any(c is None for c in copied):
         raise _NoFit("not a copy with its axes permuted (three axes or more), or one added to "
                      "the output's old value")  # fmt: skip
     p = _bind(tu, k, spec, "permute", "lifted")
     r = _Renderer(p, spec, lambda ld: "")
     copies: list[dict[str, Any]] = []
-    for a in program.assigns:
-        e, adds = _copied(a) or (a.expr, False)
+    for a, (e, adds) in zip(program.assigns, copied, strict=True):  # type: ignore[misc]
         axis_of: dict[str, int] = {}
         for ax, m in enumerate(e.index):
-            var = _unit(m)
+            var = _unit_var(m)
             if var is not None and var in a.vars and var not in axis_of:
                 axis_of[var] = ax
             elif var is not None or m.terms or m.gather is not None:
@@ -103,20 +111,16 @@ def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
         loads.update({a.vars[m]: f"m{m}" for m in middle})
         stores = dict(loads, **{a.vars[m]: f"0 : {out.shape[m]}" for m in middle})
 
-        def at(names: dict[str, str], e: Any = e) -> str:
-            return ", ".join(names[v] if (v := _unit(m)) is not None else _const(m, r)
-                             for m in e.index)  # fmt: skip
-
         copies.append({
             "x": x.name, "out": out.var, "dtype": out.nl_dtype, "loops": loops,
             "rows": out.shape[part], "cols": out.shape[-1], "aranges": aranges,
-            "src": at(legacy), "dst": ", ".join(legacy[v] for v in a.vars),
+            "src": _index_text(e, legacy, r), "dst": ", ".join(legacy[v] for v in a.vars),
             "middle": [(f"m{m}", out.shape[m]) for m in middle],
             "tile_shape": ", ".join(["P_TILE", *(out.shape[m] for m in middle), "f_width"]),
             "tile_load": ", ".join(["0 : rs", *(f"m{m}" for m in middle), "0 : cs"]),
             "tile_store": ", ".join(["0 : rs", *(f"0 : {out.shape[m]}" for m in middle),
                                      "0 : cs"]),
-            "src_new": at(loads), "dst_new": ", ".join(stores[v] for v in a.vars),
+            "src_new": _index_text(e, loads, r), "dst_new": ", ".join(stores[v] for v in a.vars),
             "note": _lift_note(k, Program(assigns=[a])),
             "old": out.name if adds else None,
         })  # fmt: skip
@@ -136,16 +140,3 @@ def _arange(rank: int, pos: int, extent: str, start: str = "") -> str:
     """An index along axis `pos` of a rank-`rank` tile (`nl.arange(n)[None, :, None]`)."""
     shape = ", ".join(":" if q == pos else "None" for q in range(rank))
     return f"{start}nl.arange({extent})[{shape}]"
-
-
-def _unit(m: IndexMap) -> str | None:
-    """The coordinate an index is (`t`), or None."""
-    if len(m.terms) != 1 or m.const != 0 or m.gather is not None:
-        return None
-    t = m.terms[0]
-    return t.var if t.coef == 1 and t.div is None and t.mod is None else None
-
-
-def _const(m: IndexMap, r: _Renderer) -> str:
-    c = m.const
-    return _bare(r.number(c).text) if isinstance(c, str) else str(int(c))

@@ -17,11 +17,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrator.patterns.lifted import _bind, _lift_note, _NoFit, _Renderer, _tensor
+from migrator.patterns.lifted import (
+    _axis_of,
+    _bind,
+    _float32_only,
+    _index_text,
+    _lift_note,
+    _NoFit,
+    _Renderer,
+    _tensor,
+    _unit_var,
+)
 
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
-from migrator.lift.program import Expr, IndexMap, Program, value_of
+from migrator.lift.program import Expr, Program, value_of
 from migrator.plan import PMAX, Plan, note
 
 KEY_TILE = 512  # keys per score matmul: one 2 KiB PSUM bank of fp32 per partition
@@ -54,16 +64,14 @@ def scores(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
             and all(x.kind == "load" for x in body.args)):  # fmt: skip
         raise _NoFit("the sum is not over products of two tensor elements")
     q_ld, k_ld = body.args
-    if _position(q_ld, n) is not None or _position(k_ld, m) is not None:
+    if _axis_of(q_ld, n) is not None or _axis_of(k_ld, m) is not None:
         q_ld, k_ld = k_ld, q_ld  # (the factors in the kernel's order: K first)
     kv = red.var or ""
-    q_idx = _operand(q_ld, m, kv, batch)
-    k_idx = _operand(k_ld, n, kv, batch)
+    _operand(q_ld, m, kv, batch)
+    _operand(k_ld, n, kv, batch)
     p = _bind(tu, k, spec, "scores", "lifted")
     q_t, k_t, out = _tensor(p, q_ld.tensor), _tensor(p, k_ld.tensor), _tensor(p, a.tensor)
-    for t in (q_t, k_t, out):
-        if t.dtype != "float32":
-            raise _NoFit(f"{t.name} is {t.dtype}: scores are emitted for float32 tensors")
+    _float32_only((q_t, k_t, out), "scores are")
     head_axis = len(q_ld.index) - 1
     for sset in spec.all_size_sets():
         d = int(value_of(spec.shape_of(next(t for t in spec.tensors if t.name == q_ld.tensor),
@@ -73,17 +81,8 @@ def scores(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
                          "several partition tiles, not emitted yet")  # fmt: skip
     r = _Renderer(p, spec, lambda ld: "")
     loops = {v: f"l{j}" for j, v in enumerate(batch)}
-
-    def at(idx: list[Any], row: str) -> str:
-        fixed = {"row": row, "k": ":"}
-        return ", ".join(loops.get(x) or fixed.get(x) or x for x in idx)
-
-    const = [_const(ix, r) for ix in q_ld.index]
-    q_at = at([c if c is not None else s for c, s in zip(const, q_idx, strict=True)],
-              "q0 : q0 + qr")  # fmt: skip
-    const = [_const(ix, r) for ix in k_ld.index]
-    k_at = at([c if c is not None else s for c, s in zip(const, k_idx, strict=True)],
-              "b0 : b0 + kb")  # fmt: skip
+    q_at = _index_text(q_ld, {**loops, m: "q0 : q0 + qr", kv: ":"}, r)
+    k_at = _index_text(k_ld, {**loops, n: "b0 : b0 + kb", kv: ":"}, r)
     nb = len(batch)
     p.constants = {"P_TILE": PMAX, "KEY_TILE": KEY_TILE}
     p.notes = {
@@ -116,26 +115,15 @@ def scores(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
 def _coord(x: Expr) -> str | None:
     if x.kind != "coord" or len(x.index) != 1:
         return None
-    return _unit(x.index[0])
+    return _unit_var(x.index[0])
 
 
-def _unit(ix: IndexMap) -> str | None:
-    if len(ix.terms) != 1 or ix.const != 0 or ix.gather is not None:
-        return None
-    t = ix.terms[0]
-    return t.var if t.coef == 1 and t.div is None and t.mod is None else None
-
-
-def _position(ld: Expr, var: str) -> int | None:
-    return next((j for j, ix in enumerate(ld.index) if _unit(ix) == var), None)
-
-
-def _operand(ld: Expr, row: str, kv: str, batch: list[str]) -> list[str]:
-    """Per axis of an operand: a batch coordinate, `row`, `k` (the contraction: last) or a
-    fixed index (its position left for `_const`)."""
+def _operand(ld: Expr, row: str, kv: str, batch: list[str]) -> None:
+    """_NoFit unless each axis of an operand is a batch coordinate, `row`, `kv` (the
+    contraction: last) or a fixed index, every batch coordinate once."""
     idx: list[str] = []
     for ix in ld.index:
-        u = _unit(ix)
+        u = _unit_var(ix)
         if u in batch or u in (row, kv):
             idx.append("row" if u == row else "k" if u == kv else u or "")
         elif not ix.terms and ix.gather is None:
@@ -146,14 +134,6 @@ def _operand(ld: Expr, row: str, kv: str, batch: list[str]) -> list[str]:
         raise _NoFit(f"{ld.render()} does not read one row per batch entry")
     if idx.count("k") != 1 or idx[-1] != "k":
         raise _NoFit(f"{ld.render()}: the contraction axis is not its innermost")
-    return idx
-
-
-def _const(ix: IndexMap, r: _Renderer) -> str | None:
-    if ix.terms or ix.gather is not None:
-        return None
-    c = ix.const
-    return r.number(c).text if isinstance(c, str) else str(int(c))
 
 
 def _literal(v: Any) -> str:
