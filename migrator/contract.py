@@ -50,6 +50,7 @@ import importlib.util
 import keyword
 import math
 import operator
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -528,6 +529,13 @@ def _relation_parts(rel: str) -> tuple[ast.expr, type, ast.expr]:
             and type(node.ops[0]) in _COMPARE):  # fmt: skip
         raise ValueError(f"relation {rel!r} is not one comparison (`N % 4 == 0`, `ld >= cols`)")
     return node.left, type(node.ops[0]), node.comparators[0]
+
+
+def divisor_pairs(relations: list[str]) -> list[tuple[str, str]]:
+    """`(C, NH)` for each relation `C % NH == 0` between two sizes (heads of equal size), in
+    order."""
+    return [(m.group(1), m.group(2)) for r in relations
+            if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
 def _adjust(rel: str, sizes: dict[str, int]) -> None:

@@ -172,14 +172,13 @@ def _fit_budget(
 def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
                  row: Any) -> dict[str, int]:  # fmt: skip
     """One measurement size set, grown until the grid has a block (`grid = N / 256`)."""
-    from migrator.contract import SpecError, eval_expr
+    from migrator.contract import SpecError, divisor_pairs, eval_expr
 
     sz = dict(fixed)
     sz.update({n: int(row[i]) for i, n in enumerate(free)})
-    for rel in data.get("relations", []):  # `C % NH == 0`: C a multiple of NH near its draw
-        m = re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", rel)
-        if m and m.group(1) in sz and m.group(2) in sz:
-            a, b = m.group(1), m.group(2)
+    # `C % NH == 0`: C a multiple of NH near its draw
+    for a, b in divisor_pairs(data.get("relations", [])):
+        if a in sz and b in sz:
             sz[a] = max(1, round(sz[a] / sz[b])) * sz[b]
     for _ in range(3):
         try:

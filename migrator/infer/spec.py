@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from migrator.contract import SpecError, TaskSpec, eval_expr, py_name
+from migrator.contract import SpecError, TaskSpec, divisor_pairs, eval_expr, py_name
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
 from migrator.infer.error import GatherError, InferenceError
@@ -380,6 +380,9 @@ def _vector_relations(
     return out
 
 
+_QUOTIENT = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*([A-Za-z_]\w*)\b")  # `C / NH`
+
+
 def _quotient_relations(data: dict[str, Any]) -> list[str]:
     """`C % NH == 0` where a shape or an argument divides one size by another (`C / NH`, a
     head dimension): the host code splits C into NH equal parts; a C that is not a multiple
@@ -389,7 +392,7 @@ def _quotient_relations(data: dict[str, Any]) -> list[str]:
     exprs += [str(s.get("size") or "") for s in data["scalars"]]
     out: list[str] = []
     for e in exprs:
-        for a, b in re.findall(r"\b([A-Za-z_]\w*)\s*/\s*([A-Za-z_]\w*)\b", e):
+        for a, b in _QUOTIENT.findall(e):
             rel = f"{a} % {b} == 0"
             if a in sizes and b in sizes and a != b and rel not in out:
                 out.append(rel)
@@ -410,7 +413,7 @@ def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
     size_of = {s["name"]: str(s["size"]) for s in scalars
                if re.fullmatch(r"[A-Za-z_]\w*", str(s.get("size") or ""))}  # fmt: skip
     out: list[str] = []
-    for a, b in re.findall(r"\b([A-Za-z_]\w*)\s*/\s*([A-Za-z_]\w*)\b", text):
+    for a, b in _QUOTIENT.findall(text):
         if a in size_of and b in size_of and size_of[a] != size_of[b]:
             rel = f"{size_of[a]} % {size_of[b]} == 0"
             if rel not in out:
@@ -424,11 +427,9 @@ def _name_quotients(data: dict[str, Any]) -> bool:
     fitted over B, T, NH and d reads its strides (`3 * NH * d`) as products of sizes."""
     names = set(data["sizes"])
     named = False
-    for rel in list(data.get("relations", [])):
-        m = re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", rel)
-        if not m or m.group(1) not in names or m.group(2) not in names:
+    for a, b in divisor_pairs(data.get("relations", [])):
+        if a not in names or b not in names:
             continue
-        a, b = m.group(1), m.group(2)
         quotient = re.compile(rf"\b{a}\s*/\s*{b}\b")
         arg = next((s for s in data["scalars"] if quotient.fullmatch(str(s.get("size") or "")
                     .strip().strip("()").strip())), None)  # fmt: skip
@@ -455,7 +456,8 @@ def _name_quotients(data: dict[str, Any]) -> bool:
             # a part of its own value in each set (C = 15 with NH = 5 left every d at 3)
             sset.pop(a, None)
             sset[new] = QUOTIENT_VALUES[min(j, len(QUOTIENT_VALUES) - 1)]
-        data["relations"] = [rewrite(r) for r in data["relations"] if r != rel]
+        data["relations"] = [rewrite(r) for r in data["relations"]
+                             if divisor_pairs([r]) != [(a, b)]]  # fmt: skip
         names = set(data["sizes"])
         named = True
     return named
@@ -498,8 +500,7 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
             tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
     ties = {m.group(1): m.group(2) for r in relations
             if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
-    parts = [(m.group(1), m.group(2)) for r in relations
-             if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r))]  # fmt: skip
+    parts = divisor_pairs(relations)
     seen: list[dict[str, int]] = []
     for j, sset in enumerate((data["sizes"], *data["size_sets"])):
         for a, b in parts:  # `C % NH == 0`: heads of equal size

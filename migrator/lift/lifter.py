@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from migrator.contract import TaskSpec, is_float, np_dtype
+from migrator.contract import TaskSpec, divisor_pairs, is_float, np_dtype
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
@@ -208,7 +208,7 @@ def _pair(
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
         for shift in range(0, 12 * step, step):
             cand = {n: v + (shift if n in names else 0) for n, v in start.items()}
-            for a, b in _divisors(spec):
+            for a, b in divisor_pairs(spec.relations):
                 # `C % NH == 0`: C = NH * q with q a traced number of its own (C / NH, a head
                 # size, then reads as that quotient, not as a small literal)
                 if a in cand and b in cand:
@@ -224,7 +224,7 @@ def _pair(
                     return out
                 break  # (five sizes from 8 up trace millions of elements: smaller ones next)
             start = {n: v - shift if n in names else v for n, v in got.items()}  # one step up
-            for a, b in _divisors(spec):
+            for a, b in divisor_pairs(spec.relations):
                 if a in start and b in got and got[b]:
                     start[a] = got[a] // got[b] - shift  # (the quotient steps up, not C)
     return None
@@ -273,7 +273,7 @@ def _distinct(
             return got
         # a divisor equal to its multiple (`C % NH == 0` rounded C up to NH): the multiple
         # moves on, by the divisor (raising the divisor would only drag the multiple along)
-        for a, b in _divisors(spec):
+        for a, b in divisor_pairs(spec.relations):
             if b == clash and got.get(a) == got.get(b):
                 clash, bump = a, got[b]
         sizes = {**got, clash: got[clash] + bump}
@@ -283,16 +283,10 @@ def _distinct(
 def _divided(spec: TaskSpec, sizes: dict[str, int]) -> dict[str, int]:
     """`sizes` with each `C % NH == 0` relation between two sizes made to hold (C rounded up)."""
     out = dict(sizes)
-    for a, b in _divisors(spec):
+    for a, b in divisor_pairs(spec.relations):
         if a in out and out.get(b):
             out[a] = -(-out[a] // out[b]) * out[b]
     return out
-
-
-def _divisors(spec: TaskSpec) -> list[tuple[str, str]]:
-    """`(C, NH)` for each relation `C % NH == 0` between two sizes."""
-    return [(m.group(1), m.group(2)) for r in spec.relations
-            if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
 def _coincident(sizes: dict[str, int], skip: set[str]) -> str | None:
