@@ -285,6 +285,9 @@ class TaskSpec(_Frozen):
         return {n: v for n, v in self.sizes.items()
                 if str(v) in template and all(s.get(n) == v for s in sets)}  # fmt: skip
 
+    def tensor_named(self, name: str | None) -> TensorSpec:
+        return next(t for t in self.tensors if t.name == name)
+
     def shape_of(self, tensor: TensorSpec, sizes: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(int(eval_expr(d, sizes)) for d in tensor.shape)
 

@@ -311,7 +311,7 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         program, reshaped = flat[0], flat[1]
     first = program.assigns[0]
     two_d = len(first.vars) == 2
-    shapes = {tuple(spec.shape_of(next(t for t in spec.tensors if t.name == a.tensor),
+    shapes = {tuple(spec.shape_of(spec.tensor_named(a.tensor),
                                   spec.sizes)) for a in program.assigns}  # fmt: skip
     if len(shapes) != 1:
         raise _NoFit("outputs of different shapes")
@@ -681,7 +681,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     if isinstance(cols, str) and cols not in spec.sizes:
         raise _NoFit(f"reductions over {cols}, not a size")
     for a in two_d:
-        o = next(t for t in spec.tensors if t.name == a.tensor)
+        o = spec.tensor_named(a.tensor)
         if a.tensor not in reshaped and [str(s) for s in o.shape[1:]] != [str(cols)]:
             raise _NoFit(f"{a.tensor}'s rows are not the reduced length")
     r_rows = f"({x.shape[0]}) // {cols}" if row_tensor in reshaped else x.shape[0]
@@ -918,7 +918,7 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     if len(program.assigns) != 1:
         raise _NoFit("more than one output")
     a = program.assigns[0]
-    o = next(t for t in spec.tensors if t.name == a.tensor)
+    o = spec.tensor_named(a.tensor)
     if spec.shape_of(o, spec.sizes) != (1,):
         raise _NoFit(f"{a.tensor} is not a single value")
     total = [IndexMap()]  # the one element: out[0]

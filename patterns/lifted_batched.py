@@ -74,7 +74,7 @@ def batched_matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskS
     p = _bind(tu, k, spec, "batched_matmul", "lifted")
     at_, bt_, out = _tensor(p, lhs.tensor), _tensor(p, rhs.tensor), _tensor(p, a.tensor)
     _float32_only((at_, bt_, out), "batched products are")
-    out_spec = next(t for t in spec.tensors if t.name == a.tensor)
+    out_spec = spec.tensor_named(a.tensor)
     for sset in spec.all_size_sets():
         cols_n = spec.shape_of(out_spec, sset)[-1]
         if cols_n > MAX_COLS:

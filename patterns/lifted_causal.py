@@ -49,7 +49,7 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
     upto = bound.model_copy(update={"const": _plus_one(bound.const)})
     if any(r.upto != upto for r in reds):
         raise _NoFit("reductions that do not end where the mask begins")
-    out_t = next(t for t in spec.tensors if t.name == a.tensor)
+    out_t = spec.tensor_named(a.tensor)
     length, row_of = _row_length(a.vars, col, spec, out_t)
     full = rest.model_copy(deep=True)
     full = _full_rows(full, length)
@@ -131,7 +131,7 @@ def _check_equal(
     """The lifted program on random inputs equals the full-row program on the same inputs with
     the masked positions at -inf, at the smallest size sets of the task (two at most)."""
     a = program.assigns[0]
-    out_t = next(t for t in spec.tensors if t.name == a.tensor)
+    out_t = spec.tensor_named(a.tensor)
     sets = sorted(spec.all_size_sets(), key=lambda s: math.prod(spec.shape_of(out_t, s)))
     checked = 0
     for sizes in sets[:2]:

@@ -55,7 +55,7 @@ def histogram(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     keys, out = _tensor(p, key), _carrying_tensor(p, a.tensor, carried)
     if len(keys.shape) != 1 or keys.nl_dtype not in ("nl.int32", "nl.uint32"):
         raise _NoFit(f"{key} is not a 1-D tensor of 32-bit integers")
-    bins = spec.shape_of(next(t for t in spec.tensors if t.name == a.tensor), spec.sizes)[0]
+    bins = spec.shape_of(spec.tensor_named(a.tensor), spec.sizes)[0]
     if bins > MAX_BINS:
         raise _NoFit(f"{bins} bins (at most {MAX_BINS}, one PSUM bank of fp32 counts)")
     lo, hi = int_range(spec.inputs.get(key, InputDist()), spec.sizes)

@@ -94,7 +94,7 @@ def permute(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
         x, out = _tensor(p, e.tensor), _tensor(p, a.tensor)
         if adds and out.role != "inout":
             raise _NoFit(f"{a.tensor} adds its old value but is not an inout tensor")
-        out_spec = next(t for t in spec.tensors if t.name == a.tensor)
+        out_spec = spec.tensor_named(a.tensor)
         part = _partition_axis([spec.shape_of(out_spec, s) for s in spec.all_size_sets()])
         last = len(a.vars) - 1
         middle = list(range(part + 1, last))

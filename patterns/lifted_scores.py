@@ -74,7 +74,7 @@ def scores(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     _float32_only((q_t, k_t, out), "scores are")
     head_axis = len(q_ld.index) - 1
     for sset in spec.all_size_sets():
-        d = int(value_of(spec.shape_of(next(t for t in spec.tensors if t.name == q_ld.tensor),
+        d = int(value_of(spec.shape_of(spec.tensor_named(q_ld.tensor),
                                        sset)[head_axis], sset))  # fmt: skip
         if d > PMAX:
             raise _NoFit(f"a head dim of {d} (at {sset}): above {PMAX} the contraction needs "

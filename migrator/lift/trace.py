@@ -93,9 +93,9 @@ def trace_run(
         vals = np.asarray(ins[t.name], dtype=np.float64).reshape(-1)
         leaves = np.empty(vals.size, dtype=object)
         # (one comprehension over Python floats: a leaf per input element is most of a large
-        # copy kernel's trace, and numpy scalars and item assignment double its cost)
+        # copy kernel's trace, and numpy scalars and item assignment add to its cost)
         name = t.name
-        leaves[:] = [Sym(v, "in", (name, i)) for i, v in enumerate(vals.tolist())]
+        leaves[:] = [Sym.leaf(name, i, v) for i, v in enumerate(vals.tolist())]
         args[t.cuda_param] = leaves.reshape(shape)
     params: dict[str, float] = {}
     for s in spec.scalars:

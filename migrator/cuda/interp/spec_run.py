@@ -147,7 +147,7 @@ def run_spec_full(
                 f"--inputs {name}: not an input tensor of this task "
                 f"(inputs: {', '.join(ins) or 'none'})"
             )
-        t = next(t for t in spec.tensors if t.name == name)
+        t = spec.tensor_named(name)
         want = spec.shape_of(t, sz)
         if tuple(arr.shape) != want:
             raise ValueError(f"input {name!r} has shape {arr.shape}, expected {want}")
