@@ -320,7 +320,7 @@ def render(
         if k == "const":
             if n.dtype == "bool":
                 return "True" if n.value else "False"
-            return repr(float(n.value)) if n.dtype in ("float", "double") else str(n.value)
+            return _float_text(float(n.value)) if n.dtype in ("float", "double") else str(n.value)
         if k == "param":
             if n.name not in params:
                 raise Untranslatable(f"parameter {n.name} has no value in the NKI kernel")
@@ -350,6 +350,9 @@ def render(
         if k == "call":
             if n.op in CONVERSIONS and len(n.args) == 1:
                 return go(n.args[0])
+            bits = _bit_pattern(n)
+            if bits is not None:
+                return _float_text(bits)
             if clamp_select(n):
                 x, c = _clamp_operands(n)
                 a, b = go(x), go(c)
@@ -369,6 +372,26 @@ def render(
         raise Untranslatable(f"{k} expression {n.text!r} ({n.op})")
 
     return _strip_outer(go(e))
+
+
+def _bit_pattern(n: Expr) -> float | None:
+    """`__int_as_float(0x7f800000)` (how <math.h> spells INFINITY): the float a constant's bits
+    make; None for anything else."""
+    if n.op not in ("__int_as_float", "__uint_as_float") or len(n.args) != 1:
+        return None
+    (a,) = n.args
+    if a.kind != "const" or a.dtype in ("float", "double", "bool"):
+        return None
+    return float(np.array([int(a.value) & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0])
+
+
+def _float_text(f: float) -> str:
+    """A float as Python source: inf and nan have no literal."""
+    if f != f:
+        return 'float("nan")'
+    if f in (float("inf"), float("-inf")):
+        return 'float("-inf")' if f < 0 else 'float("inf")'
+    return repr(f)
 
 
 def _strip_outer(s: str) -> str:

@@ -49,6 +49,16 @@ class ElementwiseMatcher(FamilyMatcher):
         layout, why = _layout(k, stores)
         if layout is None:
             return self.reject(k, why)
+        # a store under `if (t > t2)` writes some elements only: the tile program stores every
+        # element, so such a condition would be dropped silently (the lifter handles it)
+        conditional = [
+            f"{st.array} is written under `{k.guards[g].condition}`, which is not a bounds guard"
+            for st in stores
+            for g in st.guards
+            if k.guards[g].kind != "bounds"
+        ]
+        if conditional:
+            return self.reject(k, conditional[0])
         reasons = [why]
         inputs: dict[str, str] = {}
         out_key = facts.key(stores[0].index[0])

@@ -156,3 +156,17 @@ def test_bind_computes_a_clamped_operand_once() -> None:
         ("t1", "nl.where(nl.greater(t0, 0.0), t0, 0.0)"),
     ]
     assert expr == "nl.where(nl.less(t1, 6.0), t1, 6.0)"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("-INFINITY", '-float("inf")'),
+        ("v > 0.0f ? v : NAN", 'nl.where(nl.greater(x_tile, 0.0), x_tile, float("nan"))'),
+        ("__int_as_float(0x3f800000)", "1.0"),
+    ],
+)
+def test_constants_spelled_by_their_bits_are_numbers(body: str, expected: str) -> None:
+    """<math.h> spells INFINITY and NAN as `__int_as_float(bits)`: a float of the kernel, not a
+    call NKI lacks (and inf and nan have no Python literal)."""
+    assert _nki(body) == expected

@@ -156,6 +156,23 @@ def test_broadcast_row_vector_is_elementwise() -> None:
     assert "row-vector broadcast" in c.winner.plan["inputs"]["bias"]  # type: ignore[union-attr,index]
 
 
+def test_a_store_under_a_non_bounds_condition_is_not_elementwise() -> None:
+    """`if (t > t2) x[i] = -INFINITY; else x[i] *= s;`: a tile program that stores every element
+    would drop the condition; the lifter takes such kernels (a select by coordinates)."""
+    tu, k = one(
+        "__global__ void mask(float* x, float s, int T, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) {\n"
+        "    int t = i % T, t2 = (i / T) % T;\n"
+        "    if (t > t2) { x[i] = -INFINITY; } else { x[i] *= s; }\n"
+        "  }\n}\n"
+    )
+    c = classify(tu, k)
+    assert c.family != "elementwise"
+    reasons = next(v.reasons for v in c.verdicts if v.family == "elementwise")
+    assert any("under `t > t2`" in r for r in reasons)
+
+
 def _ids(c: Classification) -> set[str]:
     return {d.id for v in c.verdicts for d in v.diagnostics}
 
