@@ -67,6 +67,11 @@ class Canonicaliser:
         # every tuple `keys` or `rows` holds an entry for, kept alive: they are keyed by id(),
         # and a temporary (a rewrite's candidate form) would hand its id to the next tuple
         self.held: list[Any] = []
+        # maxima merges (`_by_one_select`): a condition is (comparison, operands' ids)
+        self.conds: dict[int, frozenset[tuple[str, int, int]]] = {}  # `_conds`, by id
+        self.cond_ops: dict[tuple[str, int, int], tuple[Canon, Canon]] = {}
+        self.decided: dict[int, tuple[tuple[str, int, int], Canon, Canon]] = {}
+        self.merges: set[tuple[str, int, int]] = set()  # conditions that made a max / min
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -104,16 +109,119 @@ class Canonicaliser:
         if op == "pow":
             return ("pow", self(a[0]), self(a[1]))
         if op == "select":
-            cmp, lhs, rhs, t, f = a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4])
-            # `if (x > m) m = x;`: a running max (min) spelled as a select is a max (min)
-            if cmp in (">", ">=", "<", "<=") and {t, f} == {lhs, rhs} and lhs != rhs:
-                bigger = (t == lhs) == (cmp in (">", ">="))
-                return self.nary("max" if bigger else "min", [lhs, rhs], {x.at})
-            rescaled = self._rescaled(cmp, lhs, rhs, t, f)
-            if rescaled is not None:
-                return rescaled
-            return ("sel", cmp, lhs, rhs, t, f)
+            return self.select(a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4]), x.at)
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
+
+    def select(self, cmp: str, lhs: Canon, rhs: Canon, t: Canon, f: Canon,
+               at: tuple[int, int] | None = None) -> Canon:  # fmt: skip
+        decided = _decided(cmp, lhs, rhs)
+        if decided is not None:  # `-INFINITY > x`: a first step's comparison with the identity
+            return t if decided else f
+        if t == f:
+            return t
+        cond = (cmp, id(lhs), id(rhs))
+        # `if (x > m) m = x;`: a running max (min) spelled as a select is a max (min)
+        if cmp in (">", ">=", "<", "<=") and {t, f} == {lhs, rhs} and lhs != rhs:
+            bigger = (t == lhs) == (cmp in (">", ">="))
+            out = self.nary("max" if bigger else "min", [lhs, rhs], {at} if at else None)
+            if out is not lhs and out is not rhs:
+                # which operand it is, given the comparison (`_by_one_select`)
+                self.decided[id(out)] = (cond, t, f)
+                self.merges.add(cond)
+                self.cond_ops[cond] = (lhs, rhs)
+                self.held.extend((out, lhs, rhs))
+            return out
+        rescaled = self._rescaled(cmp, lhs, rhs, t, f)
+        if rescaled is not None:
+            return rescaled
+        out = ("sel", cmp, lhs, rhs, t, f)
+        self.cond_ops[cond] = (lhs, rhs)
+        self.held.append(out)  # (its condition is keyed by the operands' ids: `_conds`)
+        return out
+
+    # A pair merged by comparing maxima (`big = a.m > b.m ? a : b; small = ...;
+    # s = big.s + small.s * exp(small.m - big.m)`: an online softmax's merge of two partial
+    # results) selects every field by one condition: the max and min it makes of the maxima,
+    # and a select of the sums. A sum or product whose terms depend on such a condition
+    # (two of them, or one through a select) is one select of the two sums (products), whose
+    # branches `_rescaled` compares; field by field the selects would nest, each doubling the
+    # spelled-out structure at every merge.
+    def _conds(self, t: Canon) -> frozenset[tuple[str, int, int]]:
+        """The conditions (comparison, operands' ids) of the selects within `t`."""
+        got = self.conds.get(id(t))
+        if got is not None:
+            return got
+        tag = t[0]
+        out: frozenset[tuple[str, int, int]] = _NO_CONDS
+        if tag == "sel":
+            out = self._conds(t[4]) | self._conds(t[5]) | {(t[1], id(t[2]), id(t[3]))}
+        elif tag not in ("c", "in", "p"):
+            for y in t[1] if tag in _NARY else t[1:]:
+                if isinstance(y, tuple):
+                    c = self._conds(y)
+                    if c:
+                        out = out | c
+        self.conds[id(t)] = out
+        self.held.append(t)
+        return out
+
+    def _decided_by(self, t: Canon) -> tuple[str, int, int] | None:
+        """The condition that decided the max / min `t` is (or `-t`), if one did."""
+        d = self.decided.get(id(t))
+        if d is None and t[0] == "prod" and len(t[1]) == 2 and t[1][0][0] == "c":
+            d = self.decided.get(id(t[1][1]))
+        return d[0] if d is not None else None
+
+    def _branch(self, t: Canon, cond: tuple[str, int, int], taken: bool,
+                memo: dict[int, Canon]) -> Canon:  # fmt: skip
+        """`t` with every select by `cond` replaced by its taken (or other) branch, and the
+        max / min `cond` decided by the operand it is."""
+        d = self.decided.get(id(t))
+        if d is not None and d[0] == cond:
+            return d[1] if taken else d[2]
+        tag = t[0]
+        shallow = tag in _NARY and any(self._decided_by(y) == cond for y in t[1])
+        if not shallow and cond not in self._conds(t):
+            return t
+        got = memo.get(id(t))
+        if got is not None:
+            return got
+        if tag == "sel" and (t[1], id(t[2]), id(t[3])) == cond:
+            out = self._branch(t[4] if taken else t[5], cond, taken, memo)
+        elif tag == "sel":
+            out = self.select(t[1], t[2], t[3], *(self._branch(y, cond, taken, memo)
+                                                  for y in t[4:]))  # fmt: skip
+        elif tag in _NARY:
+            out = self.nary(tag, [self._branch(y, cond, taken, memo) for y in t[1]])
+        elif tag == "div":
+            out = self._div(*(self._branch(y, cond, taken, memo) for y in t[1:]))
+        elif tag in _FUNCS:
+            inner = self._branch(t[1], cond, taken, memo)
+            out = ("c", _FUNC_VALUES[tag](inner[1])) if inner[0] == "c" else (tag, inner)
+        else:  # pow
+            out = (tag, *(self._branch(y, cond, taken, memo) for y in t[1:]))
+        memo[id(t)] = out
+        return out
+
+    def _by_one_select(self, tag: str, items: list[Canon]) -> Canon | None:
+        """A sum (product) of items that depend on one maxima comparison (two of them, or one
+        through a select) as one select of two sums (products); None for any other."""
+        seen: dict[tuple[str, int, int], int] = {}
+        selected: set[tuple[str, int, int]] = set()
+        for it in items:
+            conds = self._conds(it)
+            d = self._decided_by(it)
+            for c in conds | {d} if d is not None else conds:
+                seen[c] = seen.get(c, 0) + 1
+            selected |= conds
+        cond = next((c for c, n in seen.items()
+                     if c in self.merges and (n > 1 or c in selected)), None)  # fmt: skip
+        if cond is None:
+            return None
+        ops = self.cond_ops[cond]
+        sides = [self.nary(tag, [self._branch(it, cond, taken, {}) for it in items])
+                 for taken in (True, False)]  # fmt: skip
+        return self.select(cond[0], ops[0], ops[1], *sides)
 
     def _chain(self, x: Sym, rows: set[tuple[int, int]]) -> list[Canon]:
         """The operands of a `+`/`-` chain (each negated where it is subtracted), walked with
@@ -137,6 +245,10 @@ class Canonicaliser:
         return self.nary("prod", [("c", -1.0), t])
 
     def nary(self, tag: str, items: list[Canon], rows: set[tuple[int, int]] | None = None) -> Canon:
+        if tag in ("sum", "prod") and len(items) > 1 and self.merges:
+            merged = self._by_one_select(tag, items)
+            if merged is not None:
+                return merged
         flat: list[Canon] = []
         rows = set(rows or ())
         for it in items:
@@ -218,13 +330,26 @@ class Canonicaliser:
         big, small = (lhs, rhs) if cmp in (">", ">=") else (rhs, lhs)
         # (both sides with each exponent's opposite terms cancelled: `exp(x0 - x0)`, a first
         # step's term, is left as traced elsewhere)
-        if self._subtracting(t, big, small) != self._subtracting(f, big, big):
-            return None
-        return self._subtracting(t, big, self.nary("max", [big, small]))
+        target = self._subtracting(f, big, big)
+        # ... or spelled as the constant it is (`{x, 1.0f}`: a sum of one term relative to its
+        # own max): the running sum's constant terms then count relative to the max too
+        for relative in (False, True):
+            if self._subtracting(t, big, small, relative) == target:
+                return self._subtracting(t, big, self.nary("max", [big, small]), relative)
+        return None
 
-    def _subtracting(self, t: Canon, old: Canon, new: Canon) -> Canon:
-        """`t` rebuilt with `new` subtracted in every exponent that subtracts `old`."""
+    def _subtracting(self, t: Canon, old: Canon, new: Canon, relative: bool = False) -> Canon:
+        """`t` rebuilt with `new` subtracted in every exponent that subtracts `old` (and, if
+        `relative`, its constant terms `c` read as `c * exp(old - old)`)."""
         memo: dict[int, Canon] = {}
+        if relative:
+            terms = list(t[1]) if t[0] == "sum" else [t]
+            if any(x[0] == "c" for x in terms):
+                shift = self._exp_of([old, self.neg(new)])
+                return self.nary("sum", [
+                    self.nary("prod", [x, shift]) if x[0] == "c" else self._subtracting(x, old, new)
+                    for x in terms
+                ])  # fmt: skip
 
         def go(x: Canon) -> Canon:
             got = memo.get(id(x))
@@ -298,6 +423,36 @@ class Canonicaliser:
         self.keys[id(t)] = k
         self.held.append(t)
         return k
+
+
+_NO_CONDS: frozenset[tuple[str, int, int]] = frozenset()
+_FUNC_VALUES: dict[str, Callable[[float], float]] = {
+    "exp": math.exp, "exp2": lambda v: 2.0**v, "log": math.log, "log2": math.log2,
+    "sqrt": math.sqrt, "tanh": math.tanh, "sin": math.sin, "cos": math.cos, "erf": math.erf,
+    "abs": abs,
+}  # fmt: skip
+
+
+def _decided(cmp: str, lhs: Canon, rhs: Canon) -> bool | None:
+    """The comparison's outcome where it does not depend on the inputs: two constants, or an
+    identity bound (`-INFINITY`, `-FLT_MAX`) against anything finite; None otherwise."""
+
+    def bound(x: Canon) -> float | None:
+        return x[1] if x[0] == "c" else None
+
+    a, b = bound(lhs), bound(rhs)
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        known = a if a is not None else b
+        assert known is not None
+        if abs(known) < _IDENTITY_LIMIT:
+            return None
+        # the unknown side is finite: replace it by 0 for the comparison
+        a, b = (a, 0.0) if a is not None else (0.0, b)
+    assert a is not None and b is not None
+    return {">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b,
+            "==": a == b, "!=": a != b}.get(cmp)  # fmt: skip
 
 
 def _has_exp(t: Canon) -> bool:

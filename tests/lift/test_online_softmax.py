@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -177,6 +178,87 @@ def test_online_and_two_pass_forms_canonicalise_alike(xs: list[float]) -> None:
         m = m_new
     two_pass = leaves[0] - m
     direct = two_pass.exp()
+    for x in leaves[1:]:
+        direct = direct + (x - m).exp()
+    assert c(s) == c(direct)
+
+
+# A (max, sum) pair per lane, merged by comparing maxima (`big = a.m > b.m ? a : b`); one warp
+# per row, lanes merged through shuffles of both fields; a lone element is `{x, 1.0f}`
+PAIR_MERGE = """
+    struct MaxSum { float m; float s; };
+
+    __device__ __forceinline__ MaxSum merge(MaxSum a, MaxSum b) {
+        bool a_big = a.m > b.m;
+        MaxSum big = a_big ? a : b;
+        MaxSum small = a_big ? b : a;
+        MaxSum r;
+        r.m = big.m;
+        r.s = big.s + small.s * __expf(small.m - big.m);
+        return r;
+    }
+
+    __global__ void softmax_online(const float* x, float* y, int N, int C) {
+        int row = blockIdx.x;
+        int lane = threadIdx.x;
+        const float* xr = x + (size_t)row * C;
+        MaxSum acc = {-INFINITY, 0.0f};
+        for (int c = lane; c < C; c += 32) {
+            MaxSum one = {xr[c], 1.0f};
+            acc = merge(acc, one);
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            MaxSum other;
+            other.m = __shfl_xor_sync(0xffffffff, acc.m, off);
+            other.s = __shfl_xor_sync(0xffffffff, acc.s, off);
+            acc = merge(acc, other);
+        }
+        for (int c = lane; c < C; c += 32) y[(size_t)row * C + c] = __expf(xr[c] - acc.m) / acc.s;
+    }
+"""
+
+
+def test_pairs_merged_by_comparing_maxima_lift_to_the_two_pass_program(tmp_path: Path) -> None:
+    _write(tmp_path, PAIR_MERGE)
+    spec = (tmp_path / "softmax_online.toml").read_text()
+    spec = spec.replace('grid = ["ceil_div(N, 32)"]', 'grid = ["N"]')
+    (tmp_path / "softmax_online.toml").write_text(spec)
+    result = lift_task(load_spec(tmp_path / "softmax_online.toml"))
+    assert result.ok, result.render()
+    assert result.program is not None and result.program.render() == TWO_PASS
+    (k,) = migrate(tmp_path / "softmax_online.cu", out_dir=tmp_path / "out").kernels
+    assert (k.family, k.status) == ("rows", "complete")
+    assert k.check is not None and k.check.ok
+
+
+def _merged(c: Canonicaliser, a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    """`merge(a, b)` of PAIR_MERGE on traced values: every field selected by one comparison."""
+    (am, as_), (bm, bs) = a, b
+    big_m = Sym(max(_v(am), _v(bm)), "select", (">", am, bm, am, bm))
+    small_m = Sym(min(_v(am), _v(bm)), "select", (">", am, bm, bm, am))
+    take = _v(am) > _v(bm)
+    big_s = Sym(_v(as_ if take else bs), "select", (">", am, bm, as_, bs))
+    small_s = Sym(_v(bs if take else as_), "select", (">", am, bm, bs, as_))
+    return big_m, big_s + small_s * (small_m - big_m).exp()
+
+
+def _v(x: Any) -> float:
+    return float(getattr(x, "v", x))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=2, max_size=8), st.randoms(use_true_random=False))
+def test_pairs_merged_in_any_tree_canonicalise_as_the_two_pass_sum(xs: list[float],
+                                                                   rnd: Any) -> None:  # fmt: skip
+    """Whatever tree merges the (max, 1) pairs of a row, the sum is `sum_k exp(x_k - max)`."""
+    c = Canonicaliser()
+    leaves = [_leaf(n, v) for n, v in enumerate(xs)]
+    parts: list[tuple[Any, Any]] = [(x, 1.0) for x in leaves]
+    while len(parts) > 1:
+        n = rnd.randrange(len(parts) - 1)
+        parts[n : n + 2] = [_merged(c, parts[n], parts[n + 1])]
+    m, s = parts[0]
+    direct = (leaves[0] - m).exp()
     for x in leaves[1:]:
         direct = direct + (x - m).exp()
     assert c(s) == c(direct)

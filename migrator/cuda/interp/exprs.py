@@ -8,6 +8,7 @@ Dispatch is a dict from tree-sitter node type to method. The mask matters inside
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -408,7 +409,14 @@ class ExprMixin:
             fused = self._try_fma(op, left, right, mask)
             if fused is not None:
                 return fused
-        return self.apply_binary(op, self.ev(left, mask), self.ev(right, mask), node)
+        a, b = self.ev(left, mask), self.ev(right, mask)
+        if op in _ORDERING and self.options.trace and (is_traced(a.ctype) or is_traced(b.ctype)):
+            # `bool bigger = a.maxval > b.maxval;`: the comparison is kept with its bool, so a
+            # later `bigger ? a : b` is a select of what the kernel computes, not of this run
+            lv, rv = as_object(lanes(a, self.geo.n)), as_object(lanes(b, self.geo.n))
+            holds = mask & np.asarray(COMPARE[op](lv, rv), dtype=bool)
+            return CondVal(ct.BOOL, holds, cond=TracedCond(op, (lv, rv), holds))
+        return self.apply_binary(op, a, b, node)
 
     def apply_binary(self: Machine, op: str, a: Val, b: Val, node: Node) -> Val:
         pa, pb = a.ctype.is_pointer_like, b.ctype.is_pointer_like
@@ -633,6 +641,12 @@ class ExprMixin:
         joined by `&&`, `||` and `!`, with the lanes where it holds; None for any condition
         that does not compare traced values (the usual lane masking then applies)."""
         cond = unparen(cond)
+        if cond.type == "identifier":  # a bool that holds a traced comparison
+            b = self.lookup(self.parsed.text(cond))
+            v = b.val if isinstance(b, Var) else None
+            if not isinstance(v, CondVal) or v.cond is None:
+                return None
+            return TracedCond(v.cond.op, v.cond.parts, mask & v.cond.holds)
         if cond.type == "unary_expression":
             op = cond.child_by_field_name("operator")
             arg = cond.child_by_field_name("argument")
@@ -678,6 +692,8 @@ class ExprMixin:
         if c is None:
             return None
         a, b = self.ev(a_node, mask), self.ev(b_node, mask)
+        if a.comps is not None and b.comps is not None and a.ctype == b.ctype:
+            return self._select_parts(c, a, b)  # `bigger ? a : b` of two structs
         if not (a.ctype.is_arith and b.ctype.is_arith):
             return None
         t = ct.arith_result(a.ctype, b.ctype, self.float_t)
@@ -686,6 +702,22 @@ class ExprMixin:
         a, b = convert(a, t), convert(b, t)
         n = self.geo.n
         return Val(t, c.select(as_object(lanes(a, n)), as_object(lanes(b, n))))
+
+    def _select_parts(self: Machine, c: TracedCond, a: Val, b: Val) -> Val:
+        """A traced select of two structs (or vectors): traced fields become select nodes,
+        the others (counts, indices) are chosen lane by lane where the condition holds."""
+        assert a.comps is not None and b.comps is not None
+        n = self.geo.n
+        parts = []
+        for x, y in zip(a.comps, b.comps, strict=True):
+            if x.comps is not None and y.comps is not None:
+                parts.append(self._select_parts(c, x, y))
+            elif is_traced(x.ctype) or is_traced(y.ctype):
+                t = x.ctype if is_traced(x.ctype) else y.ctype
+                parts.append(Val(t, c.select(as_object(lanes(x, n)), as_object(lanes(y, n)))))
+            else:
+                parts.append(select(c.holds, x, y))
+        return Val(a.ctype, comps=tuple(parts))
 
     def _e_cast(self: Machine, node: Node, mask: np.ndarray) -> Val:
         tnode = node.child_by_field_name("type")
@@ -758,6 +790,15 @@ class TracedCond:
         lhs, rhs = self.parts
         return SELECT(self.op, lhs, rhs, then, other)
 
+
+@dataclass
+class CondVal(Val):
+    """A bool computed by comparing traced values, with the comparison (traced runs only)."""
+
+    cond: TracedCond | None = None
+
+
+_ORDERING = ("<", "<=", ">", ">=")
 
 _NULL = Val(ct.ptr(ct.VOID), np.int64(0))  # `NULL` / `nullptr`: a pointer naming no buffer
 
