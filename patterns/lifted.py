@@ -181,9 +181,11 @@ class _Renderer:
     """Renders lifted expressions through `nkiexpr` (activations recognised, maxNum selects,
     scalar fusion), naming each load's tile with `tile_of` and sizes as the NKI kernel does."""
 
-    def __init__(self, p: Plan, spec: TaskSpec, tile_of: Callable[[Expr], str]) -> None:
+    def __init__(self, p: Plan, spec: TaskSpec, tile_of: Callable[[Expr], str],
+                 coord_of: Callable[[Expr], str] | None = None) -> None:  # fmt: skip
         self.p = p
         self.tile_of = tile_of
+        self.coord_of = coord_of  # an output coordinate's tile, where a rule provides one
         self.sizes = {n: (f"{n}_" if n in SIZE_RESERVED else n) for n in spec.sizes}
         # a size expression that is a whole dimension of an input (`C / NH` of a packed
         # [B, T, 3, NH, C / NH] tensor) is read from its shape: C alone may be readable nowhere
@@ -217,6 +219,12 @@ class _Renderer:
             return self.number(e.value)
         if k == "param":
             return CExpr(kind="param", name=e.name, text=e.name or "")
+        if k == "coord":
+            if self.coord_of is None:
+                raise Untranslatable(f"the coordinate {e.render()} (a mask by position)")
+            name = self.coord_of(e)
+            self.params.setdefault(name, name)
+            return CExpr(kind="param", name=name, text=name)
         if k == "load":
             key = e.render()
             self.by_key[key] = e
@@ -267,9 +275,14 @@ class _Renderer:
 
 
 def reduce_key(e: Expr) -> str:
-    """A reduction's identity whatever its variable is called (`max_q x[i, q]` is
-    `max_r x[i, r]`): computed once however often the program uses it."""
-    return re.sub(rf"\b{re.escape(e.var or '')}\b", "_", e.render())
+    """A reduction's identity whatever its variables are called (`max_q x[i, q]` is
+    `max_r x[i, r]`, and a sum of exp(x - max_q ...) the same sum of exp(x - max_r ...)):
+    computed once however often the program uses it."""
+    text = e.render()
+    bound = [x.var for x in e.walk() if x.kind == "reduce" and x.var]
+    for n, v in enumerate(dict.fromkeys(bound)):  # (a tensor of that name is followed by `[`)
+        text = re.sub(rf"\b{re.escape(v)}\b(?!\[)", f"_{n}", text)
+    return text
 
 
 def _replace_word(src: str, word: str, new: str) -> str:
@@ -301,14 +314,20 @@ def _lift_note(k: Kernel, program: Program) -> str:
 # --- map ---------------------------------------------------------------------------------------
 def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
     ndims = {len(a.vars) for a in program.assigns}
-    if len(ndims) != 1 or ndims.pop() not in (1, 2):
-        raise _NoFit("outputs are not all 1-D or all 2-D")
+    if len(ndims) != 1:
+        raise _NoFit("outputs of different ranks")
     if any(_reduces(a.expr) for a in program.assigns):
         raise _NoFit("it reduces")
-    flat = _flat_rows(program)  # `bias[i % OC]` over a flat output: a [rows, OC] view
+    shape0 = [str(d) for d in spec.tensor_named(program.assigns[0].tensor).shape]
     reshaped: set[str] = set()
-    if flat is not None:
-        program, reshaped = flat[0], flat[1]
+    flat: tuple[Program, set[str], Any] | None = None
+    collapsed = ndims.pop() > 2
+    if collapsed:  # [B*NH, T, T]: rows of the last axis, the others' coordinates by position
+        program, reshaped = _collapsed(program, shape0)
+    else:
+        flat = _flat_rows(program)  # `bias[i % OC]` over a flat output: a [rows, OC] view
+        if flat is not None:
+            program, reshaped = flat[0], flat[1]
     first = program.assigns[0]
     two_d = len(first.vars) == 2
     shapes = {tuple(spec.shape_of(spec.tensor_named(a.tensor),
@@ -320,6 +339,28 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
     flat_len = flat[2] if flat is not None else None
     out0 = _tensor(p, first.tensor)
     rows_expr = f"({out0.shape[0]}) // {flat_len}" if flat is not None else None
+    if collapsed:
+        rows_expr = " * ".join(str(d) for d in out0.shape[:-1])
+        flat_len = out0.shape[-1]
+    coords: dict[str, dict[str, Any]] = {}  # coordinate tiles a mask compares
+
+    def coord_of(e: Expr) -> str:
+        """The int32 tile of an output coordinate (`j`, `i`, `i % T`) for the tile's elements."""
+        (m,) = e.index
+        if len(m.terms) != 1 or m.const != 0 or m.gather is not None:
+            raise Untranslatable(f"the coordinate expression {m.render()}")
+        (t,) = m.terms
+        if t.coef != 1 or t.div is not None or (t.var, t.mod) not in {("j", None), ("i", t.mod)}:
+            raise Untranslatable(f"the coordinate expression {m.render()}")
+        if flat is not None or not two_d:
+            raise Untranslatable("a coordinate of a flat output")
+        axis = "col" if t.var == "j" else "row"
+        mod = _bare(r.number(t.mod).text) if t.mod is not None else None
+        key = f"{axis}:{mod}"
+        if key not in coords:
+            name = "col_ids" if axis == "col" else f"row_ids{'_' + str(len(coords)) if mod else ''}"
+            coords[key] = {"var": name, "axis": axis, "mod": mod}
+        return str(coords[key]["var"])
 
     def view(name: str) -> str:  # a flat tensor as its [rows, L] view
         return f"{name}.reshape(({rows_expr}, {flat_len}))"
@@ -431,7 +472,7 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
                 loads[key]["off"] = offs[0] or None
         return loads[key]["var"]
 
-    r = _Renderer(p, spec, tile_of)
+    r = _Renderer(p, spec, tile_of, coord_of)
     stores = []
     try:
         for a in program.assigns:
@@ -458,7 +499,11 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         "constant_notes": {"P_TILE": "partitions per tile (nl.tile_size.pmax)",
                            "F_TILE": "elements per partition per tile: 2 KiB fp32 DMAs"},
     })  # fmt: skip
-    if flat is not None:
+    p.fields["coords"] = list(coords.values())
+    p.fields["uses_isa"] = p.fields["uses_isa"] or bool(coords)  # (nisa.iota)
+    if coords and (segments or row_loads or picks or p.fields["kind"] != "2d"):
+        raise _NoFit("a mask by coordinates beside rows read by position or index")
+    if flat is not None or collapsed:
         p.fields["rows"], p.fields["cols"] = rows_expr, str(flat_len)
     elif two_d:
         p.fields["rows"], p.fields["cols"] = out.shape[0], out.shape[1]
@@ -738,7 +783,22 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                                    "index": index, "kind": kind})  # fmt: skip
         return row_loads[key]["var"]
 
-    r = _Renderer(p, spec, tile_of)
+    uses_cols: list[bool] = []
+
+    def coord_of(e: Expr) -> str:
+        """`j` (the column numbers) or `ids[i]` (the row's index) where a select compares them:
+        cross-entropy's gradient is `j == labels[i] ? p - 1 : p`."""
+        (m,) = e.index
+        g = m.gather
+        if g is None and m.const == 0 and len(m.terms) == 1 and _unit_var(m) == "j":
+            uses_cols.append(True)
+            return "col_ids"
+        if (g is not None and not m.terms and m.const == 0 and g.coef == 1
+                and len(g.index) == 1 and _is_var(g.index[0], "i")):  # fmt: skip
+            return tile_of(Expr(kind="load", tensor=g.tensor, index=[g.index[0]]))
+        raise Untranslatable(f"the coordinate {m.render()} (a column or a row's index)")
+
+    r = _Renderer(p, spec, tile_of, coord_of)
     pre: list[dict[str, str]] = []
     stores = []
     try:
@@ -779,7 +839,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "summary": "; ".join(a.render() for a in program.assigns),
         "rows": r_rows, "cols": cols if row_tensor in reshaped else x.shape[1],
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
-        "uses_isa": bool(picks) or any("exp_of" in q for q in pre),
+        "col_ids": bool(uses_cols),
+        "uses_isa": bool(picks) or bool(uses_cols) or any("exp_of" in q for q in pre),
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
@@ -822,7 +883,23 @@ def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
     def one(var: str) -> IndexMap:
         return IndexMap(terms=[Term(coef=1, var=var)])
 
+    def position(m: IndexMap) -> IndexMap:
+        """A compared coordinate: `i % L` the column, `i // L` the row, `ids[i // L]` the
+        row's index."""
+        g = m.gather
+        if g is not None and not m.terms and m.const == 0 and len(g.index) == 1:
+            return m.model_copy(update={"gather": g.model_copy(update={
+                "index": [position(g.index[0])]})})  # fmt: skip
+        terms = {(t.var, t.coef, t.div, t.mod) for t in m.terms}
+        if m.const == 0 and m.gather is None and terms == {("i", 1, None, L)}:
+            return one("j")
+        if m.const == 0 and m.gather is None and terms == {("i", 1, L, None)}:
+            return one("i")
+        raise _NoFit(f"the coordinate {m.render()} is not a row's or a column's")
+
     def rewrite(e: Expr) -> Expr:
+        if e.kind == "coord":
+            return e.model_copy(update={"index": [position(m) for m in e.index]})
         if e.kind != "load":
             return e.model_copy(update={"args": [rewrite(a) for a in e.args]})
         if len(e.index) != 1:
@@ -851,6 +928,51 @@ def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
     except _NoFit:
         return None
     return Program(assigns=assigns), reshaped, L
+
+
+def _collapsed(program: Program, shape: list[str]) -> tuple[Program, set[str]]:
+    """A map over an N-D output (N > 2) as one over its [rows, last axis] view: every load
+    reads the output's own element (of a tensor viewed alike), coordinates that a mask
+    compares become the column `j` or the row `i` taken modulo the axis's extent (only
+    axes next to the last: the row of a [B*NH, T, T] stack is `i % T`)."""
+    names = program.assigns[0].vars
+    if any(a.vars != names for a in program.assigns):
+        raise _NoFit("outputs index their coordinates differently")
+    last = len(names) - 1
+    reshaped = {a.tensor for a in program.assigns}
+
+    def one(var: str) -> IndexMap:
+        return IndexMap(terms=[Term(coef=1, var=var)])
+
+    def coord(m: IndexMap) -> IndexMap:
+        terms = []
+        for t in m.terms:
+            k = names.index(t.var)
+            if t.div is not None or t.mod is not None:
+                raise _NoFit(f"the coordinate {m.render()} of an N-D output")
+            if k == last:
+                terms.append(Term(coef=t.coef, var="j"))
+            elif k == last - 1:
+                terms.append(Term(coef=t.coef, var="i", mod=shape[k] if k > 0 else None))
+            else:
+                raise _NoFit(f"the coordinate {t.var} of an N-D output (only the last two)")
+        return IndexMap(terms=terms, const=m.const)
+
+    def rewrite(e: Expr) -> Expr:
+        if e.kind == "coord":
+            return e.model_copy(update={"index": [coord(m) for m in e.index]})
+        if e.kind != "load":
+            return e.model_copy(update={"args": [rewrite(a) for a in e.args]})
+        if len(e.index) != len(names) or not all(
+            _is_var(m, v) for m, v in zip(e.index, names, strict=True)
+        ):
+            raise _NoFit(f"{e.render()} is not the output element")
+        reshaped.add(e.tensor or "")
+        return e.model_copy(update={"index": [one("i"), one("j")]})
+
+    assigns = [a.model_copy(update={"vars": ["i", "j"], "expr": rewrite(a.expr)})
+               for a in program.assigns]  # fmt: skip
+    return Program(assigns=assigns), reshaped
 
 
 def _post_order_reduces(e: Expr) -> list[Expr]:

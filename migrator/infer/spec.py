@@ -277,6 +277,7 @@ def infer_spec(
                 _cap_threads(data, sset, launch_only | in_block)
             _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
                           DEFAULT_ELEMENTS)  # fmt: skip
+    _label_ranges(k, data)
     spec = TaskSpec.model_validate(data)
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
@@ -323,6 +324,43 @@ def _measured(
                 del sset[v]
     del data["inputs"]
     raise first  # type: ignore[misc]
+
+
+def _label_ranges(k: Kernel, data: dict[str, Any]) -> None:
+    """Integer inputs added as a column to a row's start (`logits[idx * P + ix]` with
+    `ix = targets[idx]`: a label picks one element of its row) are drawn in [0, columns):
+    drawn past the row, a label would read the next row, which no real label does."""
+    from migrator.contract import np_dtype
+
+    by_param = {t["param"]: t for t in data["tensors"]}
+    ints = {t["param"] for t in data["tensors"] if t["role"] == "in"
+            and np_dtype(t["dtype"]).kind in "iu"}  # fmt: skip
+    strides = {s["name"]: s["size"] for s in data["scalars"] if s.get("size")}
+    inputs = data.setdefault("inputs", {})
+    for a in k.accesses:
+        table = by_param.get(a.array)
+        if table is None or len(table["shape"]) not in (1, 2) or len(a.indices) != 1:
+            continue
+        idx = a.indices[0]
+        found = re.search(r"\b(\w+) is \1 = (\w+)\[", idx.reason or "")
+        if idx.affine or found is None or found.group(2) not in ints:
+            continue
+        var, label = found.groups()
+        terms = [t.strip() for t in idx.text.split("+")]
+        name = by_param[label]["name"]
+        if var not in terms or name in inputs:
+            continue
+        rest = [set(re.findall(r"\w+", t)) for t in terms if t != var]
+        if len(table["shape"]) == 2 and (rest or a.via):
+            # (through a row pointer, `x = logits + row * V; x[label]`: the alias's row start)
+            inputs[name] = {"dist": "int", "low": 0, "high": str(table["shape"][1])}
+        elif len(table["shape"]) == 1 and rest:
+            # a flat table: the row stride every other term is a multiple of (`idx * P`)
+            common = set.intersection(*rest) & set(strides)
+            if len(common) == 1:
+                inputs[name] = {"dist": "int", "low": 0, "high": str(strides[common.pop()])}
+    if not inputs:
+        del data["inputs"]
 
 
 def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],

@@ -904,7 +904,14 @@ def fit_elements(
     comparison of the coordinates tells (a causal mask's 0 or -inf above the diagonal), that
     constant there and the expression of the others elsewhere."""
     try:
-        return _one_form(c, tensor, values, shapes, sizes, sources, unwritten, ints, agrees)
+        one = _one_form(c, tensor, values, shapes, sizes, sources, unwritten, ints, agrees)
+        # the sample may miss the one element per row a label picks: checked there
+        missed = agrees is not None and any(
+            not agrees(one, at[:64].tolist()) for _, _, at in _label_positions(values, ints)
+        )
+        if not missed:
+            return one
+        first = LiftError(f"{tensor} is computed differently at the elements labels pick")
     except LiftError as e:
         first = e
     names = list(OUT_VARS[: len(values.shape)])
@@ -912,6 +919,10 @@ def fit_elements(
         unwritten = _nan_elements(values)
     masked = _masked(values, names, unwritten, sizes, tensor)
     if masked is None:
+        picked = _picked_by_index(c, tensor, values, shapes, sizes, sources, unwritten, ints,
+                                  agrees)  # fmt: skip
+        if picked is not None:
+            return picked
         raise first
     value, (lhs, rhs), inside, kept = masked
     # the others are fitted at elements the trace computed (a trace of some blocks: the
@@ -923,6 +934,73 @@ def fit_elements(
     expr = Expr(kind="op", op="select", name=">",
                 args=[*cond, Expr(kind="const", value=value), rest.expr])  # fmt: skip
     return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+def _picked_by_index(
+    c: Canonicaliser,
+    tensor: str,
+    values: np.ndarray,
+    shapes: Mapping[str, tuple[int, ...]],
+    sizes: Mapping[str, int],
+    sources: dict[str, set[tuple[int, int]]] | None,
+    unwritten: np.ndarray,
+    ints: Mapping[str, np.ndarray] | None,
+    agrees: Callable[[Assign, list[int]], bool] | None,
+) -> Assign | None:
+    """`j == ids[i] ? picked : other`: one element per row, at the column an integer input
+    gives (a label: cross-entropy's gradient subtracts 1 there), computed differently from the
+    rest; each part fitted on its own elements. None where no integer input explains it."""
+    shape = values.shape
+    names = list(OUT_VARS[: len(shape)])
+    # (elements of blocks the trace skipped are NaN: neither part reads them)
+    unwritten = np.union1d(unwritten, _nan_elements(values))
+    for name, width, at in _label_positions(values, ints):
+        others = np.setdiff1d(np.arange(values.size), at)
+        try:
+            rest = _one_form(c, tensor, values, shapes, sizes, sources, np.union1d(unwritten, at),
+                             ints, agrees, share=False)  # fmt: skip
+            pick = _one_form(c, tensor, values, shapes, sizes, sources,
+                             np.union1d(unwritten, others), ints, agrees, share=False)  # fmt: skip
+        except LiftError:
+            continue
+        unit = [IndexMap(terms=[Term(coef=1, var=v)]) for v in names]
+        col, row = unit[-1], unit[:-1]
+        if len(shape) == 1:  # `i % V == targets[i // V]`
+            col = IndexMap(terms=[Term(coef=1, var=names[0], mod=width)])
+            row = [IndexMap(terms=[Term(coef=1, var=names[0], div=width)])]
+        cond = [
+            Expr(kind="coord", index=[col]),
+            Expr(kind="coord", index=[IndexMap(gather=Gather(tensor=name, index=row))]),
+        ]
+        expr = Expr(kind="op", op="select", name="==", args=[*cond, pick.expr, rest.expr])
+        return Assign(tensor=tensor, vars=names, expr=expr)
+    return None
+
+
+def _label_positions(
+    values: np.ndarray, ints: Mapping[str, np.ndarray] | None
+) -> list[tuple[str, int, np.ndarray]]:
+    """Per integer input with one value per row of `values` (a flat output's rows of equal
+    length, or all axes but the last): its name, the row length, and the flat elements its
+    values pick (those within the row, and traced)."""
+    out = []
+    shape = values.shape
+    traced = np.array([isinstance(v, Sym) for v in values.reshape(-1)], dtype=bool)
+    for name, arr in (ints or {}).items():
+        ids = np.asarray(arr)
+        if len(shape) == 1 and ids.ndim == 1 and ids.size > 1 and shape[0] % ids.size == 0:
+            width = shape[0] // ids.size  # a flat output: rows of `width`, one label per row
+        elif len(shape) >= 2 and ids.shape == shape[:-1]:
+            width = shape[-1]
+        else:
+            continue
+        flat_ids = ids.reshape(-1).astype(np.int64)
+        ok = (flat_ids >= 0) & (flat_ids < width)
+        at = np.flatnonzero(ok) * width + flat_ids[ok]
+        at = at[traced[at]]
+        if width > 1 and at.size >= 2:
+            out.append((name, width, at))
+    return out
 
 
 def _nan_elements(values: np.ndarray) -> np.ndarray:

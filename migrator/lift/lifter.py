@@ -41,6 +41,8 @@ from migrator.lift.program import (
     Program,
     _index,
     evaluate,
+    index_maps,
+    index_terms,
     magnitude,
     value_of,
 )
@@ -548,12 +550,32 @@ def reduce_cost(e: Expr, sizes: Mapping[str, int], shape: tuple[int, ...], vars_
     chain of nested reductions (side by side ones add, nested ones multiply). A range that
     follows the element (`k < i + 1`) counts its largest value over the output (`shape`, its
     coordinates `vars_`)."""
-    inner = max((reduce_cost(a, sizes, shape, vars_) for a in e.args), default=1)
-    if e.kind == "reduce" and e.upto is not None:
-        return max(1, _largest(e.upto, sizes, shape, vars_)) * inner
+    if e.kind != "reduce":
+        return max((reduce_cost(a, sizes, shape, vars_) for a in e.args), default=1)
+    # a reduction inside the body that does not read this one's variable (a softmax's max
+    # within its sum) is evaluated once per element, broadcast along this one's axis
+    inner, hoisted = 1, 0
+    for sub in _outer_reduces(e.args[0]):
+        cost = reduce_cost(sub, sizes, shape, vars_)
+        if e.var in _variables(sub):
+            inner = max(inner, cost)
+        else:
+            hoisted = max(hoisted, cost)
+    if e.upto is not None:
+        return max(1, _largest(e.upto, sizes, shape, vars_)) * inner + hoisted
+    return max(1, int(value_of(e.extent or 1, sizes))) * inner + hoisted
+
+
+def _outer_reduces(e: Expr) -> list[Expr]:
+    """The reductions within `e` that no other reduction within `e` encloses."""
     if e.kind == "reduce":
-        return max(1, int(value_of(e.extent or 1, sizes))) * inner
-    return inner
+        return [e]
+    return [r for a in e.args for r in _outer_reduces(a)]
+
+
+def _variables(e: Expr) -> set[str]:
+    """The variables `e`'s indices and ranges read."""
+    return {t.var for m in index_maps(e) for t in index_terms(m)}
 
 
 def _largest(

@@ -63,6 +63,9 @@ def _two_d_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] |
         assigns.append(Assign(tensor=a.tensor, vars=out_vars, expr=body))
     if not new_shapes:
         return None
+    if any(len(x.index) != len(new_shapes[x.tensor]) for a in assigns for x in a.expr.walk()
+           if x.kind == "load" and x.tensor in new_shapes):  # fmt: skip
+        return None  # a tensor read both flat and as rows
     tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
                for t in spec.tensors]  # fmt: skip
     return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
@@ -153,6 +156,14 @@ def _rewrite(e: Expr, sub: dict[str, tuple[str, str, str]], shapes: Mapping[str,
         factors = _factors(shapes.get(name, []))
         if factors is not None and len(got) == 1:
             split = _split_load(got[0], factors)
+            m = got[0]
+            if (
+                split is None
+                and m.gather is None
+                and m.const == 0
+                and all(t.coef == 1 and t.div is None and t.mod is None for t in m.terms)
+            ):
+                return e.model_copy(update={"index": got})  # one per row (`dlosses[p]`): 1-D
             if split is None:
                 return None
             shape, got = split

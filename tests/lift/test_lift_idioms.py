@@ -343,6 +343,39 @@ def test_a_running_max_spelled_as_an_if_is_a_max_reduction(tmp_path: Path) -> No
     assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]
 
 
+def test_a_cg_reduce_with_greater_is_a_max_of_the_row(tmp_path: Path) -> None:
+    """`cg::reduce(warp, v, cg::greater<float>())` keeps the larger value at every step: traced,
+    it is the max the kernel computes, not the element this run's data made the largest."""
+    cuda = """
+    #include <cooperative_groups.h>
+    #include <cooperative_groups/reduce.h>
+    namespace cg = cooperative_groups;
+    __global__ void centre(const float* x, float* y, int R, int C) {
+        cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+        int r = blockIdx.x;
+        const float* row = x + r * C;
+        float m = -INFINITY;
+        for (int c = warp.thread_rank(); c < C; c += 32) m = fmaxf(m, row[c]);
+        m = cg::reduce(warp, m, cg::greater<float>());
+        for (int c = warp.thread_rank(); c < C; c += 32) y[r * C + c] = row[c] - m;
+    }
+    int main() {
+        int R = 300, C = 40;
+        float *x, *y;
+        cudaMalloc(&x, R * C * sizeof(float));
+        cudaMalloc(&y, R * C * sizeof(float));
+        centre<<<R, 32>>>(x, y, R, C);
+        return 0;
+    }
+    """
+    src = tmp_path / "centre.cu"
+    src.write_text(textwrap.dedent(cuda))
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.lifted is not None and k.lifted.program is not None, k.diagnostics
+    assert "max_{" in k.lifted.program.render()
+    assert k.status == "complete" and k.family == "rows", [d.render() for d in k.diagnostics]
+
+
 def test_warp_per_row_layernorm_with_cg_reduce_and_int4_loads(tmp_path: Path) -> None:
     """One warp per row (`cg::tiled_partition<32>`, `cg::reduce`), floats loaded as int4 bits
     and memcpy'd back, the variance as E[x^2] - E[x]^2 (a 1/C^2 term), launched with a host

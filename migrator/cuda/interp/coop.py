@@ -22,6 +22,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
+from migrator.cuda.interp.traced import SELECT, as_object, is_traced
 from migrator.cuda.interp.values import Val, convert, lanes, select
 from migrator.cuda.interp.warp import WARP, WARP_SIZE
 
@@ -163,10 +164,13 @@ def _device_function(m: Machine, node: Node) -> Function | None:
 
 
 def _combine(m: Machine, name: str, a: Val, b: Val, t: CType, node: Node) -> Val:
-    if name == "less":  # cg::less<T>()(a, b) returns the smaller: a < b ? a : b
-        return select(np.asarray(m.apply_binary("<", a, b, node).data, bool), a, b)
-    if name == "greater":
-        return select(np.asarray(m.apply_binary(">", a, b, node).data, bool), a, b)
+    if name in ("less", "greater"):  # cg::less<T>()(a, b) returns the smaller: a < b ? a : b
+        cmp = "<" if name == "less" else ">"
+        if m.options.trace and (is_traced(a.ctype) or is_traced(b.ctype)):
+            # a select node: the max (min) the kernel computes, not the element this run chose
+            la, lb = as_object(lanes(a, m.geo.n)), as_object(lanes(b, m.geo.n))
+            return Val(a.ctype if is_traced(a.ctype) else b.ctype, SELECT(cmp, la, lb, la, lb))
+        return select(np.asarray(m.apply_binary(cmp, a, b, node).data, bool), a, b)
     sym = {"plus": "+", "bit_and": "&", "bit_or": "|", "bit_xor": "^"}[name]
     return convert(m.apply_binary(sym, a, b, node), t)
 
