@@ -33,7 +33,16 @@ from migrator import nkiexpr
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
-from migrator.lift.program import Expr, Gather, IndexMap, Program, Term, negated, value_of
+from migrator.lift.program import (
+    Expr,
+    Gather,
+    IndexMap,
+    Program,
+    Term,
+    negated,
+    select_as_difference,
+    value_of,
+)
 from migrator.nkiexpr import Untranslatable
 from migrator.plan import (
     ELEMENTWISE_FREE,
@@ -257,6 +266,9 @@ class _Renderer:
         if op == "neg":
             return CExpr(kind="unary", op="-", args=args, text="-")
         if op == "select":
+            split = select_as_difference(e)
+            if split is not None:
+                return self.convert(split)
             cond = CExpr(kind="binary", op=e.name, args=args[:2], text=e.name or "")
             return CExpr(kind="select", args=[cond, args[2], args[3]], text="?:")
         if op in ("max", "min") and len(args) > 2:
@@ -833,6 +845,22 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:
         raise _NoFit(str(e)) from e
+    for pk in picks:  # the one-hot row a pick makes serves the stores that compare alike
+        for st in stores:
+            for needle in (f"nl.equal(col_ids, {pk['ids']})", f"nl.equal({pk['ids']}, col_ids)"):
+                st["expr"] = st["expr"].replace(needle, f"{pk['var']}_hot")
+    for red in pre:  # the exp tile a fused exp-and-sum makes serves the stores that read it
+        if "exp_of" in red:
+            needle = f"nl.exp(nl.subtract({red['exp_of']}, {red['bias_of']}))"
+            for st in stores:
+                st["expr"] = st["expr"].replace(needle, f"{red['var']}_e")
+    # names of whole-row tiles: anything else a store reads is one value per row ([P, 1])
+    wide = [v["var"] for v in row_loads.values() if v["kind"] == "row"]
+    wide += [f"{red['var']}_e" for red in pre if "exp_of" in red] + ["col_ids"]
+    for n, st in enumerate(stores):  # a value a store computes twice, computed once
+        # (the legacy dialect's nisa calls return their tile; the new one's write a dst)
+        st["legacy_locals"], st["legacy"] = _hoisted(_masked_add(st["expr"], wide), f"v{n}_")
+        st["locals"], st["expr"] = _hoisted(st["expr"], f"v{n}_")
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
     p.fields.update({
@@ -845,6 +873,68 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
     return p
+
+
+def _calls(text: str) -> list[str]:
+    """Every `nl.f(...)` / `nisa.f(...)` call within `text`, as written."""
+    out = []
+    for m in re.finditer(r"\b(?:nl|nisa)\.\w+\(", text):
+        depth = 0
+        for j in range(m.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                out.append(text[m.start() : j + 1])
+                break
+    return out
+
+
+def _split_args(call: str) -> list[str]:
+    """The top-level arguments of one call, as written."""
+    inner = call[call.index("(") + 1 : -1]
+    out, depth, start = [], 0, 0
+    for j, ch in enumerate(inner):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(inner[start:j].strip())
+            start = j + 1
+    out.append(inner[start:].strip())
+    return out
+
+
+def _masked_add(expr: str, wide: list[str]) -> str:
+    """`nl.add(x, nl.where(c, s, 0.0))` with `s` one value per row: one Vector engine
+    instruction, `(c * s) + x` (the label's term of a gradient), instead of a select and an add."""
+    for call in _calls(expr):
+        if not call.startswith("nl.add("):
+            continue
+        args = _split_args(call)
+        if len(args) != 2:
+            continue
+        for x, sel in (args, args[::-1]):
+            if not sel.startswith("nl.where(") or _calls(sel)[0] != sel:
+                continue
+            w = _split_args(sel)
+            if len(w) != 3 or w[2] != "0.0" or any(name in w[1] for name in wide):
+                continue
+            fused = (f"nisa.scalar_tensor_tensor(data={w[0]}, op0=nl.multiply, operand0={w[1]}, "
+                     f"op1=nl.add, operand1={x}, dtype=nl.float32)")  # fmt: skip
+            return _masked_add(expr.replace(call, fused), wide)
+    return expr
+
+
+def _hoisted(expr: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
+    """`expr` with each call it makes more than once bound to a local first (largest first):
+    the engines then compute it once (the two branches of a select share most of their work)."""
+    lines: list[tuple[str, str]] = []
+    while True:
+        calls = _calls(expr)
+        repeated = [c for c in set(calls) if calls.count(c) > 1 and c != expr]
+        if not repeated:
+            return lines, expr
+        c = max(repeated, key=len)
+        name = f"{prefix}{len(lines)}"
+        lines.append((name, c))
+        expr = expr.replace(c, name)
 
 
 def _exp_sum(red: Expr, r: _Renderer) -> tuple[str, str] | None:

@@ -180,6 +180,78 @@ def negated(e: Expr) -> Expr | None:
     return rest[0] if len(rest) == 1 else Expr(kind="op", op="*", args=rest)
 
 
+MAX_EXPANDED_TERMS = 16  # products of sums expanded to compare a select's branches
+
+
+def _expanded(e: Expr) -> list[tuple[float, tuple[str, ...], list[Expr]]] | None:
+    """`e` as a sum of products (coefficient, sorted factor keys, factors): sums and products
+    distributed, anything else one factor; None past MAX_EXPANDED_TERMS terms."""
+    if e.kind == "const" and isinstance(e.value, (int, float)):
+        return [(float(e.value), (), [])]
+    if e.kind == "op" and e.op == "+":
+        out: list[tuple[float, tuple[str, ...], list[Expr]]] = []
+        for a in e.args:
+            sub = _expanded(a)
+            if sub is None:
+                return None
+            out += sub
+        return out if len(out) <= MAX_EXPANDED_TERMS else None
+    if e.kind == "op" and e.op == "neg":
+        sub = _expanded(e.args[0])
+        return None if sub is None else [(-c, k, f) for c, k, f in sub]
+    if e.kind == "op" and e.op == "*":
+        acc: list[tuple[float, tuple[str, ...], list[Expr]]] = [(1.0, (), [])]
+        for a in e.args:
+            sub = _expanded(a)
+            if sub is None or len(acc) * len(sub) > MAX_EXPANDED_TERMS:
+                return None
+            acc = [(c1 * c2, tuple(sorted(k1 + k2)), f1 + f2)
+                   for c1, k1, f1 in acc for c2, k2, f2 in sub]  # fmt: skip
+        return acc
+    return [(1.0, (e.render(),), [e])]
+
+
+def _rebuilt(terms: list[tuple[float, tuple[str, ...], list[Expr]]]) -> Expr:
+    parts = []
+    for c, _, factors in terms:
+        args = ([] if c == 1 else [Expr(kind="const", value=_tidy_number(c))]) + factors
+        parts.append(args[0] if len(args) == 1 else Expr(kind="op", op="*", args=args)
+                     if args else Expr(kind="const", value=1))  # fmt: skip
+    return parts[0] if len(parts) == 1 else Expr(kind="op", op="+", args=parts)
+
+
+def _tidy_number(c: float) -> int | float:
+    return int(c) if float(c).is_integer() else c
+
+
+def select_as_difference(e: Expr) -> Expr | None:
+    """`c ? b + d : b` as `b + (c ? d : 0)` (and `c ? b : b + d` as `b + (c ? 0 : d)`) where
+    one branch, expanded, is the other's terms and a few more: cross-entropy's gradient
+    `j == t[i] ? g * (p - 1) : g * p` is `g * p - (j == t[i] ? g : 0)`, one product and a select
+    of a per-row value instead of two products; None for any other select."""
+    if e.kind != "op" or e.op != "select":
+        return None
+    t, f = _expanded(e.args[2]), _expanded(e.args[3])
+    if t is None or f is None:
+        return None
+    for big, small, taken in ((t, f, True), (f, t, False)):
+        left = list(big)
+        for c, k, _ in small:
+            hit = next((n for n, (c2, k2, _) in enumerate(left) if k2 == k and c2 == c), None)
+            if hit is None:
+                break
+            left.pop(hit)
+        else:
+            if not left or len(left) == len(big):
+                continue
+            d = _rebuilt(left)
+            zero = Expr(kind="const", value=0)
+            sel = e.model_copy(update={"args": [*e.args[:2], *((d, zero) if taken else (zero, d))]})
+            base = e.args[3] if taken else e.args[2]
+            return Expr(kind="op", op="+", args=[base, sel])
+    return None
+
+
 class Assign(_Model):
     """`tensor[vars] = expr` over the whole output (`vars` name its coordinates)."""
 

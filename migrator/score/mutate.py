@@ -5,7 +5,8 @@ source transformation each, of the kinds that real wrong migrations show: an off
 bound, a skipped last tile, a dropped mask, a reduction over the wrong axis, a missing epsilon or
 scale, bf16 accumulation, a swapped transpose, swapped stationary/moving operands, a gather by
 the row number instead of the row's index, a position table read unwrapped, a loss without its
-label term, a scan over runs of the wrong length, attention with unscaled scores, no causal
+label term, a gradient without its label's -1 or with the one-hot row one class off, a scan over
+runs of the wrong length, attention with unscaled scores, no causal
 mask, the diagonal masked or no normalisation, a pooling window missing a tap or its stride.
 Variants are
 correct rewrites (other tile sizes; `nisa` instructions instead of `nl` math). A good scorer fails
@@ -111,6 +112,24 @@ def _shift_bins(src: str) -> str | None:
     return out if n else None
 
 
+def _drop_gradient_label_term(src: str) -> str | None:
+    """`(hot * s) + p` (a gradient's label term added to the probabilities) as `p` alone."""
+    m = re.search(r"nisa\.scalar_tensor_tensor\(data=\w+_hot, op0=nl\.multiply, operand0=", src)
+    if m is None:
+        return None
+    depth, end = 0, None
+    for j in range(src.index("(", m.start()), len(src)):
+        depth += {"(": 1, ")": -1}.get(src[j], 0)
+        if depth == 0:
+            end = j
+            break
+    if end is None:
+        return None
+    call = src[m.start() : end + 1]
+    kept = re.search(r"op1=nl\.add, operand1=(.*), dtype=nl\.float32\)$", call)
+    return None if kept is None else src[: m.start()] + kept.group(1) + src[end + 1 :]
+
+
 MUTATIONS: tuple[Mutation, ...] = (
     # --- wrong migrations --------------------------------------------------------------------
     Mutation(
@@ -165,6 +184,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "position_not_wrapped", "mutant", _sub(r"(\w+)\[i_s, i_f\], mask=", r"\1[i_p, i_f], mask=")
     ),
     Mutation("dropped_label_term", "mutant", _sub(r"nl\.subtract\((.+), (\w+_at_\w+)\)", r"\1")),
+    # a fused classifier's gradient: the label's -1 left out; the one-hot row one class off
+    Mutation("dropped_gradient_label_term", "mutant", _drop_gradient_label_term),
+    Mutation(
+        "label_one_hot_shifted",
+        "mutant",
+        _sub(r"(\w+_hot) = nl\.equal\(col_ids, (\w+)\)", r"\1 = nl.equal(col_ids, nl.add(\2, 1))"),
+    ),
     # scans: runs of the wrong length (a block size misread), so runs overlap or leave gaps
     Mutation(
         "wrong_run_length",

@@ -361,6 +361,22 @@ EXPECT: dict[str, dict[str, Any]] = {
         },
         "calls": {"expf": "math", "fmaxf": "math", "logf": "math"},
     },
+    "fused_classifier": {
+        "kernel": "fused_classifier_kernel",
+        "roles": {
+            "dlogits": "out",
+            "losses": "out",
+            "logits": "in",
+            "dlosses": "in",
+            "targets": "in",
+            "rows": "scalar",
+            "vocab": "scalar",
+        },
+        "shared": {"partial": [8]},
+        "barriers": 1,
+        "loops": ["block_stride", "counted", "block_stride"],
+        "calls": {"merge": "device", "warp_merge": "device", "logf": "math", "__expf": "math"},
+    },
     "embedding": {
         "kernel": "embedding_fwd_kernel",
         "roles": {

@@ -49,12 +49,13 @@ def cross_entropy_fwd(logits, labels):
         logits_row = nl.load(logits[i_p, i_f], mask=rows_ok)
         # logits[i, labels[i]]: the element whose column is the row's index (compare with the column numbers, select, sum)
         logits_at_labels = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(op=nl.copy, data=nl.where(nl.equal(labels_col, col_ids), logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_labels)
+        logits_at_labels_hot = nl.equal(col_ids, labels_col)  # the one-hot row of the index
+        nisa.activation_reduce(op=nl.copy, data=nl.where(logits_at_labels_hot, logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_labels)
         # max along the row: max_{q < C} logits[i, q]
         red0 = nl.max(logits_row, axis=1, keepdims=True)
         # sum along the row: sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))
         red1 = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation_reduce(op=nl.exp, data=logits_row, bias=nl.multiply(red0, -1.0), reduce_op=nl.add, reduce_res=red1)
+        red1_e = nisa.activation_reduce(op=nl.exp, data=logits_row, bias=nl.multiply(red0, -1.0), reduce_op=nl.add, reduce_res=red1)
         # from cross_entropy.cu:68 — lifted: loss[i] = log(sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))) + (max_{r < C} logits[i, r]) - logits[i, labels[i]]
         loss_rows[i_q, t + i_1] = nl.copy(nl.subtract(nl.add(nl.log(red1), red0), logits_at_labels), mask=rows_ok)
     nl.store(loss[i_q * n_t + i_t], value=loss_rows, mask=all_ok)

@@ -88,6 +88,8 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     ("softmax_warp", "softmax_warp_kernel"): None,
     ("stencil_2d_5pt", "jacobi_5pt_kernel"): None,
     ("swiglu", "swiglu_kernel"): None,
+    # (max, sum) pairs merged by comparing maxima, a label's one-hot row: lifted
+    ("fused_classifier", "fused_classifier_kernel"): None,
 }
 
 
