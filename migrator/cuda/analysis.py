@@ -296,7 +296,7 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
                 alias.ctx = self.branch_depth
                 self.env.define(d.name, alias)
             else:
-                self._scalar_decl(node, d, elem_type, "const" in quals)
+                self._scalar_decl(node, d, elem_type, bool({"const", "constexpr"} & quals))
 
     def _scalar_decl(self, node: Node, d: Declarator, elem_type: str, is_const: bool) -> None:
         if d.init is not None and d.init.type == "call_expression":
@@ -317,6 +317,10 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
                     expr=opaque(d.name, "declared without a value")),
             )  # fmt: skip
             return
+        if is_const:  # a local constant a shared array's size may use
+            known = self.size_ev.const_int(d.init)
+            if known is not None:
+                self.size_ev.local_constants[d.name] = known
         val = self.ev.value(d.init)
         var = self._value_var(d.name, val, d.init, self.branch_depth)
         var.expr = self.to_expr(d.init)

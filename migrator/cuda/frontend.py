@@ -498,11 +498,24 @@ def _bindings(tparams: list[TemplateParam], instantiations: list[list[str]]) -> 
         text = first[i] if i < len(first) else t.default
         if text is None:
             continue
-        try:
-            out[t.name] = int(text.rstrip("uUlL"), 0)
-        except ValueError:
-            continue
+        value = _literal_int(text)
+        if value is not None:
+            out[t.name] = value
     return out
+
+
+def _literal_int(text: str) -> int | None:
+    """An integer template argument written as literals: `64`, `(32)` from a macro, `256 / 4`
+    (C's division of non-negative integers); None for anything naming something."""
+    src = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b", r"\1", text.strip())
+    if not re.fullmatch(r"[0-9a-fA-FxX\s+\-*/()%]+", src) or re.search(r"[a-fA-F]", re.sub(
+            r"0[xX][0-9a-fA-F]+", "", src)):  # fmt: skip
+        return None
+    try:
+        value = eval(src.replace("/", "//"), {"__builtins__": {}}, {})  # digits and operators
+    except (SyntaxError, ZeroDivisionError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _is_struct_type(p: Node, elem: str, type_params: set[str]) -> bool:

@@ -105,6 +105,9 @@ class IndexEvaluator:
         self.parsed = parsed
         self.env = env
         self.constants = constants  # names with a known integer value (constexpr, bindings)
+        # local `constexpr int NUM_WARPS = NUM_THREADS / 32;` known at these bindings (sizes of
+        # shared arrays declared after them)
+        self.local_constants: dict[str, int] = {}
         self._dispatch: dict[str, Callable[[Node], Val]] = {
             "number_literal": self._number,
             "identifier": self._identifier,
@@ -213,6 +216,8 @@ class IndexEvaluator:
         name = self.parsed.text(node)
         if name == "warpSize":
             return Val(poly.const(WARP_SIZE))
+        if name in self.local_constants:
+            return Val(poly.const(self.local_constants[name]))
         var = self.env.lookup(name)
         if (var is None or var.kind == "param") and name in self.constants:
             return Val(poly.const(self.constants[name]))  # constexpr or bound template value

@@ -208,6 +208,31 @@ def test_templates_instantiations_and_shared_sizes() -> None:
     assert k.accesses[-1].indices[0].canonical == "threadIdx.x*TILE + threadIdx.y"
 
 
+def test_shared_sizes_from_local_constants_and_parenthesised_template_arguments() -> None:
+    """`constexpr int WARPS = (THREADS + 31) / 32; __shared__ float s[WARPS];` under launches
+    written through a macro (`k<(H)>` gives `(128)`): the size is known, no C2N1006."""
+    src = (
+        "#define WARP 32\n"
+        "template <const int THREADS = 256 / 4>\n"
+        "__global__ void k(const float* x, float* y) {\n"
+        "  constexpr int WARPS = (THREADS + WARP - 1) / WARP;\n"
+        "  __shared__ float partial[WARPS];\n"
+        "  partial[threadIdx.x / WARP] = x[threadIdx.x];\n"
+        "  __syncthreads();\n"
+        "  y[threadIdx.x] = partial[0];\n"
+        "}\n"
+        "#define LAUNCH(H) k<(H)><<<1, (H)>>>(x, y)\n"
+        "void launch(const float* x, float* y) { LAUNCH(128); LAUNCH(256); }\n"
+    )
+    k = tu_of(src).kernel("k")
+    assert k.instantiations[0] == ["(128)"]
+    assert k.shared[0].dims == [4]
+    assert "C2N1006" not in diag_ids(k)
+    # no launch: the default (an expression of literals) gives the size
+    alone = tu_of(src.split("#define LAUNCH")[0]).kernel("k")
+    assert alone.shared[0].dims == [2] and "C2N1006" not in diag_ids(alone)
+
+
 def test_template_values_of_a_single_instantiation_are_index_constants() -> None:
     """One instantiation gives a template value one meaning: `k < K` is a counted loop with a
     constant bound and `K / 2` folds into the index (with several, see the test above, the
