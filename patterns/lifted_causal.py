@@ -13,6 +13,7 @@ template with one masking step (`where(column > bound, -inf, row)`) after each r
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from migrator.patterns.lifted import _NoFit, _reduces, _rows, note
@@ -24,6 +25,7 @@ from migrator.lift.program import (
     IndexMap,
     LiftError,
     Program,
+    Term,
     _index,
     evaluate,
     value_of,
@@ -37,7 +39,7 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
     if len(program.assigns) != 1:
         raise _NoFit("more than one output")
     a = program.assigns[0]
-    e = a.expr
+    e = _masked_past_the_range(a, spec) or a.expr
     compared = e.kind == "op" and e.op == "select" and e.name == ">"
     if not (compared and all(x.kind == "coord" for x in e.args[:2]) and e.args[2].kind == "const"):
         raise _NoFit("not a value chosen by a comparison of the coordinates")
@@ -59,7 +61,9 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
     if not masked:
         raise _NoFit("no input laid out like the output to mask")
     whole = Program(assigns=[a.model_copy(update={"expr": full})])
-    _check_equal(program, whole, spec, masked, (col, bound), length)
+    # (against the program as masked: where the kernel leaves elements unwritten, with 0 there)
+    chosen = Program(assigns=[a.model_copy(update={"expr": e})])
+    _check_equal(chosen, whole, spec, masked, (col, bound), length)
     p = _rows(whole, tu, k, spec)
     mod, const = _bound_in_rows(bound, row_of, length)
     row_vars = {f"{n}_row" for n in masked} | {f"{n}_row" for n in (f"{m}_" for m in masked)}
@@ -71,9 +75,54 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
     why = ("causal: the columns past the row's bound set to -inf on the row tile, so the max "
            "ignores them and their exp is 0 (checked equal to the lifted program's "
            f"`{e.args[2].value}` there)")  # fmt: skip
+    if e is not a.expr:
+        why += "; the CUDA original leaves those columns unwritten, the NKI kernel writes 0"
     p.notes["mask"] = note(k.span, why)
     p.fields["uses_isa"] = True
     return p
+
+
+def _masked_past_the_range(a: Any, spec: TaskSpec) -> Expr | None:
+    """A row program whose reductions all end at the element's own column bound
+    (`sum_{k < i1 + 1}`) and that leaves the columns past it unwritten (llm.c's
+    `softmax_forward_kernel5` computes only the lower triangle): `c > bound ? 0 : program`,
+    the unwritten elements written 0 (an `out` tensor only: an in-place one keeps them)."""
+    e = a.expr
+    if e.kind == "op" and e.op == "select":
+        return None
+    if spec.tensor_named(a.tensor).role != "out":
+        return None
+    reds = _reduces(e)
+    uptos = {r.upto.render() for r in reds if r.upto is not None}
+    if not reds or len(uptos) != 1 or any(r.upto is None for r in reds):
+        return None
+    upto = reds[0].upto
+    assert upto is not None
+    if not isinstance(upto.const, int) or upto.const < 1:
+        return None
+    col = IndexMap(terms=[Term(coef=1, var=a.vars[-1])])
+    bound = upto.model_copy(update={"const": upto.const - 1})
+    return Expr(kind="op", op="select", name=">",
+                args=[Expr(kind="coord", index=[col]), Expr(kind="coord", index=[bound]),
+                      Expr(kind="const", value=0.0), e])  # fmt: skip
+
+
+def _shrunk(
+    spec: TaskSpec, sizes: dict[str, int], out_t: Any, length: int | str
+) -> list[dict[str, int]]:
+    """`sizes` with every size halved until the check's work fits, its relations kept (none
+    if they cannot be)."""
+
+    def work(s: dict[str, int]) -> int:
+        return math.prod(spec.shape_of(out_t, s)) * int(value_of(length, s))
+
+    cur = dict(sizes)
+    while work(cur) > MAX_CHECK_ELEMENTS:
+        smaller = {n: max(2, v // 2) for n, v in cur.items()}
+        if smaller == cur:
+            return []
+        cur = smaller
+    return [cur] if cur != sizes and not spec.broken_relations(cur) else []
 
 
 def _plus_one(c: int | float | str) -> int | float | str:
@@ -132,9 +181,11 @@ def _check_equal(
     the masked positions at -inf, at the smallest size sets of the task (two at most)."""
     a = program.assigns[0]
     out_t = spec.tensor_named(a.tensor)
-    sets = sorted(spec.all_size_sets(), key=lambda s: math.prod(spec.shape_of(out_t, s)))
+    sets = sorted(spec.all_size_sets(), key=lambda s: math.prod(spec.shape_of(out_t, s)))[:2]
+    # (an inferred [BH * T, T] task may have no set small enough: its smallest, shrunk)
+    sets += _shrunk(spec, sets[0], out_t, length) if sets else []
     checked = 0
-    for sizes in sets[:2]:
+    for sizes in sets:
         shape = spec.shape_of(out_t, sizes)
         if math.prod(shape) * int(value_of(length, sizes)) > MAX_CHECK_ELEMENTS:
             continue

@@ -105,6 +105,10 @@ class Canonicaliser:
             inner = self(a[0])
             if inner[0] == "c":
                 return ("c", x.v)
+            if op == "exp":
+                inner = self._scaled_cancelled(inner)
+                if inner[0] == "c":
+                    return ("c", math.exp(inner[1]))
             return (op, inner)
         if op == "pow":
             return ("pow", self(a[0]), self(a[1]))
@@ -381,8 +385,30 @@ class Canonicaliser:
 
     def _exp_of(self, terms: list[Canon]) -> Canon:
         """`exp` of a sum of terms, opposite terms cancelled (a constant if nothing is left)."""
-        arg = _cancelled(self, self.nary("sum", terms))
+        arg = self._scaled_cancelled(_cancelled(self, self.nary("sum", terms)))
         return ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+
+    def _scaled_cancelled(self, arg: Canon) -> Canon:
+        """An exponent with its scaled differences multiplied out where opposite terms then
+        cancel: `t * (x - m_old) + t * (m_old - m)` (a softmax with a temperature, rescaled
+        online) is `t*x - t*m`; left as it is where nothing cancels (`t * (s - m)` keeps its
+        form, which the attention rules read)."""
+        items = list(arg[1]) if arg[0] == "sum" else [arg]
+        spread: list[Canon] = []
+        for y in items:
+            sums = [f for f in y[1] if f[0] == "sum"] if y[0] == "prod" else []
+            if len(sums) != 1:
+                spread.append(y)
+                continue
+            others = [f for f in y[1] if f is not sums[0]]
+            spread += [self.nary("prod", [*others, t]) for t in sums[0][1]]
+        if len(spread) == len(items):
+            return arg
+        flat = self.nary("sum", spread)
+        out = _cancelled(self, flat)
+        if out is flat:
+            return arg
+        return out
 
     def _div(self, num: Canon, den: Canon) -> Canon:
         """`num / den`: a product with the reciprocal where `den` is a nonzero constant."""

@@ -121,3 +121,52 @@ def test_flat_head_rows_without_a_spec_take_the_row_view(tmp_path: Path) -> None
     (k,) = migrate(tmp_path / "heads.cu", out_dir=tmp_path / "out").kernels
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
     assert k.family == "rows"
+
+
+# a warp per row of [BH * T, T] scores, only the columns up to the row's position computed and
+# written (the rest left as they were), the temperature inside every exponent, rescaled online
+TRIANGLE_SOFTMAX = """
+    #include <cfloat>
+    __global__ void tri_softmax(float* out, float inv_t, const float* inp, int BH, int T) {
+        int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+        int lane = threadIdx.x % 32;
+        if (row >= BH * T) return;
+        int own = row % T;
+        const float* x = inp + row * T;
+        float m = -FLT_MAX, s = 0.0f;
+        for (int c = lane; c <= own; c += 32) {
+            float m_new = fmaxf(m, x[c]);
+            s = s * expf(inv_t * (m - m_new)) + expf(inv_t * (x[c] - m_new));
+            m = m_new;
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            float m_other = __shfl_xor_sync(0xffffffff, m, off);
+            float s_other = __shfl_xor_sync(0xffffffff, s, off);
+            float m_new = fmaxf(m, m_other);
+            s = s * expf(inv_t * (m - m_new)) + s_other * expf(inv_t * (m_other - m_new));
+            m = m_new;
+        }
+        for (int c = lane; c <= own; c += 32) out[row * T + c] = expf(inv_t * (x[c] - m)) / s;
+    }
+
+    void softmax(float* out, const float* inp, int BH, int T) {
+        int rows_per_block = 4;
+        tri_softmax<<<(BH * T + rows_per_block - 1) / rows_per_block, 32 * rows_per_block>>>(
+            out, 0.125f, inp, BH, T);
+    }
+"""
+
+
+def test_a_lower_triangle_softmax_with_a_temperature_writes_zero_past_it(tmp_path: Path) -> None:
+    """The temperature scales each exponent (`exp(t * (x - m))`, rescaled online): the
+    differences multiply out and cancel as without it; the columns the kernel leaves unwritten
+    are written 0 by the masked full-row program, and not compared (C2N2015)."""
+    (tmp_path / "tri.cu").write_text(textwrap.dedent(TRIANGLE_SOFTMAX))
+    (k,) = migrate(tmp_path / "tri.cu", out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert k.family == "rows"
+    assert k.lifted is not None and k.lifted.program is not None
+    assert "sum_{q < (i % T) + 1}" in k.lifted.program.render()
+    assert "inv_t" in k.lifted.program.render()
+    assert "C2N2015" in {d.id for d in k.diagnostics}
+    assert "writes 0" in (k.nki_source or "")
