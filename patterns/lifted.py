@@ -916,6 +916,10 @@ def _masked_add(expr: str, wide: list[str]) -> str:
             w = _split_args(sel)
             if len(w) != 3 or w[2] != "0.0" or any(name in w[1] for name in wide):
                 continue
+            # only a one-hot condition (an equality): a maxNum select (`x > 0 ? x : 0`) keeps
+            # its NaN handling, which a multiply would not
+            if not (w[0].startswith("nl.equal(") or re.fullmatch(r"\w+_hot", w[0])):
+                continue
             fused = (f"nisa.scalar_tensor_tensor(data={w[0]}, op0=nl.multiply, operand0={w[1]}, "
                      f"op1=nl.add, operand1={x}, dtype=nl.float32)")  # fmt: skip
             return _masked_add(expr.replace(call, fused), wide)
