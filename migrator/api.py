@@ -28,14 +28,16 @@ def inspect(
 
 def clear_caches() -> None:
     """Forget what this process remembers between calls: preprocessed and analysed files,
-    parsed sources, recent runs of CUDA originals and drawn inputs. For timing a first
-    migration (a fresh process is the same); results never depend on these caches."""
+    parsed sources, recent runs of CUDA originals, lifted programs and drawn inputs. For timing a
+    first migration (a fresh process is the same); results never depend on these caches."""
     from migrator import contract
     from migrator.cuda import frontend, source
     from migrator.cuda.interp import spec_run
     from migrator.infer import measure
+    from migrator.lift import lifter
 
     contract._INPUTS.clear()
+    lifter._LIFTS.clear()
     measure._PROBES.clear()
     source._PREPROCESSED.clear()
     frontend._ANALYSED.clear()

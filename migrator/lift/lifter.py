@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from migrator.contract import TaskSpec, divisor_pairs, is_float, np_dtype
 from migrator.cuda.interp.findings import InterpError
-from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
+from migrator.cuda.interp.spec_run import _parse_key, run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
 from migrator.lift.counts import fit_counts
 from migrator.lift.fit import (
@@ -394,9 +394,29 @@ def _within(
     return None
 
 
+# lifts this process has made, by task, source and settings: a kernel migrated again (the other
+# NKI dialect, a re-run in a batch) is not traced and fitted again (`api.clear_caches` empties it)
+_LIFTS: dict[str, LiftResult] = {}
+MAX_LIFTS = 32
+
+
 def lift_task(spec: TaskSpec, seed: int = 0, budget_s: float = 3.0) -> LiftResult:
     """The verified tensor program of `spec`'s kernel (or why there is none); pairs of size
     sets are tried in `trace_pairs` order until one verifies or `budget_s` is spent."""
+    key = f"{_parse_key(spec.cuda_source_path(), *spec.preprocessor())}|{seed}|{budget_s}|" + (
+        spec.model_dump_json()
+    )
+    hit = _LIFTS.get(key)
+    if hit is not None:
+        return hit.model_copy(deep=True)
+    result = _lift_task(spec, seed, budget_s)
+    if len(_LIFTS) >= MAX_LIFTS:
+        _LIFTS.pop(next(iter(_LIFTS)))
+    _LIFTS[key] = result.model_copy(deep=True)
+    return result
+
+
+def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
     name = spec.kernel.name
     try:
         pairs = trace_pairs(spec)
