@@ -255,6 +255,8 @@ class _Renderer:
             for a in neg:
                 acc = CExpr(kind="binary", op="-", args=[acc, a], text="-")
             return acc
+        if e.op == "select" and (split := select_as_difference(e)) is not None:
+            return self.convert(split)  # (before its branches are converted as they stand)
         op, args = e.op or "", [self.convert(a) for a in e.args]
         if op in ("+", "*"):
             acc = args[0]
@@ -266,9 +268,6 @@ class _Renderer:
         if op == "neg":
             return CExpr(kind="unary", op="-", args=args, text="-")
         if op == "select":
-            split = select_as_difference(e)
-            if split is not None:
-                return self.convert(split)
             cond = CExpr(kind="binary", op=e.name, args=args[:2], text=e.name or "")
             return CExpr(kind="select", args=[cond, args[2], args[3]], text="?:")
         if op in ("max", "min") and len(args) > 2:
@@ -362,7 +361,13 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
         if len(m.terms) != 1 or m.const != 0 or m.gather is not None:
             raise Untranslatable(f"the coordinate expression {m.render()}")
         (t,) = m.terms
-        if t.coef != 1 or t.div is not None or (t.var, t.mod) not in {("j", None), ("i", t.mod)}:
+        # the column itself, or the row taken modulo an extent (`i % T`)
+        if (
+            t.coef != 1
+            or t.div is not None
+            or t.var not in ("i", "j")
+            or (t.var == "j" and t.mod is not None)
+        ):
             raise Untranslatable(f"the coordinate expression {m.render()}")
         if flat is not None or not two_d:
             raise Untranslatable("a coordinate of a flat output")
@@ -974,8 +979,7 @@ def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
     (L,) = divs
     reshaped: set[str] = {a.tensor for a in program.assigns}
 
-    def one(var: str) -> IndexMap:
-        return IndexMap(terms=[Term(coef=1, var=var)])
+    one = _unit_map
 
     def position(m: IndexMap) -> IndexMap:
         """A compared coordinate: `i % L` the column, `i // L` the row, `ids[i // L]` the
@@ -1024,6 +1028,11 @@ def _flat_rows(program: Program) -> tuple[Program, set[str], Any] | None:
     return Program(assigns=assigns), reshaped, L
 
 
+def _unit_map(var: str) -> IndexMap:
+    """The coordinate `var` itself."""
+    return IndexMap(terms=[Term(coef=1, var=var)])
+
+
 def _collapsed(program: Program, shape: list[str]) -> tuple[Program, set[str]]:
     """A map over an N-D output (N > 2) as one over its [rows, last axis] view: every load
     reads the output's own element (of a tensor viewed alike), coordinates that a mask
@@ -1034,9 +1043,7 @@ def _collapsed(program: Program, shape: list[str]) -> tuple[Program, set[str]]:
         raise _NoFit("outputs index their coordinates differently")
     last = len(names) - 1
     reshaped = {a.tensor for a in program.assigns}
-
-    def one(var: str) -> IndexMap:
-        return IndexMap(terms=[Term(coef=1, var=var)])
+    one = _unit_map
 
     def coord(m: IndexMap) -> IndexMap:
         terms = []
