@@ -501,6 +501,49 @@ def test_a_launch_under_a_switch_case_takes_the_case_value(tmp_path: Path) -> No
     assert [t.shape for t in spec.tensors] == [["64 * N"], ["64 * N"]]
 
 
+def test_a_launch_under_an_if_takes_the_compared_value(tmp_path: Path) -> None:
+    """`if (bs == 16) k<16><<<g, dim3(bs, bs)>>>(...); else k<32><<<...>>>(...)`: at the first
+    site bs is 16, so the template's tile and the block agree. The kernel advances two operand
+    offsets in one loop and takes its sizes from dim3 fields: it migrates as a GEMM."""
+    src = tmp_path / "mm.cu"
+    src.write_text(
+        "template <int S> __global__ void mm(float* c, const float* a, const float* b,\n"
+        "                                    int wa, int wb) {\n"
+        "  __shared__ float as[S][S], bs_[S][S];\n"
+        "  int tx = threadIdx.x, ty = threadIdx.y;\n"
+        "  float acc = 0;\n"
+        "  int first = wa * S * blockIdx.y, last = first + wa - 1;\n"
+        "  for (int i = first, j = S * blockIdx.x; i <= last; i += S, j += S * wb) {\n"
+        "    as[ty][tx] = a[i + wa * ty + tx];\n"
+        "    bs_[ty][tx] = b[j + wb * ty + tx];\n"
+        "    __syncthreads();\n"
+        "    for (int k = 0; k < S; ++k) acc += as[ty][k] * bs_[k][tx];\n"
+        "    __syncthreads();\n"
+        "  }\n"
+        "  c[wb * S * blockIdx.y + S * blockIdx.x + wb * ty + tx] = acc;\n}\n"
+        "void run(float* c, const float* a, const float* b, const dim3& da, const dim3& db) {\n"
+        "  int bs = 32;\n"
+        "  dim3 threads(bs, bs);\n"
+        "  dim3 grid(db.x / threads.x, da.y / threads.y);\n"
+        "  if (bs == 16) {\n"
+        "    mm<16><<<grid, threads>>>(c, a, b, da.x, db.x);\n"
+        "  } else {\n"
+        "    mm<32><<<grid, threads>>>(c, a, b, da.x, db.x);\n"
+        "  }\n}\n"
+    )
+    tu = analyze_file(src)
+    assert [s.host_values.get("bs") for s in tu.launch_sites] == ["16", "32"]
+    spec = infer_spec(tu, tu.global_kernels[0])
+    sz = spec.sizes
+    assert spec.launch_config(sz)[1] == (16, 16, 1)
+    assert {t.name: t.shape for t in spec.tensors} == {
+        "a": ["da_y", "da_x"], "b": ["da_x", "db_x"], "c": ["da_y", "db_x"]}  # fmt: skip
+    result = migrate(src, out_dir=tmp_path / "out")
+    (k,) = result.kernels
+    assert k.status == "complete" and k.family == "matmul", k.diagnostics
+    assert k.check is not None and k.check.ok
+
+
 TILE_SUM = """#define TILE 512
 __global__ void tile_sum(const float* x, float* total, int N) {
   __shared__ float part[256];
