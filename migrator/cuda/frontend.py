@@ -643,7 +643,9 @@ def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
 
 def _within(node: Node, outer: Node | None) -> bool:
     """Whether `node` lies inside `outer`."""
-    return outer is not None and outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+    if outer is None:
+        return False
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
 def _host_constant(arg: str, host_values: dict[str, str]) -> str:
