@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -542,6 +543,65 @@ def test_a_launch_under_an_if_takes_the_compared_value(tmp_path: Path) -> None:
     (k,) = result.kernels
     assert k.status == "complete" and k.family == "matmul", k.diagnostics
     assert k.check is not None and k.check.ok
+
+
+POINTED = """#define TILE 32
+#define ROWS 8
+__global__ void tile_copy(float* out, const float* in, int w, int h) {
+  __shared__ float t[TILE][TILE];
+  int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+  int at = x + w * y;
+  for (int r = 0; r < TILE; r += ROWS)
+    if (x < w && y < h) t[threadIdx.y + r][threadIdx.x] = in[at + r * w];
+  __syncthreads();
+  for (int r = 0; r < TILE; r += ROWS)
+    if (x < w && y < h) out[at + r * w] = t[threadIdx.y + r][threadIdx.x];
+}
+__global__ void flip(float* out, const float* in, int w, int h) {
+  int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+  for (int r = 0; r < TILE; r += ROWS) out[(y + r) + h * x] = in[x + w * (y + r)];
+}
+void read_size(int argc, char** argv, int& w, int& h);
+int main(int argc, char** argv) {
+  int w, h;
+  read_size(argc, argv, w, h);
+  if (w != h || w % TILE != 0) { printf("square multiples of the tile only\\n"); exit(1); }
+  void (*kernel)(float*, const float*, int, int);
+  dim3 grid(w / TILE, h / TILE), threads(TILE, ROWS);
+  float *d_in, *d_out;
+  for (int k = 0; k < 2; k++) {
+    switch (k) {
+      case 0: kernel = &tile_copy; break;
+      case 1: kernel = &flip; break;
+    }
+    kernel<<<grid, threads>>>(d_out, d_in, w, h);
+  }
+  return 0;
+}
+"""
+
+
+def test_launches_through_a_function_pointer_and_the_hosts_refusals(tmp_path: Path) -> None:
+    """`kernel = &flip; ... kernel<<<grid, threads>>>(...)` launches each kernel assigned to
+    the pointer; sizes a call sets (`read_size(argc, argv, w, h)`) are sizes of the task; the
+    host's refusal `if (w != h || w % TILE != 0) exit(1)` becomes relations, so no size set
+    the host would refuse is checked; a guarded tile copy whose rows `y + r` add two bounded
+    parts is measured, not read as [h, 32, w]. Both kernels migrate completely."""
+    src = tmp_path / "pointed.cu"
+    src.write_text(POINTED)
+    tu = analyze_file(src)
+    assert [s.kernel for s in tu.launch_sites] == ["tile_copy", "flip"]
+    assert tu.launch_sites[0].requires == ["w == h", "w % 32 == 0"]
+    spec = infer_spec(tu, tu.kernel("tile_copy"))
+    assert set(spec.relations) == {"h == w", "w % 32 == 0"}
+    for sset in spec.all_size_sets():
+        assert sset["w"] == sset["h"] and sset["w"] % 32 == 0
+    n = spec.sizes["w"] * spec.sizes["h"]
+    assert [math.prod(spec.shape_of(t, spec.sizes)) for t in spec.tensors] == [n, n]
+    result = migrate(src, out_dir=tmp_path / "out")
+    assert [(k.kernel, k.status) for k in result.kernels] == [
+        ("tile_copy", "complete"), ("flip", "complete")]  # fmt: skip
+    assert all(k.check is not None and k.check.ok for k in result.kernels)
 
 
 TILE_SUM = """#define TILE 512

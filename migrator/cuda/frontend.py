@@ -567,6 +567,7 @@ def _launch_sites(
 ) -> tuple[list[LaunchSite], list[diag.Diagnostic]]:
     sites: list[LaunchSite] = []
     errors: list[diag.Diagnostic] = []
+    kernels = {f.name for f in functions if f.qualifier == "global"}
     for f in functions:
         host_types = _host_pointer_types(parsed, f.node)
         defining: list[Node] | None = None  # found once per function, read at each launch
@@ -577,6 +578,9 @@ def _launch_sites(
             if cfg is None:
                 continue
             name, targs = callee_name(parsed, n)
+            # `kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`: a launch through
+            # a function pointer launches each kernel the function assigns to it
+            names = [name] if name in kernels else _pointed_kernels(parsed, f.node, name, kernels)
             parts = [parsed.text(c) for c in cfg.named_children]
             if len(parts) < 2:
                 errors.append(diag.make("BAD_LAUNCH_CONFIG", parsed.span(n), name=name,
@@ -594,7 +598,7 @@ def _launch_sites(
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
                 used |= _dependencies(parsed, args_node, site_values)
                 used = dict(sorted(used.items()))
-            sites.append(
+            sites.extend(
                 LaunchSite(
                     kernel=name,
                     template_args=[
@@ -609,11 +613,64 @@ def _launch_sites(
                     host_function=f.name,
                     host_values=used,
                     case_values={k: v for k, v in cases.items() if k in used},
+                    requires=_host_requirements(parsed, f.node, n),
                     span=parsed.span(n),
                 )
+                for name in names or [name]
             )
     sites.sort(key=lambda s: (s.span.line, s.span.col))
     return sites, errors
+
+
+_REFUSES = re.compile(r"\b(exit|abort|return|throw)\b|\bEXIT_FAILURE\b")
+_UNEQUAL = re.compile(r"(.+?)\s*!=\s*(.+)")
+
+
+def _host_requirements(parsed: ParsedSource, fn: Node, at: Node) -> list[str]:
+    """Conditions the host code checks before the launch `at` and refuses to go on without
+    (`if (n % TILE != 0 || m != n) { printf(...); exit(EXIT_FAILURE); }`), each as what holds
+    at the launch: `n % TILE == 0`, `m == n`. Only unequal comparisons joined by `||` are read
+    (a refusal of anything else says nothing a size set must obey)."""
+    out: list[str] = []
+    for n in _walk_in_order(fn):
+        if n.type != "if_statement" or n.end_byte > at.start_byte or _contains(n, at):
+            continue
+        if n.parent is None or not _contains(n.parent, at):
+            continue  # (in a branch or a loop the launch is not in: it may not have run)
+        then, cond = n.child_by_field_name("consequence"), n.child_by_field_name("condition")
+        if then is None or cond is None or n.child_by_field_name("alternative") is not None:
+            continue
+        if not _REFUSES.search(parsed.text(then)):
+            continue
+        text = " ".join(parsed.text(cond).split())
+        text = text.removeprefix("(").removesuffix(")").strip()
+        if "&&" in text or "(" in text.replace("((", "").replace("))", ""):
+            continue  # (a call, a cast or a conjunction: not read)
+        for part in text.split("||"):
+            m = _UNEQUAL.fullmatch(part.strip())
+            if m is not None and "=" not in m.group(1) + m.group(2):
+                rel = f"{m.group(1).strip()} == {m.group(2).strip()}"
+                if rel not in out:
+                    out.append(rel)
+    return out
+
+
+def _pointed_kernels(
+    parsed: ParsedSource, body: Node, pointer: str, kernels: set[str]
+) -> list[str]:
+    """The kernels a host function assigns to the function pointer `pointer` (`kernel =
+    &copy;`, `kernel = copy;`), in source order."""
+    out: list[str] = []
+    for a in _walk_in_order(body):
+        if a.type != "assignment_expression":
+            continue
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or parsed.text(left).strip() != pointer:
+            continue
+        target = parsed.text(right).strip().lstrip("&").strip()
+        if target in kernels and target not in out:
+            out.append(target)
+    return out
 
 
 def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
@@ -750,7 +807,7 @@ def _host_pointer_types(parsed: ParsedSource, fn: Node) -> dict[str, str]:
     return out
 
 
-_DEFINING = ("declaration", "assignment_expression")
+_DEFINING = ("declaration", "assignment_expression", "call_expression")
 
 
 def _host_definitions(
@@ -776,7 +833,20 @@ def _host_definitions(
             defs[d.name] = f"<parameter of {fname}>"
     body = fn.child_by_field_name("body")
     top = set(body.named_children) if body is not None else set()
+    unset: set[str] = set()  # declared without a value (`int size_x, size_y;`)
     for n in nodes if nodes is not None else _walk_in_order(fn):
+        if n.type == "call_expression" and (at is None or n.end_byte <= at.start_byte):
+            # `getParams(argc, argv, size_x, size_y)` or `scanf("%d", &n)`: a variable declared
+            # without a value and handed to a call is set there, at run time
+            args = n.child_by_field_name("arguments")
+            for a in args.named_children if args is not None else []:
+                name = parsed.text(a).strip().lstrip("&").strip()
+                if name in unset and name not in defs:
+                    callee = n.child_by_field_name("function")
+                    defs[name] = (
+                        f"<conditional: set by {parsed.text(callee) if callee else 'a call'}>"
+                    )
+            continue
         if (
             n.type == "declaration" and at is not None and n.parent is not None
             and (not _contains(n.parent, at) or n.start_byte >= at.end_byte)
@@ -798,6 +868,8 @@ def _host_definitions(
                 d = unwrap_declarator(parsed, child)
                 if d is None:
                     continue
+                if d.ctor_args is None and d.init is None:
+                    unset.add(d.name)
                 if d.ctor_args is not None:
                     defs[d.name] = f"{tname}{' '.join(parsed.text(d.ctor_args).split())}"
                 elif d.init is not None and tname == "dim3" and d.init.type == "initializer_list":

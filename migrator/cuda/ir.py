@@ -266,6 +266,9 @@ class LaunchSite(_Node):
     host_values: dict[str, str] = Field(default_factory=dict)  # host locals the config uses
     # `switch (K) { case 64: k<64><<<...>>>` : K is 64 at this launch (a constant, not a size)
     case_values: dict[str, str] = Field(default_factory=dict)
+    # `if (n % TILE != 0) exit(1);` before the launch: what the host requires, as conditions
+    # that hold at the launch (`n % TILE == 0`), in host names
+    requires: list[str] = Field(default_factory=list)
     span: Span
 
 

@@ -268,6 +268,7 @@ def infer_spec(
     for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
+    relations += [r for r in _required(site.requires, resolve, sizes) if r not in relations]
     relations += [r for r in _quotient_relations(data) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
@@ -384,6 +385,25 @@ def _rows_of(k: Kernel, extents: dict[str, str], args: dict[str, str],
         if len(strides) == 1:
             (inner,) = strides
             out[param] = [next(iter(pair - {inner})), inner]
+    return out
+
+
+def _required(requires: list[str], resolve: Any, sizes: dict[str, int]) -> list[str]:
+    """The host's refusals (`if (size_x % TILE_DIM != 0) exit(1);`, `if (m != n) return;`) as
+    relations of the task's sizes (`size_x % 32 == 0`, `m == n`): size sets the host would not
+    launch are not measured or checked."""
+    out: list[str] = []
+    for req in requires:
+        left, _, right = req.partition(" == ")
+        try:
+            a, b = _clean(resolve(left)), _clean(resolve(right))
+        except (InferenceError, SpecError, ValueError, KeyError):
+            continue
+        if m := re.fullmatch(r"([A-Za-z_]\w*) % (\d+)", a):
+            if b == "0" and m.group(1) in sizes and int(m.group(2)) > 1:
+                out.append(f"{m.group(1)} % {m.group(2)} == 0")
+        elif a in sizes and b in sizes and a != b:
+            out.append(f"{b} == {a}")  # (the first named leads: `size_y == size_x`)
     return out
 
 
@@ -854,6 +874,11 @@ def _decompose(
         rest = poly.sub(rest, part)
         pieces.append((stride, limit))
     if not pieces or poly.constant_value(rest) is None:
+        return None
+    strides = [tuple(sorted(stride.items())) for stride, _ in pieces]
+    if len(set(strides)) < len(strides):
+        # `x + W * (y0 + i)`, y0 < H and i < 32 both rows: their extents add up, they do not
+        # nest (no [H, 32, W]); measured instead
         return None
     # outermost first: a stride that is a product of more sizes (M*K) encloses a smaller one (K)
     # (and of two constant strides, the larger: `blockIdx.x * 256 + pos` is [blocks, 256])

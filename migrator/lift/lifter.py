@@ -254,6 +254,8 @@ def _distinct(
     `2 * B`, wrong at every other size) where `step` is not 0: a clashing size is then raised
     by `step`, so that sizes chosen as multiples of 8 stay so."""
     launch = _launch_only(spec)
+    # `size_y == size_x` (a square problem the host insists on): the follower is the leader
+    skip = set(launch) | (_tied(spec) if obey else set())
     fixed = (_constants(spec) if avoid else set()) | set(launch.values())
     for _ in range(24):
         got = _launchable(spec, sizes, obey)
@@ -262,14 +264,14 @@ def _distinct(
         seen: dict[int, str] = {v: "" for v in fixed}
         clash, bump = None, 1
         for n, v in got.items():
-            if n in launch:
+            if n in skip:
                 continue
             if v in seen:
                 clash, bump = n, step or 1  # (a step keeps multiples of 8 so)
                 break
             seen[v] = n
         if clash is None and step:
-            clash = _coincident(got, set(launch))
+            clash = _coincident(got, skip)
             bump = step
         if clash is None:
             return got
@@ -280,6 +282,12 @@ def _distinct(
                 clash, bump = a, got[b]
         sizes = {**got, clash: got[clash] + bump}
     return None
+
+
+def _tied(spec: TaskSpec) -> set[str]:
+    """Sizes the relations set equal to another (`size_y == size_x`: size_y)."""
+    return {m.group(1) for r in spec.relations
+            if (m := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*==\s*([A-Za-z_]\w*)\s*", r))}  # fmt: skip
 
 
 def _divided(spec: TaskSpec, sizes: dict[str, int]) -> dict[str, int]:
