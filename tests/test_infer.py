@@ -604,6 +604,31 @@ def test_launches_through_a_function_pointer_and_the_hosts_refusals(tmp_path: Pa
     assert all(k.check is not None and k.check.ok for k in result.kernels)
 
 
+def test_a_size_in_whole_tiles_and_whole_blocks(tmp_path: Path) -> None:
+    """`gridSize = n_elements / blockSize` with `blockSize = 256` and whole warps in shared
+    memory: n_elements is a multiple of both the tile and the block in every size set (the
+    tile's rounding broke `n_elements % blockSize == 0`: an internal error)."""
+    src = tmp_path / "scan.cu"
+    src.write_text(
+        "__global__ void block_scan(float* data, int width, float* sums = nullptr) {\n"
+        "  extern __shared__ float s[];\n"
+        "  int id = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  float v = data[id];\n  s[threadIdx.x % 32] = v;\n  __syncthreads();\n"
+        "  data[id] = v + s[0] * width;\n"
+        "  if (sums != nullptr && threadIdx.x == blockDim.x - 1) sums[blockIdx.x] = v;\n}\n"
+        "int main() {\n  const int n_elements = 65536;\n  int blockSize = 256;\n"
+        "  int gridSize = n_elements / blockSize;\n  int nWarps = blockSize / 32;\n"
+        "  float *d_data, *d_partial;\n"
+        "  block_scan<<<gridSize, blockSize, nWarps * sizeof(float)>>>(d_data, 32, d_partial);\n"
+        "  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    for sset in spec.all_size_sets():
+        assert sset["n_elements"] % 256 == 0
+        assert not spec.broken_relations(sset)
+
+
 TILE_SUM = """#define TILE 512
 __global__ void tile_sum(const float* x, float* total, int N) {
   __shared__ float part[256];

@@ -279,7 +279,12 @@ def infer_spec(
             _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
                           DEFAULT_ELEMENTS)  # fmt: skip
     _label_ranges(k, data)
-    spec = TaskSpec.model_validate(data)
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValueError as e:  # (pydantic's ValidationError): a task we could not make consistent
+        raise InferenceError(
+            f"the inferred task is inconsistent: {' '.join(str(e).split())[:300]}"
+        ) from e
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
         for t in spec.tensors:
@@ -559,14 +564,21 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     ties = {m.group(1): m.group(2) for r in relations
             if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
     parts = divisor_pairs(relations)
+    # a block size that divides a size (`n % blockSize == 0`, `gridSize = n / blockSize`) is
+    # the launch as written: the size grows to whole blocks, the block does not shrink
+    in_block = {w for b in data["launch"]["block"] for w in re.findall(r"[A-Za-z_]\w*", str(b))}
     seen: list[dict[str, int]] = []
     for j, sset in enumerate((data["sizes"], *data["size_sets"])):
         for a, b in parts:  # `C % NH == 0`: heads of equal size
-            if a in sset and b in sset:
+            if a in sset and b in sset and b not in in_block:
                 _split_evenly(sset, a, b)
         for n, t in tiles.items():
             if n in sset:
                 sset[n] = max(t, round(sset[n] / t) * t)
+        for a, b in parts:  # whole tiles and whole parts at once
+            if a in sset and sset.get(b, 0) > 0 and sset[a] % sset[b]:
+                unit = math.lcm(tiles.get(a, 1), sset[b])
+                sset[a] = max(unit, round(sset[a] / unit) * unit)
         if sset in seen:  # rounding made it a repeat: j more tiles in each size, still small
             for n, t in tiles.items():
                 if n in sset:
