@@ -281,9 +281,12 @@ class TaskSpec(_Frozen):
         keeps (a head dimension of 64 given as `template_args = [64]`): at another value the
         kernel still computes with its own, so drawn size sets keep these."""
         template = {str(a).strip() for a in self.kernel.template_args}
+        # `K == 16` (the host refuses any other K): the kernel is written for that K alone
+        pinned = {r.replace(" ", "") for r in self.relations}
         sets = self.all_size_sets()
         return {n: v for n, v in self.sizes.items()
-                if str(v) in template and all(s.get(n) == v for s in sets)}  # fmt: skip
+                if (str(v) in template or f"{n}=={v}" in pinned)
+                and all(s.get(n) == v for s in sets)}  # fmt: skip
 
     def tensor_named(self, name: str | None) -> TensorSpec:
         return next(t for t in self.tensors if t.name == name)

@@ -629,6 +629,69 @@ def test_a_size_in_whole_tiles_and_whole_blocks(tmp_path: Path) -> None:
         assert not spec.broken_relations(sset)
 
 
+GEMV_PINNED = """#define REQUIRE_K(cond, what) if (!(cond)) { throw what; }
+#define K_MULTIPLE_OF(V) if (K % (V) != 0) { throw "K must be a multiple of " #V; }
+#define K_EXACTLY(V) if (K != (V)) { throw "K must be " #V; }
+__global__ void gemv_half_warp(const float* A, const float* x, float* y, int M, int K) {
+  int lane = threadIdx.x % 32, k = lane % 16;
+  int m = (blockDim.y * blockIdx.x + threadIdx.y) * 2 + lane / 16;
+  if (m < M) {
+    float s = A[m * K + k] * x[k];
+    for (int off = 8; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffff, s, off, 16);
+    if (k == 0) y[m] = s;
+  }
+}
+__global__ void gemv_vec4(const float* A, const float* x, float* y, int M, int K) {
+  int lane = threadIdx.x, m = blockDim.y * blockIdx.x + threadIdx.y;
+  if (m < M) {
+    float s = 0.0f;
+    for (int w = 0; w < K / 128; ++w) {
+      int k = (w * 32 + lane) * 4;
+      float4 a = *reinterpret_cast<const float4*>(&A[m * K + k]);
+      float4 b = *reinterpret_cast<const float4*>(&x[k]);
+      s += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+    }
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffff, s, off);
+    if (lane == 0) y[m] = s;
+  }
+}
+void run_half_warp(const float* A, const float* x, float* y, int M, int K) {
+  K_EXACTLY(16)
+  dim3 block(32, 4), grid((M + 7) / 8);
+  gemv_half_warp<<<grid, block>>>(A, x, y, M, K);
+}
+void run_vec4(const float* A, const float* x, float* y, int M, int K) {
+  K_MULTIPLE_OF(128)
+  dim3 block(32, 4), grid((M + 3) / 4);
+  gemv_vec4<<<grid, block>>>(A, x, y, M, K);
+}
+"""
+
+
+def test_sizes_the_host_pins_or_requires_whole_tiles_of(tmp_path: Path) -> None:
+    """A host that throws unless `K == 16` (a macro's `if (K != (16))`) pins K: every size set
+    has K = 16, the extent of x is K, and the lifter keeps K (the kernel is written for it);
+    one that throws unless `K % 128 == 0` gets K in whole tiles, measured at several of them.
+    `*reinterpret_cast<const float4*>(&A[i])` is a load of A (A stays an input; the address
+    does not escape). Both GEMVs migrate completely."""
+    src = tmp_path / "gemv.cu"
+    src.write_text(GEMV_PINNED)
+    tu = analyze_file(src)
+    assert [s.requires for s in tu.launch_sites] == [["K == 16"], ["K % 128 == 0"]]
+    half = infer_spec(tu, tu.kernel("gemv_half_warp"))
+    assert "K == 16" in half.relations
+    assert all(s["K"] == 16 for s in half.all_size_sets())
+    assert {t.name: t.shape for t in half.tensors}["x"] == ["K"]
+    assert half.specialised_sizes() == {"K": 16}
+    vec = infer_spec(tu, tu.kernel("gemv_vec4"))
+    assert "K % 128 == 0" in vec.relations
+    assert {t.name: t.shape for t in vec.tensors}["A"] == ["M", "K"]
+    assert {t.name: t.role for t in vec.tensors} == {"A": "in", "x": "in", "y": "out"}
+    result = migrate(src, out_dir=tmp_path / "out")
+    assert [(k.kernel, k.status) for k in result.kernels] == [
+        ("gemv_half_warp", "complete"), ("gemv_vec4", "complete")]  # fmt: skip
+
+
 TILE_SUM = """#define TILE 512
 __global__ void tile_sum(const float* x, float* total, int N) {
   __shared__ float part[256];

@@ -644,6 +644,7 @@ def _host_requirements(parsed: ParsedSource, fn: Node, at: Node) -> list[str]:
             continue
         text = " ".join(parsed.text(cond).split())
         text = text.removeprefix("(").removesuffix(")").strip()
+        text = re.sub(r"\((\w+)\)", r"\1", text)  # `K % (128) != 0`, from a macro
         if "&&" in text or "(" in text.replace("((", "").replace("))", ""):
             continue  # (a call, a cast or a conjunction: not read)
         for part in text.split("||"):

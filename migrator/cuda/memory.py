@@ -143,7 +143,13 @@ class MemoryMixin(BodyState):
         if arg is None:
             return
         if op == "*":
-            self.expr(arg, "read") if arg.type != "identifier" else None
+            if arg.type != "identifier" and self.resolve_pointer(arg) is not None:
+                # `*reinterpret_cast<const float4*>(&x[i])`: a load through the address, not
+                # an escape of it (only the offsets are read)
+                for off in self._alias_offsets(arg):
+                    self.expr(off, "read")
+            elif arg.type != "identifier":
+                self.expr(arg, "read")
             self._record(node, arg, [], kind)
         else:  # &x: the address escapes (atomics handle their own first argument)
             self.expr(arg, "address" if kind == "read" else kind)

@@ -180,6 +180,11 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
     for a, b in divisor_pairs(data.get("relations", [])):
         if a in sz and b in sz:
             sz[a] = max(1, round(sz[a] / sz[b])) * sz[b]
+    for rel in data.get("relations", []):  # `K % 128 == 0`, as the host requires
+        if (m := re.fullmatch(r"(\w+) % (\d+) == 0", rel)) and m.group(1) in free:
+            t, v = int(m.group(2)), sz[m.group(1)]
+            # (one to three tiles where the draw is below one: the extent still varies)
+            sz[m.group(1)] = t * (round(v / t) if v >= t else 1 + v % 3)
     for _ in range(3):
         try:
             dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
@@ -568,6 +573,10 @@ def _measure(
             fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
         if not fits and p in inputs:
             fits = _short_of_product(free, used, seen)
+        if not fits and len(set(seen)) == 1:
+            # the same extent at every run, that of a size the task pins (`K == 16`)
+            fits = [n for n in fixed if fixed[n] == seen[0] and f"{n} == {seen[0]}"
+                    in data.get("relations", [])][:1]  # fmt: skip
         if len(fits) != 1:
             raise InferenceError(
                 f"the extent of {p} cannot be read from its indices, and the extents measured "

@@ -231,9 +231,16 @@ def infer_spec(
     # `int hs = C / NH` in the kernel: sizes that split evenly, measured so (else the extent
     # reached is `NH * (C / NH)`, no product of sizes)
     divides = _kernel_quotients(k, scalars)
-    if divides:
-        data["relations"] = list(divides)
-        relations += [r for r in divides if r not in relations]
+    # what the host refuses to launch without (`if (K % 128 != 0) throw ...`): measured so
+    required = _required(site.requires, resolve, sizes)
+    for r in required:
+        if m := re.fullmatch(r"(\w+) == (\d+)", r):  # `K == 16`: the kernel's only K
+            for sset in (sizes, *sets):
+                sset[m.group(1)] = int(m.group(2))
+            launch_only.add(m.group(1))
+    if divides or required:
+        data["relations"] = [*divides, *(r for r in required if r not in divides)]
+        relations += [r for r in data["relations"] if r not in relations]
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
@@ -268,7 +275,6 @@ def infer_spec(
     for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
     relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
-    relations += [r for r in _required(site.requires, resolve, sizes) if r not in relations]
     relations += [r for r in _quotient_relations(data) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
@@ -407,6 +413,8 @@ def _required(requires: list[str], resolve: Any, sizes: dict[str, int]) -> list[
         if m := re.fullmatch(r"([A-Za-z_]\w*) % (\d+)", a):
             if b == "0" and m.group(1) in sizes and int(m.group(2)) > 1:
                 out.append(f"{m.group(1)} % {m.group(2)} == 0")
+        elif a in sizes and b.isdigit() and int(b) > 0:
+            out.append(f"{a} == {b}")
         elif a in sizes and b in sizes and a != b:
             out.append(f"{b} == {a}")  # (the first named leads: `size_y == size_x`)
     return out
