@@ -692,6 +692,47 @@ def test_sizes_the_host_pins_or_requires_whole_tiles_of(tmp_path: Path) -> None:
         ("gemv_half_warp", "complete"), ("gemv_vec4", "complete")]  # fmt: skip
 
 
+WARP_ROWS = """// one warp per row; threads past the row's width leave first (assumes C >= block)
+__global__ void row_rms(float* y, const float* x, int N, int C) {
+  int tid = threadIdx.x;
+  if (tid >= C) return;
+  int row = blockIdx.x * (blockDim.x / 32) + tid / 32, lane = tid % 32;
+  if (row >= N) return;
+  float total = 0.0f;
+  for (int i = lane; i < C; i += 32) total += x[row * C + i] * x[row * C + i];
+  for (int off = 16; off > 0; off >>= 1) total += __shfl_xor_sync(0xffffffff, total, off);
+  for (int i = lane; i < C; i += 32) y[row * C + i] = x[row * C + i] * rsqrtf(total / C + 1e-5f);
+}
+void launch(float* y, const float* x, int N, int C) {
+  int block_size = 256;
+  row_rms<<<(N * 32 + block_size - 1) / block_size, block_size>>>(y, x, N, C);
+}
+"""
+
+
+def test_size_sets_where_the_original_is_undefined_are_moved(tmp_path: Path) -> None:
+    """Threads past the row's width return before a full-mask shuffle (`if (tid >= C)
+    return;`, one warp per row, 256 threads): at C narrower than the block the shuffle names
+    lanes that left, undefined behaviour that computes garbage. The extents are measured at
+    sizes past the block, the extra size sets are moved (doubled) to where the original is
+    clean, and the lifter traces one size past the block with few rows: the kernel migrates
+    completely and its check passes at every set."""
+    from migrator.lift.lifter import trace_pairs
+
+    src = tmp_path / "warp_rows.cu"
+    src.write_text(WARP_ROWS)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert {t.name: math.prod(spec.shape_of(t, {"N": 3, "C": 5})) for t in spec.tensors} == {
+        "x": 15, "y": 15}  # fmt: skip
+    assert all(s["C"] >= 256 for s in spec.all_size_sets()), spec.size_sets
+    assert any(p[0]["C"] > 256 and p[0]["N"] < 16 for p in trace_pairs(spec))
+    result = migrate(src, out_dir=tmp_path / "out")
+    (k,) = result.kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert len(k.check.sizes) == 3
+
+
 TILE_SUM = """#define TILE 512
 __global__ void tile_sum(const float* x, float* total, int N) {
   __shared__ float part[256];

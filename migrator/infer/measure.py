@@ -327,6 +327,11 @@ def measure_extents(
         attempts.append((TILE_MULTIPLES, 1, tiles))  # before four times the sizes: cheaper
     if len(free) <= 3:
         attempts.append((small, 4, None))
+        threads = _threads(data)
+        if threads > 128:
+            # sizes past the block: a row kernel whose threads past the row's end leave
+            # (`if (threadIdx.x >= C) return;`) writes nothing useful in a narrower row
+            attempts.append((tuple(threads + v for v in (8, 40, 72)), 1, None))
     first: InferenceError | None = None
     for values, scale, tiled in attempts:
         try:
@@ -345,6 +350,16 @@ def measure_extents(
         except InferenceError:
             pass
     raise first  # type: ignore[misc]
+
+
+def _threads(data: dict[str, Any]) -> int:
+    """Threads per block of the launch at the task's default sizes (0 where unknown)."""
+    from migrator.contract import SpecError, eval_expr
+
+    try:
+        return math.prod(int(eval_expr(str(b), data["sizes"])) for b in data["launch"]["block"])
+    except (SpecError, ArithmeticError, TypeError, ValueError):
+        return 0
 
 
 def _measure_tied(
@@ -478,6 +493,30 @@ def _short_of_product(
     return fits
 
 
+def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool) -> bool:
+    """Whether some formula `_measure` accepts could still fit runs that include `used`
+    (extents `seen`): `c * monomial + d` exactly, a monomial constant over these runs with a
+    constant extent, or (an input) a product short of its tail."""
+    for exps in itertools.product((0, 1, 2), repeat=len(free)):
+        mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
+                for sz, _ in used]  # fmt: skip
+        b = next((i for i in range(1, len(mono)) if mono[i] != mono[0]), None)
+        if b is None:
+            if len(set(seen)) == 1:
+                return True
+            continue
+        c, rem = divmod(seen[0] - seen[b], mono[0] - mono[b])
+        d = seen[0] - c * mono[0]
+        if (
+            not rem
+            and c > 0
+            and abs(d) <= MAX_HALO
+            and all(c * m + d == v for m, v in zip(mono, seen, strict=True))
+        ):
+            return True
+    return is_input and bool(_short_of_product(free, used, seen))
+
+
 def _measure(
     parsed: Any,
     data: dict[str, Any],
@@ -528,6 +567,21 @@ def _measure(
         if extents is not None and first_ok is None and j < n_runs:
             first_ok = j
         runs.append((sz, extents))
+        done = [r for r in runs if r[1] is not None]
+        if 4 <= len(done) < n_runs and j < n_runs:
+            # no formula fits the runs so far: none fits them all (each run of a slow kernel
+            # costs seconds, and the next attempt may fit)
+            for p in params:
+                used = [r for r in done if r[1].get(p, 0) > 0]
+                seen = [r[1][p] for r in used]
+                if len(used) >= 4 and max(seen) < PROBE_ELEMS and not _possible(
+                    free, used, seen, p in {t["param"] for t in data["tensors"]
+                                            if t["role"] == "in"}):  # fmt: skip
+                    raise InferenceError(
+                        f"the extent of {p} cannot be read from its indices, and the extents "
+                        f"measured at {len(used)} size sets ({seen}) fit no product of "
+                        f"{', '.join(free)}"
+                    )
     ok = [r for r in runs[:n_runs] if r[1] is not None]
     if len(ok) < 3 or runs[-1][1] is None:
         raise InferenceError(

@@ -295,7 +295,58 @@ def infer_spec(
         spec.launch_config(sset)
         for t in spec.tensors:
             spec.shape_of(t, sset)
+    if _leaves_before_a_shuffle(k):
+        spec = _defined_sets(spec, launch_only | in_block)
     return spec
+
+
+def _leaves_before_a_shuffle(k: Kernel) -> bool:
+    """Whether threads may return early in a kernel that uses warp intrinsics (the only
+    kernels whose size sets `_defined_sets` runs: elsewhere it would cost a run per set)."""
+    try:
+        lines = Path(k.span.file).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    text = "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
+    return bool(re.search(r"\breturn\b", text)) and bool(
+        re.search(r"__shfl\w*_sync|\bshfl(_down|_up|_xor)?\s*\(|cg::reduce", text)
+    )
+
+
+UNDEFINED = ("warp_mask",)  # findings that make a run's results undefined behaviour
+
+
+def _defined_sets(spec: TaskSpec, fixed: set[str]) -> TaskSpec:
+    """The extra size sets moved to sizes where the original is defined: a warp intrinsic
+    whose mask names lanes that left (`if (threadIdx.x >= C) return;` before a full-mask
+    shuffle, C narrower than the block) computes garbage there, so neither the lifter nor the
+    check may compare against it. Such a set's sizes are doubled (up to three times) until
+    the run is clean; a set that never is, is dropped. The default set is left as published
+    (the check then reports what the original does there)."""
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.spec_run import run_spec_full
+
+    def clean(sset: dict[str, int]) -> bool | None:
+        try:
+            run = run_spec_full(spec, sset)
+        except (InterpError, ValueError, ArithmeticError, TypeError):
+            return None  # (the check says why)
+        return not any(f.kind in UNDEFINED for f in run.result.findings)
+
+    if all(clean({**spec.sizes, **s}) is not False for s in spec.size_sets):
+        return spec
+    sets: list[dict[str, int]] = []
+    for extra in spec.size_sets:
+        sset = {**spec.sizes, **extra}
+        for _ in range(4):
+            if clean(sset) is not False:
+                if sset not in sets and sset != spec.sizes:
+                    sets.append(sset)
+                break
+            sset = spec.satisfy({n: v if n in fixed else 2 * v for n, v in sset.items()}) or {}
+            if not sset or any(spec.broken_relations(sset)):
+                break
+    return spec.model_copy(update={"size_sets": sets})
 
 
 TABLE_ROWS = (256, 37, 130)  # a gather table's rows: the default, then one per size set

@@ -143,18 +143,27 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     # (scale 2: every size a multiple of 8, for kernels whose 16-byte vector accesses need it;
     # past the largest block: a kernel that works block by block (a scan within blocks of
     # 256) shows that structure only over two blocks or more)
-    block = max((int(b) for b in spec.launch.block if str(b).isdigit()), default=0)
+    try:  # (`block_size`, a size of the task: its published value)
+        block = max(spec.launch_config(spec.sizes)[1])
+    except (ValueError, ArithmeticError, KeyError):
+        block = max((int(b) for b in spec.launch.block if str(b).isdigit()), default=0)
     beyond = -(-(block + 1) // 8) if block > 128 else 16
     rank: list[tuple[int, bool]] = []  # per pair: its configuration, whether a fallback
-    configs = ((True, 1, True), (True, 1, False), (False, 1, True), (True, 2, True),
-               (True, 16, True), (True, beyond, True))  # fmt: skip
-    for ci, (obey, scale, avoid) in enumerate(configs):
+    configs: list[tuple[bool, int, bool, str | None]] = [
+        (True, 1, True, None), (True, 1, False, None), (False, 1, True, None),
+        (True, 2, True, None), (True, 16, True, None), (True, beyond, True, None)]  # fmt: skip
+    if block > 128:
+        # one size past the block, the others small: a row of C elements that the kernel
+        # assumes at least a block wide (`if (tid >= C) return;`), few rows of it
+        fixed = _launch_only(spec)
+        configs += [(True, beyond, True, n) for n in spec.sizes if n not in fixed]
+    for ci, (obey, scale, avoid, wide) in enumerate(configs):
         # the larger pair: where the smallest sizes hide structure (one row of a whole-row
         # block, one tile), sizes several blocks wide show it; sizes equal to the kernel's
         # constants only where avoiding them costs too much (M % 128 == 0 with a 128 tile);
         # sizes that are simple expressions of each other (T = 2 * B) only as a fallback
         for fallback in (False, True):
-            pair = _pair(spec, obey, scale, avoid, derived=not fallback)
+            pair = _pair(spec, obey, scale, avoid, derived=not fallback, wide=wide)
             if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
                 out.append(pair)
                 rank.append((ci, fallback))
@@ -201,15 +210,27 @@ def _launch_only(spec: TaskSpec) -> dict[str, int]:
 
 
 def _pair(
-    spec: TaskSpec, obey: bool, scale: int = 1, avoid: bool = True, derived: bool = True
+    spec: TaskSpec,
+    obey: bool,
+    scale: int = 1,
+    avoid: bool = True,
+    derived: bool = True,
+    wide: str | None = None,
 ) -> list[dict[str, int]] | None:
+    """Two size sets from `scale` (`wide`: only that size scaled, the others from 8 up)."""
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
+        if wide is not None:
+            small = [n for n in names if n != wide]
+            start = {**start, **{n: 8 + 4 * i for i, n in enumerate(small)}}
+        # (with `wide`, the other sizes step as from scale 1)
+        per = {n: 1 if wide is None or n == wide else 0 for n in names}
         for shift in range(0, 12 * step, step):
-            cand = {n: v + (shift if n in names else 0) for n, v in start.items()}
+            cand = {n: v + (shift if per[n] else shift // scale) if n in names else v
+                    for n, v in start.items()}  # fmt: skip
             for a, b in divisor_pairs(spec.relations):
                 # `C % NH == 0`: C = NH * q with q a traced number of its own (C / NH, a head
                 # size, then reads as that quotient, not as a small literal)
@@ -225,7 +246,8 @@ def _pair(
                 if _work(spec, out[1]) <= TRACE_BUDGET:
                     return out
                 break  # (five sizes from 8 up trace millions of elements: smaller ones next)
-            start = {n: v - shift if n in names else v for n, v in got.items()}  # one step up
+            start = {n: v - (shift if per[n] else shift // scale) if n in names else v
+                     for n, v in got.items()}  # one step up  # fmt: skip
             for a, b in divisor_pairs(spec.relations):
                 if a in start and b in got and got[b]:
                     start[a] = got[a] // got[b] - shift  # (the quotient steps up, not C)
