@@ -64,6 +64,9 @@ class SizeCheck(BaseModel):
     outputs: list[OutputCheck] = Field(default_factory=list)
     error: str | None = None  # constraint violation or crash in the NKI kernel
     cuda_error: str | None = None  # the CUDA original could not be run (a problem of the input)
+    # what the original did that a GPU leaves undefined but that did not change its outputs
+    # (an over-read of a shared array whose values are dropped)
+    cuda_notes: list[str] = Field(default_factory=list)
     ok: bool = False
     nki_seconds: float = 0.0
     cuda_seconds: float = 0.0
@@ -226,9 +229,8 @@ def check_kernel(
     an original that computes in low precision (from how far its outputs `want` are from the
     exact result); None: the dtype tolerances alone."""
     import migrator.nki as mn
-    from migrator.cuda.interp import run_spec
     from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.interp.spec_run import unwritten_elements
+    from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
     from migrator.nki.cost import summarize
 
     module = mn.load_kernel_module(nki_file)
@@ -248,7 +250,10 @@ def check_kernel(
         pairs = zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)
         cuda_ins = {t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c in pairs}
         try:
-            want = run_spec(cuda_spec, sizes, seed=seed, inputs=cuda_ins)
+            full = run_spec_full(cuda_spec, sizes, seed=seed, inputs=cuda_ins)
+            want = full.outputs
+            res.cuda_notes = [f.message for f in full.result.findings
+                              if f.kind == "out_of_bounds"]  # fmt: skip
             unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins)
         except InterpError as e:  # the original does not run: nothing to compare against
             res.cuda_error = str(e)

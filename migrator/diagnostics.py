@@ -444,6 +444,17 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "Nothing to do if the kernel is only meant for such sizes; else add size sets it runs "
         "at (and a relation saying which) to the spec.",
     ),
+    DiagnosticKind(
+        "C2N2017",
+        "ORIGINAL_OVER_READS",
+        "warning",
+        "medium",
+        "the CUDA original reads past a shared array at {sizes} ({detail}); its outputs are "
+        "the same whatever those reads return (run with two fills), so they were compared, "
+        "but on a GPU such a read is undefined behaviour",
+        "Bound the read in the CUDA source (e.g. `lane < NUM_WARPS ? smem[lane] : 0`), or size "
+        "the shared array to the lanes that read it.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",

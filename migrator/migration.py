@@ -199,7 +199,9 @@ def _migrate_kernel(
             trimmed = _runnable_sets(spec, km, k)
             if trimmed is not None:  # our own guess of sizes the original cannot run: retry
                 spec = trimmed
-                km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2011", "C2N2015")]
+                km.diagnostics = [
+                    d for d in km.diagnostics if d.id not in ("C2N2011", "C2N2015", "C2N2017")
+                ]
                 if plan.fields.get("spec_toml"):
                     _emit(km, plan, tu, k, spec, inferred, out, nki_path, options)
                 _check(km, plan, k, spec, nki_path, target, options)
@@ -236,7 +238,7 @@ def _migrate_kernel(
 
 
 # what `_check` adds to a kernel's diagnostics
-CHECK_FINDINGS = ("C2N2007", "C2N2008", "C2N2011", "C2N2015")
+CHECK_FINDINGS = ("C2N2007", "C2N2008", "C2N2011", "C2N2015", "C2N2017")
 
 
 def _lifted_plan(
@@ -469,6 +471,9 @@ def _check(
         km.diagnostics.append(diag.make("CONSTRAINT_VIOLATION", k.span, detail=str(e)[:300]))
         return
     for s in km.check.sizes:
+        if s.cuda_notes:
+            km.diagnostics.append(diag.make("ORIGINAL_OVER_READS", k.span, sizes=str(s.sizes),
+                                            detail=s.cuda_notes[0]))  # fmt: skip
         for o in s.outputs:
             if o.unwritten:
                 km.diagnostics.append(diag.make("UNWRITTEN_BY_ORIGINAL", k.span, count=o.unwritten,

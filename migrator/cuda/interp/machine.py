@@ -240,7 +240,9 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         coord = self.geo.coord(first)
         full = np.zeros(self.geo.n, dtype=bool)
         full[lanes_idx] = True
-        if self.options.oob == "raise":
+        if self.options.oob == "raise" or (
+            self.options.oob == "shared_reads" and (write or misaligned or buf.space != "shared")
+        ):
             raise OutOfBoundsError(
                 f"{msg} by {coord} ({len(lanes_idx)} lanes)", self.span(node), self.kernel
             )

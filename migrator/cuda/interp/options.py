@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-OOB_MODES = ("raise", "report")
+OOB_MODES = ("raise", "report", "shared_reads")
 UNINIT_MODES = ("nan", "zero")
 
 
@@ -23,7 +23,9 @@ class InterpOptions:
     shadow_f64: evaluate `float` arithmetic and buffers in float64 (a high-precision truth);
         outputs come back as float64.
     oob: "raise" stops at the first out-of-bounds access; "report" records a finding, skips
-        the store / returns poison for the load, and continues.
+        the store / returns poison for the load, and continues; "shared_reads" reports reads
+        past a shared array (poison, as "report") and raises on anything else (the oracle's
+        rerun of a kernel whose lanes over-read shared memory, `spec_run.run_spec_full`).
     uninit: fill of fresh shared/local memory: NaN/iinfo.max ("nan") or zero.
     block_batch: blocks run at once (None: as many as fit a lane budget of ~1M lanes).
     races: check shared-memory races between barriers.
@@ -47,7 +49,7 @@ class InterpOptions:
     fmad: bool = True
     fast_math: bool = False
     shadow_f64: bool = False
-    oob: Literal["raise", "report"] = "raise"
+    oob: Literal["raise", "report", "shared_reads"] = "raise"
     uninit: Literal["nan", "zero"] = "nan"
     block_batch: int | None = None
     races: bool = True
