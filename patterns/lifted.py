@@ -30,7 +30,7 @@ from typing import Any
 
 from migrator import diagnostics as diag
 from migrator import nkiexpr
-from migrator.contract import TaskSpec
+from migrator.contract import TaskSpec, np_dtype
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
 from migrator.lift.program import (
@@ -1144,6 +1144,11 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
     o = spec.tensor_named(a.tensor)
     if spec.shape_of(o, spec.sizes) != (1,):
         raise _NoFit(f"{a.tensor} is not a single value")
+    if np_dtype(o.dtype).kind in "iu":
+        # VectorE, ScalarE and TensorE add in fp32: an integer total is exact only below 2**24
+        # (and the old value's add with it); exact int32 sums need GpSimd adds by hand
+        raise _NoFit(f"{a.tensor} is an integer total (Trainium's engines sum in fp32: exact "
+                     "only below 2**24)")  # fmt: skip
     total = [IndexMap()]  # the one element: out[0]
     body, kv, carried = _sum_plus_old(a, lambda ld: ld.index == total, "a sum over every element")
     p = _bind(tu, k, spec, "reduction", "atomic_total")

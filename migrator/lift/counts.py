@@ -55,6 +55,15 @@ def fit_counts(
                 inside = (g >= 0) & (g < bins)
                 if np.array_equal(np.bincount(g[inside], minlength=bins), delta):
                     return _assign(name, key_name, expr, k.size, base is not None)
+    if bins == 1:  # a total of an integer input's values (int8 summed into an int32)
+        for base, start in bases:
+            for key_name, arr in keys.items():
+                if (
+                    key_name != name
+                    and arr.ndim == 1
+                    and int(counts[0] - start[0]) == int(arr.astype(np.int64).sum())
+                ):
+                    return _total(name, key_name, arr.size, base is not None)
     raise LiftError(
         f"{name} is an integer output whose values are no count of keys per bin "
         "(key, key % m, key & mask, key >> s of an integer input) the lifter knows"
@@ -71,6 +80,16 @@ def _assign(name: str, key: str, g: Expr, n: int, carried: bool) -> Assign:
         old = Expr(kind="load", tensor=name, index=[IndexMap(terms=[Term(coef=1, var="i")])])
         count = Expr(kind="op", op="+", args=[old, count])
     return Assign(tensor=name, vars=["i"], expr=count)
+
+
+def _total(name: str, key: str, n: int, carried: bool) -> Assign:
+    """`name[i] = (name[i] +) sum_{k < n} key[k]`: the one-element integer total of `key`."""
+    value = Expr(kind="load", tensor=key, index=[IndexMap(terms=[Term(coef=1, var="k")])])
+    total = Expr(kind="reduce", op="sum", var="k", extent=n, args=[value])
+    if carried:  # (its one element: name[0], as a float total reads it)
+        old = Expr(kind="load", tensor=name, index=[IndexMap()])
+        total = Expr(kind="op", op="+", args=[total, old])
+    return Assign(tensor=name, vars=["i"], expr=total)
 
 
 def _bin_maps(key: str, k: np.ndarray, bins: int) -> Iterator[tuple[Expr, np.ndarray]]:
