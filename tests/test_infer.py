@@ -733,6 +733,29 @@ def test_size_sets_where_the_original_is_undefined_are_moved(tmp_path: Path) -> 
     assert len(k.check.sizes) == 3
 
 
+def test_host_helpers_nested_with_a_conditional(tmp_path: Path) -> None:
+    """`blocks = div_up(n, 32 * snap_down(255, 4))` with `div_up` a ternary: both helpers are
+    inlined, the nested one too, and the conditional is a `select` of the formula language
+    (a function of the formulas, never a size of the task)."""
+    src = tmp_path / "helpers.cu"
+    src.write_text(
+        "inline unsigned div_up(unsigned a, unsigned b) { return (a % b != 0) ? (a / b + 1)"
+        " : (a / b); }\n"
+        "inline unsigned snap_down(unsigned a, unsigned b) { return a - a % b; }\n"
+        "__global__ void per_block(float* part, const float* x, int n) {\n"
+        "  int i = blockIdx.x * 32 + threadIdx.x;\n"
+        "  if (i < n) part[blockIdx.x * 32 + threadIdx.x] = 2.0f * x[i];\n}\n"
+        "void run(float* part, const float* x, unsigned n) {\n"
+        "  const unsigned blocks = div_up(n, 32 * snap_down(255, 4));\n"
+        "  per_block<<<blocks * 252, 32>>>(part, x, n);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert "select" not in spec.sizes and set(spec.sizes) == {"n"}
+    grid = spec.launch_config({"n": 8065})[0]
+    assert grid[0] == 2 * 252  # div_up(8065, 32 * 252) = 2 blocks of 252
+
+
 TILE_SUM = """#define TILE 512
 __global__ void tile_sum(const float* x, float* total, int N) {
   __shared__ float part[256];

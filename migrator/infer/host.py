@@ -127,22 +127,29 @@ class _Host:
         return f"({parts[k]})" if k < len(parts) else "1"
 
     def _inline_helpers(self, text: str) -> str:
-        """`grid_for(n)` → the helper's returned expression with `n` for its parameter."""
-        for name, (params, body) in self.helpers.items():
-            m = re.search(rf"\b{re.escape(name)}\s*\(", text)
-            if m is None:
-                continue
-            depth, i = 1, m.end()
-            while i < len(text) and depth:
-                depth += {"(": 1, ")": -1}.get(text[i], 0)
-                i += 1
-            args = _split_args(text[m.end() : i - 1])
-            if len(args) != len(params):
-                continue
-            inlined = body
-            for p, a in zip(params, args, strict=True):
-                inlined = re.sub(rf"\b{re.escape(p)}\b", f"({a})", inlined)
-            text = text[: m.start()] + f"({inlined})" + text[i:]
+        """`grid_for(n)` → the helper's returned expression with `n` for its parameter; every
+        call, nested ones too (`iDivUp(n, 64 * iSnapDown(255, 4))`), a bounded number of
+        rounds (a recursive helper is left as a call)."""
+        for _ in range(8):
+            before = text
+            for name, (params, body) in self.helpers.items():
+                start = 0
+                while m := re.compile(rf"\b{re.escape(name)}\s*\(").search(text, start):
+                    depth, i = 1, m.end()
+                    while i < len(text) and depth:
+                        depth += {"(": 1, ")": -1}.get(text[i], 0)
+                        i += 1
+                    args = _split_args(text[m.end() : i - 1])
+                    if len(args) != len(params):
+                        start = m.end()
+                        continue
+                    inlined = body
+                    for p, a in zip(params, args, strict=True):
+                        inlined = re.sub(rf"\b{re.escape(p)}\b", f"({a})", inlined)
+                    text = text[: m.start()] + f"({inlined})" + text[i:]
+                    start = m.start() + len(inlined) + 2  # (past it: nesting is next round's)
+            if text == before:
+                break
         return text
 
     def dim3(self, text: str) -> list[Any]:

@@ -129,6 +129,7 @@ def infer_spec(
             unshaped.append(p.name)
             shape = []
         size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
+        size_names -= _FORMULA_FUNCTIONS  # (`select(...)` of an inlined helper: no size)
         tensors.append({"name": py_name(p.name), "param": p.name, "role": p.role,
                         "dtype": dtype, "shape": shape})  # fmt: skip
     for p in k.params:
