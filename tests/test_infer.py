@@ -884,3 +884,17 @@ def test_launches_of_many_threads_per_element_are_capped(tmp_path: Path) -> None
     for sizes in spec.all_size_sets():
         grid, block, _ = spec.launch_config(sizes)
         assert int(np.prod(grid)) * int(np.prod(block)) <= 1 << 20, sizes
+
+
+def test_rows_padded_past_their_width_are_the_whole_product() -> None:
+    """Extents `(R - 1) * P + V` (llm.c's logits: each row V wide at a stride P, V rounded up
+    to P, the last row reached only V into) are read as the whole `R * P` with `P >= V`; a
+    formula no padding explains is not."""
+    from migrator.infer.measure import _padded_rows
+
+    draws = ((4, 16, 9), (7, 32, 30), (5, 8, 3), (9, 64, 40))
+    runs = [{"R": r, "P": p, "V": v} for r, p, v in draws]
+    used = [(sz, None) for sz in runs]
+    seen = [(sz["R"] - 1) * sz["P"] + sz["V"] for sz in runs]
+    assert _padded_rows(["R", "P", "V"], used, seen) == [("R * P", "P >= V")]
+    assert _padded_rows(["R", "P", "V"], used, [s + 1 for s in seen]) == []

@@ -307,7 +307,12 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
 
 
 def measure_extents(
-    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str], tie: bool = True
+    parsed: Any,
+    data: dict[str, Any],
+    params: list[str],
+    launch_only: set[str],
+    tie: bool = True,
+    pad: bool = True,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -333,22 +338,30 @@ def measure_extents(
             # (`if (threadIdx.x >= C) return;`) writes nothing useful in a narrower row
             attempts.append((tuple(threads + v for v in (8, 40, 72)), 1, None))
     first: InferenceError | None = None
-    for values, scale, tiled in attempts:
+    # rows padded past their width (`_padded_rows`) last, after square problems: a GEMM
+    # tutorial's one leading dimension reaches `(M - 1) * K + N` too
+    plain = [(v, s, t, False) for v, s, t in attempts] + [("tied", 0, None, False)]
+    padding = [(v, s, t, True) for v, s, t in attempts] if pad else []
+    for values, scale, tiled, padding_now in plain + padding:
+        if values == "tied":
+            if tie and len(free) >= 2:  # a kernel written for square problems (M == N == K)
+                try:
+                    return _measure_tied(parsed, data, params, launch_only, free, tiles)
+                except GatherError:
+                    raise
+                except InferenceError:
+                    pass
+            continue
+        padded: list[str] | None = [] if padding_now else None
         try:
-            out = _measure(parsed, data, params, launch_only, values, scale, tiled)
+            out = _measure(parsed, data, params, launch_only, values, scale, tiled, padded)
         except GatherError:
             raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
             first = first or e
             continue
-        return out, [f"{n} % {t} == 0" for n, t in sorted((tiled or {}).items()) if t > 1]
-    if tie and len(free) >= 2:  # last: a kernel written for square problems (M == N == K)
-        try:
-            return _measure_tied(parsed, data, params, launch_only, free, tiles)
-        except GatherError:
-            raise
-        except InferenceError:
-            pass
+        tiles_of = [f"{n} % {t} == 0" for n, t in sorted((tiled or {}).items()) if t > 1]
+        return out, tiles_of + (padded or [])
     raise first  # type: ignore[misc]
 
 
@@ -493,6 +506,30 @@ def _short_of_product(
     return fits
 
 
+def _padded_rows(
+    free: list[str], used: list[tuple[dict[str, int], Any]], seen: list[int]
+) -> list[tuple[str, str]]:
+    """Rows of a padded width P whose last row the kernel reaches only V into (`(B*T - 1) *
+    P + V`: llm.c's logits and their gradient, V the vocabulary, P it rounded up to 64): the
+    whole product `B*T*P` and the relation `P >= V`, for each formula that fits every run."""
+    fits: list[tuple[str, str]] = []
+    for exps in itertools.product((0, 1), repeat=len(free)):
+        terms = [n for n, e in zip(free, exps, strict=True) if e]
+        if len(terms) < 2:
+            continue
+        mono = [math.prod(sz[n] for n in terms) for sz, _ in used]
+        if len(set(mono)) < 2:
+            continue
+        for pad, width in itertools.permutations(terms + [n for n in free if n not in terms], 2):
+            if pad not in terms:
+                continue
+            if all(
+                m - sz[pad] + sz[width] == v for m, v, (sz, _) in zip(mono, seen, used, strict=True)
+            ):
+                fits.append((" * ".join(terms), f"{pad} >= {width}"))
+    return fits
+
+
 def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool) -> bool:
     """Whether some formula `_measure` accepts could still fit runs that include `used`
     (extents `seen`): `c * monomial + d` exactly, a monomial constant over these runs with a
@@ -514,7 +551,9 @@ def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool)
             and all(c * m + d == v for m, v in zip(mono, seen, strict=True))
         ):
             return True
-    return is_input and bool(_short_of_product(free, used, seen))
+    return (is_input and bool(_short_of_product(free, used, seen))) or bool(
+        _padded_rows(free, used, seen)
+    )
 
 
 def _measure(
@@ -525,6 +564,7 @@ def _measure(
     values: tuple[int, ...],
     scale: int,
     tiles: dict[str, int] | None = None,
+    padded: list[str] | None = None,
 ) -> dict[str, str]:
     """Extents the indices do not show, measured: the kernel runs at PROBE_RUNS size sets with
     the unknown tensors as large buffers, and each extent (one past the highest element reached) is
@@ -627,6 +667,12 @@ def _measure(
             fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
         if not fits and p in inputs:
             fits = _short_of_product(free, used, seen)
+        if not fits and padded is not None:
+            rows = _padded_rows(free, used, seen)
+            if len(rows) == 1:  # `(B*T - 1) * P + V`: rows padded from V to P
+                fits = [rows[0][0]]
+                if rows[0][1] not in padded:
+                    padded.append(rows[0][1])
         if not fits and len(set(seen)) == 1:
             # the same extent at every run, that of a size the task pins (`K == 16`)
             fits = [n for n in fixed if fixed[n] == seen[0] and f"{n} == {seen[0]}"

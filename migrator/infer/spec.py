@@ -372,14 +372,17 @@ def _measured(
     # (`probs[(b * T + t) * V + targets[b * T + t]]`: targets index V)
     v = next(n for n in ("V", "V_rows", "V_table") if n not in data["sizes"])
     first: InferenceError | None = None
-    for rows in [v, *(n for n in data["sizes"] if n not in launch_only)]:
+    # (rows padded past their width, `P >= V`, only where no plain table fits: labels into
+    # V-wide rows also reach `(N - 1) * V + V_rows`)
+    candidates = [v, *(n for n in data["sizes"] if n not in launch_only)]
+    for rows, pad in [(r, False) for r in candidates] + [(r, True) for r in candidates]:
         if rows == v:
             data["sizes"][v] = TABLE_ROWS[0]
             for j, sset in enumerate(data["size_sets"]):
                 sset[v] = TABLE_ROWS[1 + j % 2]
         data["inputs"] = {t["name"]: {"dist": "int", "low": 0, "high": rows} for t in ints}
         try:  # (a table's rows tied to another size would hide which size they are)
-            return measure_extents(parsed, data, params, launch_only, tie=False)
+            return measure_extents(parsed, data, params, launch_only, tie=False, pad=pad)
         except InferenceError as e:
             first = first or e
         if rows == v:
@@ -422,7 +425,11 @@ def _label_ranges(k: Kernel, data: dict[str, Any]) -> None:
             # a flat table: the row stride every other term is a multiple of (`idx * P`)
             common = set.intersection(*rest) & set(strides)
             if len(common) == 1:
-                inputs[name] = {"dist": "int", "low": 0, "high": str(strides[common.pop()])}
+                high = str(strides[common.pop()])
+                # rows padded past their width (`P >= V`): a label is a column of the width
+                padded = {m.group(1): m.group(2) for r in data.get("relations", [])
+                          if (m := re.fullmatch(r"(\w+) >= ([A-Za-z_]\w*)", r))}  # fmt: skip
+                inputs[name] = {"dist": "int", "low": 0, "high": padded.get(high, high)}
     if not inputs:
         del data["inputs"]
 
@@ -623,6 +630,8 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
             tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
     ties = {m.group(1): m.group(2) for r in relations
             if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
+    wider = {m.group(1): m.group(2) for r in relations
+             if (m := re.fullmatch(r"(\w+) >= ([A-Za-z_]\w*)", r))}  # fmt: skip
     parts = divisor_pairs(relations)
     # a block size that divides a size (`n % blockSize == 0`, `gridSize = n / blockSize`) is
     # the launch as written: the size grows to whole blocks, the block does not shrink
@@ -645,6 +654,9 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
                     sset[n] += j * t
         for n, lead in ties.items():  # `K == M`: a square problem
             sset[n] = sset[lead]
+        for n, low in wider.items():  # `P >= V`: rows padded past the vocabulary
+            if n in sset and low in sset and sset[n] < sset[low]:
+                sset[n] = sset[low] + (sset[n] if sset[n] < sset[low] // 2 else 0)
         seen.append(sset)
     data["size_sets"] = [s for i, s in enumerate(seen[1:]) if s not in seen[: i + 1]]
     data["relations"] = relations
