@@ -318,6 +318,9 @@ def _divided(spec: TaskSpec, sizes: dict[str, int]) -> dict[str, int]:
     for a, b in divisor_pairs(spec.relations):
         if a in out and out.get(b):
             out[a] = -(-out[a] // out[b]) * out[b]
+    for r in spec.relations:  # `P >= V`: rows padded past their width overlap otherwise
+        if (m := re.fullmatch(r"\s*(\w+)\s*>=\s*([A-Za-z_]\w*)\s*", r)) and m.group(1) in out:
+            out[m.group(1)] = max(out[m.group(1)], out.get(m.group(2), 0) + 1)
     return out
 
 

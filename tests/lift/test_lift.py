@@ -646,3 +646,25 @@ def test_trace_sizes_that_are_expressions_of_each_other_come_last() -> None:
     pairs = trace_pairs(spec)
     assert _coincident(pairs[0][0], set()) is None and _coincident(pairs[0][1], set()) is None
     assert any(_coincident(p[0], set()) for p in pairs[1:])  # the plain pairs kept after
+
+
+def test_trace_pairs_keep_padded_rows_at_least_their_width() -> None:
+    """`P >= V` (rows of width V at a stride P): a pair that sets relations aside still keeps
+    P past V (rows that overlap compute nothing the program could say), and with a tied or a
+    wide size the pairs of one block size past the block are offered."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.lifter import trace_pairs
+
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"},
+        "sizes": {"R": 64, "P": 128, "V": 96},
+        "relations": ["P >= V"],
+        "tensors": [{"name": "x", "role": "in", "shape": ["R * P"]},
+                    {"name": "y", "role": "out", "shape": ["R * P"]},
+                    {"name": "w", "role": "in", "shape": ["V"]}],
+        "scalars": [{"name": "V", "size": "V"}],
+        "launch": {"grid": ["R"], "block": [256]},
+    })  # fmt: skip
+    pairs = trace_pairs(spec)
+    assert pairs and all(s["P"] > s["V"] for p in pairs for s in p)
+    assert any(s["R"] < 16 and s["P"] > 256 for p in pairs for s in p)
