@@ -544,6 +544,13 @@ def divisor_pairs(relations: list[str]) -> list[tuple[str, str]]:
             if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
+def paired_sizes(relations: list[str], op: Literal["==", ">="]) -> dict[str, str]:
+    """`{a: b}` for each relation `a == b` (a square problem: `size_y == size_x`) or `a >= b`
+    (rows padded past their width: `P >= V`) between two sizes, by `op`."""
+    return {m.group(1): m.group(2) for r in relations
+            if (m := re.fullmatch(rf"\s*(\w+)\s*{op}\s*([A-Za-z_]\w*)\s*", r))}  # fmt: skip
+
+
 def _adjust(rel: str, sizes: dict[str, int]) -> None:
     """Change one size so that `rel` holds, where its form says how (see `satisfy`)."""
     left, op, right = _relation_parts(rel)

@@ -687,7 +687,11 @@ def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
                 name = re.sub(r"[()\s]", "", parsed.text(cond))
                 if re.fullmatch(r"[A-Za-z_]\w*", name) and name not in out:
                     out[name] = " ".join(parsed.text(value).split())
-        elif node.type == "if_statement" and _within(call, node.child_by_field_name("consequence")):
+        elif (
+            node.type == "if_statement"
+            and (then := node.child_by_field_name("consequence"))
+            and _contains(then, call)
+        ):
             # `if (block_size == 16) k<16><<<grid, threads>>>(...)`: here block_size is 16
             cond = node.child_by_field_name("condition")
             text = " ".join(parsed.text(cond).split()).strip("() ") if cond is not None else ""
@@ -697,13 +701,6 @@ def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
                 out.setdefault(name, value)
         node = node.parent
     return out
-
-
-def _within(node: Node, outer: Node | None) -> bool:
-    """Whether `node` lies inside `outer`."""
-    if outer is None:
-        return False
-    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
 def _host_constant(arg: str, host_values: dict[str, str]) -> str:

@@ -530,29 +530,38 @@ def _padded_rows(
     return fits
 
 
-def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool) -> bool:
-    """Whether some formula `_measure` accepts could still fit runs that include `used`
-    (extents `seen`): `c * monomial + d` exactly, a monomial constant over these runs with a
-    constant extent, or (an input) a product short of its tail."""
+def _product_fits(free: list[str], used: list[Any], seen: list[int]) -> list[str]:
+    """Every `c * monomial + d` (c > 0, |d| at most MAX_HALO) over the sizes `free` that gives
+    the extents `seen` at the runs `used` exactly, as formulas."""
+    fits: list[str] = []
     for exps in itertools.product((0, 1, 2), repeat=len(free)):
+        terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
         mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
                 for sz, _ in used]  # fmt: skip
+        # two runs where the monomial differs fix c and d; every run then checks them
         b = next((i for i in range(1, len(mono)) if mono[i] != mono[0]), None)
         if b is None:
-            if len(set(seen)) == 1:
-                return True
             continue
         c, rem = divmod(seen[0] - seen[b], mono[0] - mono[b])
         d = seen[0] - c * mono[0]
-        if (
-            not rem
-            and c > 0
-            and abs(d) <= MAX_HALO
-            and all(c * m + d == v for m, v in zip(mono, seen, strict=True))
-        ):
-            return True
-    return (is_input and bool(_short_of_product(free, used, seen))) or bool(
-        _padded_rows(free, used, seen)
+        if rem or c <= 0 or abs(d) > MAX_HALO:
+            continue
+        if any(c * m + d != v for m, v in zip(mono, seen, strict=True)):
+            continue
+        expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
+        fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
+    return fits
+
+
+def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool) -> bool:
+    """Whether some formula `_measure` accepts could still fit runs that include `used`
+    (extents `seen`): `_product_fits`, a constant extent (a monomial that may vary only at
+    runs still to come), or (an input) a product short of its tail, or padded rows."""
+    return (
+        len(set(seen)) == 1
+        or bool(_product_fits(free, used, seen))
+        or (is_input and bool(_short_of_product(free, used, seen)))
+        or bool(_padded_rows(free, used, seen))
     )
 
 
@@ -592,6 +601,7 @@ def _measure(
             rows = list(itertools.product((1, 2), repeat=len(free)))
             table = np.array([rows[j % len(rows)] for j in range(n_runs)], dtype=np.int64)
         table = table * np.array([tiles.get(n, 1) for n in free], dtype=np.int64)
+    inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs
     for j in range(n_runs + 1):
@@ -614,9 +624,11 @@ def _measure(
             for p in params:
                 used = [r for r in done if r[1].get(p, 0) > 0]
                 seen = [r[1][p] for r in used]
-                if len(used) >= 4 and max(seen) < PROBE_ELEMS and not _possible(
-                    free, used, seen, p in {t["param"] for t in data["tensors"]
-                                            if t["role"] == "in"}):  # fmt: skip
+                if (
+                    len(used) >= 4
+                    and max(seen) < PROBE_ELEMS
+                    and not _possible(free, used, seen, p in inputs)
+                ):
                     raise InferenceError(
                         f"the extent of {p} cannot be read from its indices, and the extents "
                         f"measured at {len(used)} size sets ({seen}) fit no product of "
@@ -631,7 +643,6 @@ def _measure(
     base = runs[first_ok][1]  # type: ignore[index]
     runs = ok + [runs[-1]]
     out: dict[str, str] = {}
-    inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
     for p in params:
         if runs[-1][1].get(p, 0) != base.get(p, 0):  # type: ignore[union-attr]
             raise GatherError(
@@ -648,23 +659,7 @@ def _measure(
             )
         if max(seen) >= PROBE_ELEMS:
             raise InferenceError(f"the extent of {p} is not bounded by the sizes (measured)")
-        fits: list[str] = []
-        for exps in itertools.product((0, 1, 2), repeat=len(free)):
-            terms = [f"{n}*{n}" if e == 2 else n for n, e in zip(free, exps, strict=True) if e]
-            mono = [math.prod(sz[n] ** e for n, e in zip(free, exps, strict=True))
-                    for sz, _ in used]  # fmt: skip
-            # two runs where the monomial differs fix c and d; every run then checks them
-            b = next((i for i in range(1, len(mono)) if mono[i] != mono[0]), None)
-            if b is None:
-                continue
-            c, rem = divmod(seen[0] - seen[b], mono[0] - mono[b])
-            d = seen[0] - c * mono[0]
-            if rem or c <= 0 or abs(d) > MAX_HALO:
-                continue
-            if any(c * m + d != v for m, v in zip(mono, seen, strict=True)):
-                continue
-            expr = " * ".join(([str(c)] if c != 1 else []) + terms) or "1"
-            fits.append(expr + (f" + {d}" if d > 0 else f" - {-d}" if d < 0 else ""))
+        fits = _product_fits(free, used, seen)
         if not fits and p in inputs:
             fits = _short_of_product(free, used, seen)
         if not fits and padded is not None:

@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from migrator.contract import SpecError, TaskSpec, divisor_pairs, eval_expr, py_name
+from migrator.contract import (
+    SpecError,
+    TaskSpec,
+    divisor_pairs,
+    eval_expr,
+    paired_sizes,
+    py_name,
+)
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
 from migrator.infer.error import GatherError, InferenceError
@@ -304,11 +311,7 @@ def infer_spec(
 def _leaves_before_a_shuffle(k: Kernel) -> bool:
     """Whether threads may return early in a kernel that uses warp intrinsics (the only
     kernels whose size sets `_defined_sets` runs: elsewhere it would cost a run per set)."""
-    try:
-        lines = Path(k.span.file).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return False
-    text = "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
+    text = _kernel_text(k)
     return bool(re.search(r"\breturn\b", text)) and bool(
         re.search(r"__shfl\w*_sync|\bshfl(_down|_up|_xor)?\s*\(|cg::reduce", text)
     )
@@ -427,8 +430,7 @@ def _label_ranges(k: Kernel, data: dict[str, Any]) -> None:
             if len(common) == 1:
                 high = str(strides[common.pop()])
                 # rows padded past their width (`P >= V`): a label is a column of the width
-                padded = {m.group(1): m.group(2) for r in data.get("relations", [])
-                          if (m := re.fullmatch(r"(\w+) >= ([A-Za-z_]\w*)", r))}  # fmt: skip
+                padded = paired_sizes(data.get("relations", []), ">=")
                 inputs[name] = {"dist": "int", "low": 0, "high": padded.get(high, high)}
     if not inputs:
         del data["inputs"]
@@ -532,14 +534,19 @@ def _quotient_relations(data: dict[str, Any]) -> list[str]:
 QUOTIENT_VALUES = (8, 5, 6)  # a named quotient (a head dimension): the default, then per set
 
 
-def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
-    """`C % NH == 0` where the kernel's own code divides one size argument by another
-    (llm.c's `int hs = C / NH; // head size`)."""
+def _kernel_text(k: Kernel) -> str:
+    """The kernel's own lines, as written ("" where the file cannot be read)."""
     try:
         lines = Path(k.span.file).read_text(encoding="utf-8").splitlines()
     except OSError:
-        return []
-    text = "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
+        return ""
+    return "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
+
+
+def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
+    """`C % NH == 0` where the kernel's own code divides one size argument by another
+    (llm.c's `int hs = C / NH; // head size`)."""
+    text = _kernel_text(k)
     size_of = {s["name"]: str(s["size"]) for s in scalars
                if re.fullmatch(r"[A-Za-z_]\w*", str(s.get("size") or ""))}  # fmt: skip
     out: list[str] = []
@@ -628,10 +635,7 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     for r in relations:  # `N % 128 == 0` and `N % 4 == 0`: multiples of both
         if m := re.fullmatch(r"(\w+) % (\d+) == 0", r):
             tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
-    ties = {m.group(1): m.group(2) for r in relations
-            if (m := re.fullmatch(r"(\w+) == ([A-Za-z_]\w*)", r))}  # fmt: skip
-    wider = {m.group(1): m.group(2) for r in relations
-             if (m := re.fullmatch(r"(\w+) >= ([A-Za-z_]\w*)", r))}  # fmt: skip
+    ties, wider = paired_sizes(relations, "=="), paired_sizes(relations, ">=")
     parts = divisor_pairs(relations)
     # a block size that divides a size (`n % blockSize == 0`, `gridSize = n / blockSize`) is
     # the launch as written: the size grows to whole blocks, the block does not shrink

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from migrator.contract import TaskSpec, divisor_pairs, is_float, np_dtype
+from migrator.contract import TaskSpec, divisor_pairs, is_float, np_dtype, paired_sizes
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import _parse_key, run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
@@ -277,7 +277,7 @@ def _distinct(
     by `step`, so that sizes chosen as multiples of 8 stay so."""
     launch = _launch_only(spec)
     # `size_y == size_x` (a square problem the host insists on): the follower is the leader
-    skip = set(launch) | (_tied(spec) if obey else set())
+    skip = set(launch) | (set(paired_sizes(spec.relations, "==")) if obey else set())
     fixed = (_constants(spec) if avoid else set()) | set(launch.values())
     for _ in range(24):
         got = _launchable(spec, sizes, obey)
@@ -306,21 +306,16 @@ def _distinct(
     return None
 
 
-def _tied(spec: TaskSpec) -> set[str]:
-    """Sizes the relations set equal to another (`size_y == size_x`: size_y)."""
-    return {m.group(1) for r in spec.relations
-            if (m := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*==\s*([A-Za-z_]\w*)\s*", r))}  # fmt: skip
-
-
 def _divided(spec: TaskSpec, sizes: dict[str, int]) -> dict[str, int]:
     """`sizes` with each `C % NH == 0` relation between two sizes made to hold (C rounded up)."""
     out = dict(sizes)
     for a, b in divisor_pairs(spec.relations):
         if a in out and out.get(b):
             out[a] = -(-out[a] // out[b]) * out[b]
-    for r in spec.relations:  # `P >= V`: rows padded past their width overlap otherwise
-        if (m := re.fullmatch(r"\s*(\w+)\s*>=\s*([A-Za-z_]\w*)\s*", r)) and m.group(1) in out:
-            out[m.group(1)] = max(out[m.group(1)], out.get(m.group(2), 0) + 1)
+    # `P >= V`: rows padded past their width overlap otherwise
+    for a, b in paired_sizes(spec.relations, ">=").items():
+        if a in out:
+            out[a] = max(out[a], out.get(b, 0) + 1)
     return out
 
 
