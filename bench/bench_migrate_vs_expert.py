@@ -61,7 +61,7 @@ def main() -> None:
             ):
                 ins = make_inputs(spec, sizes, seed=0)
                 arrays = [ins[t.name] for t in spec.inputs_in_order]
-                kw = {s.name: s.value for s in spec.value_scalars}
+                kw = spec.nki_kwargs(sizes)
                 g = mn.profile(gen, *arrays, options=opts, **kw).estimated_latency_us
                 e = mn.profile(ref, *arrays, options=opts, **kw).estimated_latency_us
                 label = ",".join(f"{k}={v}" for k, v in sizes.items())
@@ -91,7 +91,7 @@ def whole_corpus(opts: object) -> None:
                 continue
             ins = make_inputs(spec, spec.sizes, seed=0)
             arrays = [ins[t.name] for t in spec.inputs_in_order]
-            kw = {s.name: s.value for s in spec.value_scalars}
+            kw = spec.nki_kwargs()
             gen = getattr(mn.load_kernel_module(km.nki_file), name)
             ref = getattr(mn.load_kernel_module(expert), name)
             g = mn.profile(gen, *arrays, options=opts, **kw).estimated_latency_us

@@ -268,7 +268,7 @@ def check_kernel(
             res.error = str(e)
             results.append(res)
             continue
-        kwargs = {s.nki_kwarg: s.value for s in spec.value_scalars}
+        kwargs = spec.nki_kwargs(sizes)
         t0 = time.perf_counter()
         try:
             if one_run and prof is None and dict(sizes) == dict(spec.sizes) and not results:
@@ -316,7 +316,7 @@ def check_kernel(
         if prof is None:
             ins = make_inputs(spec, spec.sizes, seed)
             args = nki_args(spec, ins)
-            kwargs = {s.nki_kwarg: s.value for s in spec.value_scalars}
+            kwargs = spec.nki_kwargs()
             prof = mn.profile(kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs)
         report.estimate_us = prof.estimated_latency_us
         report.bottleneck = prof.bottleneck

@@ -324,6 +324,24 @@ class TaskSpec(_Frozen):
     def value_scalars(self) -> list[ScalarSpec]:
         return [s for s in self.scalars if s.value is not None]
 
+    @property
+    def passed_sizes(self) -> list[ScalarSpec]:
+        """Scalars carrying a size that no tensor's shape mentions (a padded row's true length
+        `V` beside rows of width `P`): the NKI kernel cannot read it from a shape, so it is
+        passed by keyword with the size set's value, as value scalars are."""
+        mentioned = {n for t in self.tensors for d in t.shape
+                     for n in re.findall(r"[A-Za-z_]\w*", str(d))}  # fmt: skip
+        return [s for s in self.scalars if s.size is not None and str(s.size) in self.sizes
+                and str(s.size) not in mentioned]  # fmt: skip
+
+    def nki_kwargs(self, sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """The keyword arguments of an NKI kernel at `sizes` (default: the spec's own): value
+        scalars and the passed sizes (`passed_sizes`)."""
+        at = self.sizes if sizes is None else sizes
+        kw: dict[str, Any] = {s.nki_kwarg: s.value for s in self.value_scalars}
+        kw.update({s.nki_kwarg: int(at[str(s.size)]) for s in self.passed_sizes})
+        return kw
+
     def cuda_source_path(self) -> Path:
         base = Path(self.path).parent if self.path else Path(".")
         stem = Path(self.path).stem if self.path else self.kernel.name

@@ -223,10 +223,14 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
             if size_expr_to_python(d) not in whole:
                 needed |= set(re.findall(r"[A-Za-z_]\w*", str(d)))
     unknown: set[str] = set()  # sizes the NKI kernel cannot read (only a scalar names them)
+    passed = {str(s.size): s.nki_kwarg for s in spec.passed_sizes}  # keyword arguments
     for name in spec.sizes:
         found = _size_from_shapes(name, spec)
         if found is not None:
             sizes[name] = found
+        elif name in passed:
+            if passed[name] != name:
+                sizes[name] = passed[name]
         elif name in needed:
             raise PlanError(
                 diag.make(
@@ -266,7 +270,7 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
         nki_name=k.name.removesuffix("_kernel") or k.name,
         cuda_file=tu.file,
         tensors=tensors,
-        value_scalars=[s.name for s in spec.value_scalars],
+        value_scalars=[s.name for s in [*spec.value_scalars, *spec.passed_sizes]],
         sizes=sizes,
         params=params,
     )

@@ -30,7 +30,7 @@ from typing import Any
 
 from migrator import diagnostics as diag
 from migrator import nkiexpr
-from migrator.contract import TaskSpec, np_dtype
+from migrator.contract import TaskSpec, np_dtype, paired_sizes
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
 from migrator.lift.program import (
@@ -742,10 +742,18 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     x = _tensor(p, row_tensor)
     if isinstance(cols, str) and cols not in spec.sizes:
         raise _NoFit(f"reductions over {cols}, not a size")
+    # rows padded past the reduced length (`P >= V`: llm.c's vocabulary padded to P): the
+    # tiles take the first V columns, and the columns past them are left as the original leaves them
+    padded = paired_sizes(spec.relations, ">=")
+
+    def row_of_cols(width: object) -> bool:
+        return str(width) == str(cols) or padded.get(str(width)) == str(cols)
+
     for a in two_d:
         o = spec.tensor_named(a.tensor)
-        if a.tensor not in reshaped and [str(s) for s in o.shape[1:]] != [str(cols)]:
+        if a.tensor not in reshaped and (len(o.shape) != 2 or not row_of_cols(o.shape[1])):
             raise _NoFit(f"{a.tensor}'s rows are not the reduced length")
+    narrow = row_tensor not in reshaped and str(x.shape[1]) != str(cols) and row_of_cols(x.shape[1])
     r_rows = f"({x.shape[0]}) // {cols}" if row_tensor in reshaped else x.shape[0]
     for sset in spec.all_size_sets():  # a whole row on one partition
         n = int(value_of(cols, sset)) if cols is not None else 0
@@ -870,7 +878,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
     p.fields.update({
         "summary": "; ".join(a.render() for a in program.assigns),
-        "rows": r_rows, "cols": cols if row_tensor in reshaped else x.shape[1],
+        "rows": r_rows, "cols": cols if row_tensor in reshaped or narrow else x.shape[1],
+        "narrow": narrow,  # the first `cols` columns of wider rows
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
         "col_ids": bool(uses_cols),
         "uses_isa": bool(picks) or bool(uses_cols) or any("exp_of" in q for q in pre),

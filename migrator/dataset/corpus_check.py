@@ -71,7 +71,7 @@ def interpreter_matches(spec: TaskSpec) -> Step:
                 detail=f"{sizes}: " + "; ".join(f.render() for f in run.result.findings),
             )
         ins = [run.inputs[t.name] for t in spec.inputs_in_order]
-        kw = {s.nki_kwarg: s.value for s in spec.value_scalars}
+        kw = spec.nki_kwargs(sizes)
         expected = spec.reference_function()(*ins, **kw)
         expected = expected if isinstance(expected, tuple) else (expected,)
         if len(expected) != len(run.outputs):

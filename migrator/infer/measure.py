@@ -161,12 +161,11 @@ def _fit_budget(
         return
     base = max(8, int(ELEMENT_BUDGET ** (1 / degree)) // 8 * 8)
     ragged = (base // 2 + 3, base - 5, base // 3 + 1)
-    for i, n in enumerate(sorted(sizes)):
-        if n in launch_only:
-            continue
+    # (past three sizes one is moved off the value it would share, as in infer_spec's sets)
+    for i, n in enumerate(n for n in sorted(sizes) if n not in launch_only):
         sizes[n] = base
         for j, sset in enumerate(sets):
-            sset[n] = ragged[(i + j) % len(ragged)]
+            sset[n] = ragged[(i + j) % len(ragged)] + 4 * (i // len(ragged))
 
 
 def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],

@@ -197,7 +197,10 @@ def infer_spec(
     }
     # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
     pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
-    sets = [{n: pool[(i + j) % len(pool)] for i, n in enumerate(sizes)} for j in range(2)]
+    # (past the pool's length a size is moved off the value it would share: sets where B == T
+    # cannot tell a kernel that mixes the two up)
+    sets = [{n: pool[(i + j) % len(pool)] + 4 * (i // len(pool)) for i, n in enumerate(sizes)}
+            for j in range(2)]  # fmt: skip
     # a batch dimension (outermost of 3-D tensors, nowhere else) stays small: each entry is a
     # whole 2-D problem for both executors
     inner = {d for t in tensors for d in (t["shape"][1:] if len(t["shape"]) == 3 else t["shape"])}

@@ -331,21 +331,23 @@ def _contract(fn: ast.FunctionDef, spec: TaskSpec, path: str) -> list[Finding]:
         )
     names = set(positional[len(want) :]) | {k.arg for k in a.kwonlyargs}
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    for s in spec.value_scalars:
+    for s in [*spec.value_scalars, *spec.passed_sizes]:
         if s.nki_kwarg not in names and a.kwarg is None:
+            what = ("value scalars are passed by name" if s.value is not None else
+                    f"size {s.size} is in no tensor's shape, so it is passed by name")  # fmt: skip
             out.append(
                 Finding.of(
                     "C2N4043",
-                    f"{fn.name} has no keyword parameter {s.nki_kwarg!r} "
-                    "(value scalars are passed by name)",
+                    f"{fn.name} has no keyword parameter {s.nki_kwarg!r} ({what})",
                     nki_location=loc,
                 )
             )
         elif s.nki_kwarg in names and s.nki_kwarg not in used:
+            value = f"= {s.value}" if s.value is not None else f"size {s.size}"
             out.append(
                 Finding.of(
                     "C2N4042",
-                    f"scalar {s.name!r} (= {s.value}) is accepted but never used",
+                    f"scalar {s.name!r} ({value}) is accepted but never used",
                     nki_location=loc,
                 )
             )
