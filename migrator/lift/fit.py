@@ -560,9 +560,11 @@ class Fitter:
         # every term of its softmax) is one tree object: fitted with a few of the elements
         # that used it, enough to show that its indices do not move with what varies among
         # them (all of them would make the fit quadratic in the row length)
-        users: dict[int, list[int]] = {}
+        # (one subexpression: one object, or equal objects, which have equal `key`s: each lane
+        # of a warp holds its own copy of a row's shuffled max)
+        users: dict[Any, list[int]] = {}
         for n, x in enumerate(insts):
-            users.setdefault(id(x[1]), []).append(n)
+            users.setdefault(self.c.key(x[1]) if len(insts) > 64 else id(x[1]), []).append(n)
         keep: set[int] = set()
         for idx in users.values():  # the first, middle and last user: spread, not clustered
             keep.update(idx[int(q * (len(idx) - 1))] for q in (0.0, 0.5, 1.0))
@@ -606,7 +608,7 @@ class Fitter:
                 args.append(self.node([(env, g[gi][1][0]) for env, g in per]))
                 continue
             if len(set(counts)) == 1 and all(
-                all(x is g[gi][1][0] or x == g[gi][1][0] for x in g[gi][1]) for _, g in per
+                _all_equal(self.c, g[gi][1]) for _, g in per
             ):  # `x * x`: one operand repeated, not a reduction
                 one = self.node([(env, g[gi][1][0]) for env, g in per])
                 args.extend([one] * counts[0])
@@ -885,6 +887,14 @@ class Fitter:
                 continue
             return Gather(tensor=name, index=index, coef=coef)
         return None
+
+
+def _all_equal(c: Canonicaliser, items: list[Canon]) -> bool:
+    """Every item the same expression as the first (equal trees have equal `key`s, which are
+    memoised and flat: a cheap refusal before a deep comparison)."""
+    first = items[0]
+    k = c.key(first)
+    return all(x is first or (c.key(x) == k and x == first) for x in items)
 
 
 def _distinct(items: list[Canon]) -> list[Canon]:
