@@ -898,3 +898,42 @@ def test_rows_padded_past_their_width_are_the_whole_product() -> None:
     seen = [(sz["R"] - 1) * sz["P"] + sz["V"] for sz in runs]
     assert _padded_rows(["R", "P", "V"], used, seen) == [("R * P", "P >= V")]
     assert _padded_rows(["R", "P", "V"], used, [s + 1 for s in seen]) == []
+
+
+TRANSPOSE_VEC4 = """
+__global__ void transpose_cols4(const float* in, float* out, int height, int width) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  int r4 = blockIdx.y * blockDim.y + threadIdx.y;  // four input rows per thread
+  if (r4 * 4 + 3 < height && c < width) {
+    float4 v;
+    v.x = in[(r4 * 4) * width + c];
+    v.y = in[(r4 * 4 + 1) * width + c];
+    v.z = in[(r4 * 4 + 2) * width + c];
+    v.w = in[(r4 * 4 + 3) * width + c];
+    reinterpret_cast<float4*>(out)[c * height / 4 + r4] = v;
+  }
+}
+
+void run(const float* in, float* out, int height, int width) {
+  dim3 block(16, 16), grid((width + 15) / 16, (height + 63) / 64);
+  transpose_cols4<<<grid, block>>>(in, out, height, width);
+}
+"""
+
+
+def test_a_vector_index_that_divides_a_size_by_its_width_asks_whole_vectors(
+    tmp_path: Path,
+) -> None:
+    """`out4[c * height / 4 + r4]`: each output row is height / 4 whole float4 vectors only
+    when height % 4 == 0 (else the integer division shifts every row); the relation is on
+    height, not
+    on the flat output's last factor, and the transpose migrates checked."""
+    src = tmp_path / "transpose_cols4.cu"
+    src.write_text(TRANSPOSE_VEC4)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    height = next(s.size for s in spec.scalars if s.name == "height")
+    assert f"{height} % 4 == 0" in spec.relations
+    assert all(s[str(height)] % 4 == 0 for s in spec.all_size_sets())
+    (kr,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert kr.status == "complete" and kr.check is not None and kr.check.ok, kr.diagnostics

@@ -285,7 +285,8 @@ def infer_spec(
     _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
     for sset in (sizes, *sets):
         _grow_until_launchable(data, sset, set(sset) - launch_only - in_block)
-    relations += [r for r in _vector_relations(k, tensors, sizes, block) if r not in relations]
+    relations += [r for r in _vector_relations(k, tensors, sizes, block, scalars)
+                  if r not in relations]  # fmt: skip
     relations += [r for r in _quotient_relations(data) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
@@ -484,13 +485,22 @@ def _required(requires: list[str], resolve: Any, sizes: dict[str, int]) -> list[
     return out
 
 
+_DIVIDED = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*(\d+)\b")  # `row / 4`
+
+
 def _vector_relations(
-    k: Kernel, tensors: list[dict[str, Any]], sizes: dict[str, int], block: list[Any]
+    k: Kernel,
+    tensors: list[dict[str, Any]],
+    sizes: dict[str, int],
+    block: list[Any],
+    scalars: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """`C % 4 == 0` where the kernel moves a tensor in vectors of 4 (`float4`, eight halves in
     a `float4`): the innermost dimension holds whole vectors, as the kernel assumes (without a
     scalar tail a ragged size would read past the end). A vector access under no guard at all
-    assumes whole blocks of them: `N % (8 * 256) == 0`."""
+    assumes whole blocks of them: `N % (8 * 256) == 0`. A vector index that divides a size by
+    the vector's width (`y4[x * row / 4 + y]`: a transpose's rows of whole vectors) assumes
+    the size a multiple of it (`row % 4 == 0`)."""
     try:
         threads = int(eval_expr(block[0], sizes)) if block else 1
     except (SpecError, TypeError, ValueError):
@@ -505,6 +515,17 @@ def _vector_relations(
         widths += [_thread_stride(a) * threads for a in vec if not a.guards and not a.loops
                    and a.vector_width == 1 and threads > 1 and _per_thread(a)]  # fmt: skip
         if not widths or not t.get("shape"):
+            continue
+        carried = {str(s["name"]): str(s["size"]) for s in scalars or [] if s.get("size")}
+        divided = [carried[m.group(1)] for a in vec if a.vector_width > 1 for ix in a.indices
+                   for m in _DIVIDED.finditer(ix.text)
+                   if int(m.group(2)) == a.vector_width
+                   and carried.get(m.group(1)) in sizes]  # fmt: skip
+        for name in divided:
+            rel = f"{name} % {max(widths)} == 0"
+            if rel not in out:
+                out.append(rel)
+        if divided:
             continue
         last = str(t["shape"][-1])
         name = last.rsplit("*", 1)[-1].strip()  # `S * H`: whole vectors per H
