@@ -711,8 +711,8 @@ def _matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
 
 # --- rows --------------------------------------------------------------------------------------
 def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    first = program.assigns[0]
-    if not _reduces(first.expr):
+    # (one output may be a plain map of the row, a fused residual's sum, if another reduces)
+    if not any(_reduces(a.expr) for a in program.assigns):
         raise _NoFit("nothing is reduced along a row")
     p = _bind(tu, k, spec, "rows", "lifted")
     cols: Any = None

@@ -150,7 +150,22 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     vec_args = {role: p.tensor_for_param(param) for role, param in vec.items() if param}
     eps = p.params.get(info["eps"]) if info.get("eps") else None
     if match.variant in ("layernorm", "rmsnorm") and eps is None:
-        eps = None
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED",
+                k.span,
+                what=f"a {match.variant} whose epsilon is no scalar parameter",
+            )
+        )
+    others = [t.name for t in spec.outputs_in_order if t.cuda_param != info["output"]]
+    if others:  # (the row-wise templates store one output: the lifted program says the rest)
+        raise PlanError(
+            diag.make(
+                "NOT_EMITTED",
+                k.span,
+                what=f"a row-wise kernel that also writes {', '.join(others)}",
+            )
+        )
     reds = {r.op: r for r in k.reductions}
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     if match.variant == "layernorm":

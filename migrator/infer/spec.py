@@ -12,6 +12,7 @@ from migrator.contract import (
     TaskSpec,
     divisor_pairs,
     eval_expr,
+    is_float,
     paired_sizes,
     py_name,
 )
@@ -309,7 +310,7 @@ def infer_spec(
             spec.shape_of(t, sset)
     if _leaves_before_a_shuffle(k):
         spec = _defined_sets(spec, launch_only | in_block)
-    return spec
+    return _written_before_read(spec, k)
 
 
 def _leaves_before_a_shuffle(k: Kernel) -> bool:
@@ -319,6 +320,64 @@ def _leaves_before_a_shuffle(k: Kernel) -> bool:
     return bool(re.search(r"\breturn\b", text)) and bool(
         re.search(r"__shfl\w*_sync|\bshfl(_down|_up|_xor)?\s*\(|cg::reduce", text)
     )
+
+
+def _written_before_read(spec: TaskSpec, k: Kernel) -> TaskSpec:
+    """An `inout` tensor whose old values nothing the kernel computes depends on is an output:
+    the kernel writes each element before it reads it back (llm.c's `residual`, re-read for
+    the row's mean). As an output it starts NaN, so the elements a launch leaves unwritten
+    are known as such (as an inout they would keep values no program says). Decided by two
+    runs with different old values (at the smallest size set): every output agrees between
+    them, and the tensor's elements are either those values or equal in both runs."""
+    import numpy as np
+
+    from migrator.contract import make_inputs
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.spec_run import run_spec_full
+
+    def read_after_write(t: Any) -> bool:  # (cheap filter: a read below the first write)
+        acc = [a for a in k.accesses if a.array == t.cuda_param and a.space == "global"]
+        first = min((a.span.line for a in acc if a.kind == "write"), default=None)
+        return first is not None and any(a.kind == "read" and a.span.line > first for a in acc)
+
+    cands = [t for t in spec.tensors if t.role == "inout" and is_float(t.dtype)
+             and read_after_write(t)]  # fmt: skip
+    if not cands:
+        return spec
+    sizes = min(
+        spec.all_size_sets(),
+        key=lambda s: sum(math.prod(spec.shape_of(t, s)) for t in spec.tensors),
+    )
+    base = make_inputs(spec, sizes, 0)
+    demoted = set()
+    try:
+        first = run_spec_full(spec, sizes, 0, inputs=base).outputs
+        for t in cands:
+            other = dict(base)
+            other[t.name] = (np.asarray(base[t.name], dtype=np.float64) + 7.25).astype(
+                base[t.name].dtype
+            )
+            again = run_spec_full(spec, sizes, 0, inputs=other).outputs
+            ok = True
+            for o, w1, w2 in zip(spec.outputs_in_order, first, again, strict=True):
+                a, b = np.asarray(w1, dtype=np.float64), np.asarray(w2, dtype=np.float64)
+                same = (a == b) | (np.isnan(a) & np.isnan(b))
+                if o.name == t.name:  # elements left as they were are not read either
+                    old1 = np.asarray(base[t.name], dtype=np.float64).reshape(a.shape)
+                    old2 = np.asarray(other[t.name], dtype=np.float64).reshape(a.shape)
+                    same |= (a == old1) & (b == old2)
+                ok = ok and bool(same.all())
+            if ok:
+                demoted.add(t.name)
+    except (InterpError, ValueError, ArithmeticError, TypeError):
+        return spec  # (the check says why)
+    if not demoted:
+        return spec
+    tensors = [t.model_copy(update={"role": "out"}) if t.name in demoted else t
+               for t in spec.tensors]  # fmt: skip
+    order = {"in": 0, "inout": 1, "out": 2}
+    tensors.sort(key=lambda t: order[t.role])
+    return spec.model_copy(update={"tensors": tensors})
 
 
 UNDEFINED = ("warp_mask",)  # findings that make a run's results undefined behaviour
