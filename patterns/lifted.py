@@ -34,6 +34,7 @@ from migrator.contract import TaskSpec, np_dtype, paired_sizes
 from migrator.cuda.ir import Expr as CExpr
 from migrator.cuda.ir import IndexExpr, Kernel, TranslationUnit
 from migrator.lift.program import (
+    Assign,
     Expr,
     Gather,
     IndexMap,
@@ -356,8 +357,14 @@ def _map(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Pl
     coords: dict[str, dict[str, Any]] = {}  # coordinate tiles a mask compares
 
     def coord_of(e: Expr) -> str:
-        """The int32 tile of an output coordinate (`j`, `i`, `i % T`) for the tile's elements."""
+        """The int32 tile of an output coordinate (`j`, `i`, `i % T`) for the tile's elements,
+        or of a row's index (`targets[i]`: cross-entropy's gradient compares the column with
+        the row's label), one per partition."""
         (m,) = e.index
+        g = m.gather
+        if (g is not None and not m.terms and m.const == 0 and g.coef == 1 and two_d
+                and flat is None and len(g.index) == 1 and _is_var(g.index[0], "i")):  # fmt: skip
+            return tile_of(Expr(kind="load", tensor=g.tensor, index=[g.index[0]]))
         if len(m.terms) != 1 or m.const != 0 or m.gather is not None:
             raise Untranslatable(f"the coordinate expression {m.render()}")
         (t,) = m.terms
@@ -623,6 +630,8 @@ def _transpose(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec)
         raise _NoFit("more than one output")
     a = program.assigns[0]
     e = a.expr
+    if e.kind == "load" and len(a.vars) > 2:
+        return _transposed_axes(a, tu, k, spec)
     if e.kind != "load" or len(a.vars) != 2 or not _reads(e, "j", "i"):
         raise _NoFit("not out[i, j] = x[j, i]")
     p = _bind(tu, k, spec, "transpose", "lifted")
@@ -633,6 +642,39 @@ def _transpose(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec)
     p.fields.update({"x": x.name, "out": out.var, "batch": None, "rows": x.shape[0],
                      "cols": x.shape[1], "dtype": x.nl_dtype,
                      "constant_notes": {"TILE": "rows and columns per tile (pmax)"}})  # fmt: skip
+    return p
+
+
+def _transposed_axes(a: Assign, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
+    """`out[i0, i1, i2, i3] = x[i2, i3, i1, i0]`: a copy whose innermost axis moves (rows of
+    neither tensor are rows of the other) is a 2-D transpose of x's innermost axis with the
+    axis that becomes out's innermost, once per index of the other axes (loops)."""
+    e = a.expr
+    idx = [_unit_var(m) for m in e.index]
+    if len(idx) != len(a.vars) or sorted(map(str, idx)) != sorted(a.vars):
+        raise _NoFit(f"{e.render()}: not the output's axes permuted")
+    cols_var, rows_var = idx[-1], a.vars[-1]  # x's innermost; the axis out holds innermost
+    if cols_var == rows_var:
+        raise _NoFit("the innermost axis stays (a permuted copy)")
+    p = _bind(tu, k, spec, "transpose", "lifted")
+    x, out = _tensor(p, e.tensor), _tensor(p, a.tensor)
+    loops = {v: f"l{n}" for n, v in enumerate(v for v in a.vars if v not in (rows_var, cols_var))}
+
+    def at(v: str | None) -> str:
+        return "#R" if v == rows_var else "#C" if v == cols_var else loops[str(v)]
+
+    p.constants = {"TILE": PMAX}
+    p.notes = {"tile": note(k.span, "128 x 128 tiles turned on the Tensor engine"),
+               "store": _lift_note(k, Program(assigns=[a])),
+               "loops": f"one transpose of {x.name}'s axes {idx.index(rows_var)} and "
+                        f"{len(idx) - 1} per index of the others"}  # fmt: skip
+    p.fields.update({
+        "x": x.name, "out": out.var, "batch": None, "dtype": x.nl_dtype,
+        "rows": x.shape[idx.index(rows_var)], "cols": x.shape[-1],
+        "loops": [(loops[v], out.shape[n]) for n, v in enumerate(a.vars) if v in loops],
+        "x_index": ", ".join(at(v) for v in idx), "out_index": ", ".join(at(v) for v in a.vars),
+        "constant_notes": {"TILE": "rows and columns per tile (pmax)"},
+    })  # fmt: skip
     return p
 
 

@@ -90,3 +90,35 @@ def test_a_rank_3_output_maps_as_rows_of_its_last_axis(tmp_path: Path, api: str)
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
     src = k.nki_source or ""
     assert ".reshape((" in src and "nl.mod(row_ids" in src
+
+
+# cross-entropy's logit gradient as its own kernel (llm.c's crossentropy_softmax_backward):
+# one thread per element, the column compared with the row's label
+CE_BACKWARD = """
+    __global__ void ce_backward(float* dlogits, const float* dlosses, const float* probs,
+                                const int* targets, int N, int V) {
+        int idx = blockIdx.x * blockDim.x + threadIdx.x;
+        if (idx < N * V) {
+            int n = idx / V, v = idx % V;
+            float hot = v == targets[n] ? 1.0f : 0.0f;
+            dlogits[idx] += (probs[idx] - hot) * dlosses[n];
+        }
+    }
+
+    void launch(float* dlogits, const float* dlosses, const float* probs, const int* targets,
+                int N, int V) {
+        ce_backward<<<(N * V + 255) / 256, 256>>>(dlogits, dlosses, probs, targets, N, V);
+    }
+"""
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_a_map_comparing_the_column_with_a_rows_label(tmp_path: Path, api: str) -> None:
+    """`j == targets[i] ? ... : ...`: the label is loaded one per partition and compared with
+    the column numbers (no spec: the labels are inferred to lie within a row)."""
+    (tmp_path / "ce.cu").write_text(textwrap.dedent(CE_BACKWARD))
+    (k,) = migrate(tmp_path / "ce.cu", out_dir=tmp_path / api, nki_api=api).kernels
+    assert (k.family, k.status) == ("elementwise", "complete"), k.diagnostics
+    assert k.check is not None and k.check.ok
+    src = k.nki_source or ""
+    assert "col_ids" in src and "targets" in src and "nl.equal(" in src
