@@ -171,6 +171,14 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
     if match.variant == "layernorm":
         p.constants["BN_FMAX"] = BN_STATS_FMAX
     loop = k.loops[st.loops[-1]]
+    # a row loop bounded by another size than the row's width (`c < V` over rows of P >= V):
+    # the template would reduce whole rows
+    sized = {sc.cuda_param: str(sc.size) for sc in spec.scalars if sc.size is not None}
+    bound = loop.bound.text.strip() if loop.bound is not None else ""
+    x_spec = next((t for t in spec.tensors if t.cuda_param == info["input"]), None)
+    if x_spec is not None and bound in sized and sized[bound] != str(x_spec.shape[-1]):
+        raise PlanError(diag.make("NOT_EMITTED", k.span, what=f"rows of {sized[bound]} "
+                                  "elements within wider ones"))  # fmt: skip
     p.notes = {
         "rows": note(
             k.span,
