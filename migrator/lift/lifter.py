@@ -9,11 +9,13 @@ own size sets included, before anything downstream may rely on it.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -437,11 +439,27 @@ def lift_task(spec: TaskSpec, seed: int = 0, budget_s: float = 3.0) -> LiftResul
     hit = _LIFTS.get(key)
     if hit is not None:
         return hit.model_copy(deep=True)
-    result = _lift_task(spec, seed, budget_s)
+    with _no_cycle_collection():
+        result = _lift_task(spec, seed, budget_s)
     if len(_LIFTS) >= MAX_LIFTS:
         _LIFTS.pop(next(iter(_LIFTS)))
     _LIFTS[key] = result.model_copy(deep=True)
     return result
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused: a traced run and its fit allocate millions of small
+    objects (Syms, canonical tuples) that hold no cycles and are freed by reference counting,
+    and the collector, triggered by the allocation count, walked all of them again and again
+    (a third of the time of an attention's traced run)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
