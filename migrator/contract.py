@@ -326,10 +326,11 @@ class TaskSpec(_Frozen):
 
     @property
     def passed_sizes(self) -> list[ScalarSpec]:
-        """Scalars carrying a size that no tensor's shape mentions (a padded row's true length
-        `V` beside rows of width `P`): the NKI kernel cannot read it from a shape, so it is
-        passed by keyword with the size set's value, as value scalars are."""
-        mentioned = {n for t in self.tensors for d in t.shape
+        """Scalars carrying a size that no input's shape mentions (a padded row's true length
+        `V` beside rows of width `P`; the block that sizes an output of partial sums): the NKI
+        kernel cannot read it from a shape, so it is passed by keyword with the size set's
+        value, as value scalars are."""
+        mentioned = {n for t in self.inputs_in_order for d in t.shape
                      for n in re.findall(r"[A-Za-z_]\w*", str(d))}  # fmt: skip
         return [s for s in self.scalars if s.size is not None and str(s.size) in self.sizes
                 and str(s.size) not in mentioned]  # fmt: skip

@@ -175,3 +175,27 @@ def test_a_spec_must_describe_its_kernels_parameters(tmp_path: Path) -> None:
     weights = SPEC.replace("[[scalars]]", '[[tensors]]\nname = "w"\nrole = "in"\nshape = ["4"]\n\n'
                            "[[scalars]]", 1)  # fmt: skip
     check_parameters(load_spec(write(tmp_path, weights)), "k", params, {"w"})
+
+
+FILL = """
+__global__ void fill(float* out, int n, float value) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = value;
+}
+
+void run(float* out, int n) { fill<<<(n + 255) / 256, 256>>>(out, n, 0.5f); }
+"""
+
+
+def test_a_size_no_input_carries_is_passed_by_keyword(tmp_path: Path) -> None:
+    """A kernel without inputs (a fill) cannot read its size from a shape: the size is passed
+    by keyword like a value scalar, and the kernel takes no positional argument at all."""
+    from migrator.migration import migrate
+
+    (tmp_path / "fill.cu").write_text(FILL)
+    (k,) = migrate(tmp_path / "fill.cu", out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert "def fill(*, value, n):" in (k.nki_source or "")
+    spec = load_spec(next((tmp_path / "out").glob("*.inferred.toml")))
+    assert [s.name for s in spec.passed_sizes] == ["n"]
+    assert spec.nki_kwargs({**spec.sizes, str(spec.passed_sizes[0].size): 7})["n"] == 7
