@@ -326,9 +326,10 @@ def _written_before_read(spec: TaskSpec, k: Kernel) -> TaskSpec:
     """An `inout` tensor whose old values nothing the kernel computes depends on is an output:
     the kernel writes each element before it reads it back (llm.c's `residual`, re-read for
     the row's mean). As an output it starts NaN, so the elements a launch leaves unwritten
-    are known as such (as an inout they would keep values no program says). Decided by two
-    runs with different old values (at the smallest size set): every output agrees between
-    them, and the tensor's elements are either those values or equal in both runs."""
+    are known as such (as an inout they would keep values no program says). Decided by runs
+    with other old values (at the smallest size set): shifted, and NaN (an old value read
+    only to be multiplied by zero would make NaN of an output); every output agrees with the
+    first run, and the tensor's elements are either what it computed or its old values."""
     import numpy as np
 
     from migrator.contract import make_inputs
@@ -353,20 +354,18 @@ def _written_before_read(spec: TaskSpec, k: Kernel) -> TaskSpec:
     try:
         first = run_spec_full(spec, sizes, 0, inputs=base).outputs
         for t in cands:
-            other = dict(base)
-            other[t.name] = (np.asarray(base[t.name], dtype=np.float64) + 7.25).astype(
-                base[t.name].dtype
-            )
-            again = run_spec_full(spec, sizes, 0, inputs=other).outputs
+            old1 = np.asarray(base[t.name], dtype=np.float64)
             ok = True
-            for o, w1, w2 in zip(spec.outputs_in_order, first, again, strict=True):
-                a, b = np.asarray(w1, dtype=np.float64), np.asarray(w2, dtype=np.float64)
-                same = (a == b) | (np.isnan(a) & np.isnan(b))
-                if o.name == t.name:  # elements left as they were are not read either
-                    old1 = np.asarray(base[t.name], dtype=np.float64).reshape(a.shape)
-                    old2 = np.asarray(other[t.name], dtype=np.float64).reshape(a.shape)
-                    same |= (a == old1) & (b == old2)
-                ok = ok and bool(same.all())
+            for shifted in (old1 + 7.25, np.full_like(old1, np.nan)):
+                other = {**base, t.name: shifted.astype(base[t.name].dtype)}
+                again = run_spec_full(spec, sizes, 0, inputs=other).outputs
+                for o, w1, w2 in zip(spec.outputs_in_order, first, again, strict=True):
+                    a, b = np.asarray(w1, dtype=np.float64), np.asarray(w2, dtype=np.float64)
+                    same = (a == b) | (np.isnan(a) & np.isnan(b))
+                    if o.name == t.name:  # elements left as they were are not read either
+                        old2 = np.asarray(other[t.name], dtype=np.float64).reshape(a.shape)
+                        same |= (a == old1.reshape(a.shape)) & ((b == old2) | np.isnan(old2))
+                    ok = ok and bool(same.all())
             if ok:
                 demoted.add(t.name)
     except (InterpError, ValueError, ArithmeticError, TypeError):

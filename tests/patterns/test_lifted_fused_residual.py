@@ -42,3 +42,24 @@ def test_an_in_place_update_stays_inout(tmp_path: Path) -> None:
     tu = analyze_file(tmp_path / "scale.cu")
     spec = infer_spec(tu, tu.global_kernels[0])
     assert {t.name: t.role for t in spec.tensors}["x"] == "inout"
+
+
+def test_old_values_read_only_to_be_zeroed_keep_the_tensor_inout(tmp_path: Path) -> None:
+    """`0 * y[i]` reads the old value for nothing: as an output (NaN at first) the original
+    would compute NaN there, so the tensor stays inout."""
+    (tmp_path / "zeroed.cu").write_text(
+        "__global__ void zeroed(float* y, const float* x, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float keep = 0.0f * y[i];\n"
+        "  y[i] = x[i];\n"
+        "  y[i] = y[i] + keep;\n"
+        "}\n"
+        "void run(float* y, const float* x, int n) { zeroed<<<(n + 255) / 256, 256>>>(y, x, n); }\n"
+    )  # fmt: skip
+    from migrator.cuda.frontend import analyze_file
+    from migrator.infer import infer_spec
+
+    tu = analyze_file(tmp_path / "zeroed.cu")
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert {t.name: t.role for t in spec.tensors}["y"] == "inout"
