@@ -27,39 +27,33 @@ def test_a_residual_written_then_reread_is_an_output_and_migrates_as_rows(
     assert "def residual_rmsnorm(a, b, w):" in src  # res is no longer an argument
 
 
-def test_an_in_place_update_stays_inout(tmp_path: Path) -> None:
-    """`x[i] = x[i] * s`: the old values are what the kernel computes from."""
-    (tmp_path / "scale.cu").write_text(
-        "__global__ void scale(float* x, const float* s, int n) {\n"
-        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "  if (i < n) { x[i] = x[i] * s[0]; x[i] = x[i] + 1.0f; }\n"
-        "}\n"
-        "void run(float* x, const float* s, int n) { scale<<<(n + 255) / 256, 256>>>(x, s, n); }\n"
-    )  # fmt: skip
+def _roles(tmp_path: Path, name: str, body: str, params: str) -> dict[str, str]:
+    """The inferred roles of a one-thread-per-element kernel `name(params)` doing `body`."""
     from migrator.cuda.frontend import analyze_file
     from migrator.infer import infer_spec
 
-    tu = analyze_file(tmp_path / "scale.cu")
-    spec = infer_spec(tu, tu.global_kernels[0])
-    assert {t.name: t.role for t in spec.tensors}["x"] == "inout"
+    args = ", ".join(p.split()[-1].lstrip("*") for p in params.split(","))
+    (tmp_path / f"{name}.cu").write_text(
+        f"__global__ void {name}({params}) {{\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        f"{body}}}\n"
+        f"void run({params}) {{ {name}<<<(n + 255) / 256, 256>>>({args}); }}\n"
+    )
+    tu = analyze_file(tmp_path / f"{name}.cu")
+    return {t.name: t.role for t in infer_spec(tu, tu.global_kernels[0]).tensors}
+
+
+def test_an_in_place_update_stays_inout(tmp_path: Path) -> None:
+    """`x[i] = x[i] * s`: the old values are what the kernel computes from."""
+    body = "  if (i < n) { x[i] = x[i] * s[0]; x[i] = x[i] + 1.0f; }\n"
+    roles = _roles(tmp_path, "scale", body, "float* x, const float* s, int n")
+    assert roles["x"] == "inout"
 
 
 def test_old_values_read_only_to_be_zeroed_keep_the_tensor_inout(tmp_path: Path) -> None:
     """`0 * y[i]` reads the old value for nothing: as an output (NaN at first) the original
     would compute NaN there, so the tensor stays inout."""
-    (tmp_path / "zeroed.cu").write_text(
-        "__global__ void zeroed(float* y, const float* x, int n) {\n"
-        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "  if (i >= n) return;\n"
-        "  float keep = 0.0f * y[i];\n"
-        "  y[i] = x[i];\n"
-        "  y[i] = y[i] + keep;\n"
-        "}\n"
-        "void run(float* y, const float* x, int n) { zeroed<<<(n + 255) / 256, 256>>>(y, x, n); }\n"
-    )  # fmt: skip
-    from migrator.cuda.frontend import analyze_file
-    from migrator.infer import infer_spec
-
-    tu = analyze_file(tmp_path / "zeroed.cu")
-    spec = infer_spec(tu, tu.global_kernels[0])
-    assert {t.name: t.role for t in spec.tensors}["y"] == "inout"
+    body = ("  if (i >= n) return;\n  float keep = 0.0f * y[i];\n  y[i] = x[i];\n"
+            "  y[i] = y[i] + keep;\n")  # fmt: skip
+    roles = _roles(tmp_path, "zeroed", body, "float* y, const float* x, int n")
+    assert roles["y"] == "inout"
