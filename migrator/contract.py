@@ -335,13 +335,17 @@ class TaskSpec(_Frozen):
         return [s for s in self.scalars if s.size is not None and str(s.size) in self.sizes
                 and str(s.size) not in mentioned]  # fmt: skip
 
+    @property
+    def keyword_scalars(self) -> list[ScalarSpec]:
+        """What an NKI kernel takes by keyword: value scalars, then passed sizes."""
+        return [*self.value_scalars, *self.passed_sizes]
+
     def nki_kwargs(self, sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The keyword arguments of an NKI kernel at `sizes` (default: the spec's own): value
         scalars and the passed sizes (`passed_sizes`)."""
         at = self.sizes if sizes is None else sizes
-        kw: dict[str, Any] = {s.nki_kwarg: s.value for s in self.value_scalars}
-        kw.update({s.nki_kwarg: int(at[str(s.size)]) for s in self.passed_sizes})
-        return kw
+        return {s.nki_kwarg: s.value if s.value is not None else int(at[str(s.size)])
+                for s in self.keyword_scalars}  # fmt: skip
 
     def cuda_source_path(self) -> Path:
         base = Path(self.path).parent if self.path else Path(".")

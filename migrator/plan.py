@@ -270,7 +270,7 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
         nki_name=k.name.removesuffix("_kernel") or k.name,
         cuda_file=tu.file,
         tensors=tensors,
-        value_scalars=[s.name for s in [*spec.value_scalars, *spec.passed_sizes]],
+        value_scalars=[s.name for s in spec.keyword_scalars],
         sizes=sizes,
         params=params,
     )

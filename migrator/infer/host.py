@@ -133,8 +133,8 @@ class _Host:
         for _ in range(8):
             before = text
             for name, (params, body) in self.helpers.items():
-                start = 0
-                while m := re.compile(rf"\b{re.escape(name)}\s*\(").search(text, start):
+                start, call = 0, re.compile(rf"\b{re.escape(name)}\s*\(")
+                while m := call.search(text, start):
                     depth, i = 1, m.end()
                     while i < len(text) and depth:
                         depth += {"(": 1, ")": -1}.get(text[i], 0)

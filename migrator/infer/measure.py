@@ -144,6 +144,13 @@ def _cap_threads(
     _halve_until(sset, keep, lambda: threads() <= cap)
 
 
+def spread(pool: tuple[int, ...], i: int, j: int) -> int:
+    """Size `i`'s value in extra size set `j`, drawn in turn from `pool`; past the pool's length
+    moved off the value it would share (sets where B == T cannot tell a kernel that mixes the
+    two up)."""
+    return pool[(i + j) % len(pool)] + 4 * (i // len(pool))
+
+
 def _fit_budget(
     tensors: list[dict[str, Any]],
     sizes: dict[str, int],
@@ -161,11 +168,10 @@ def _fit_budget(
         return
     base = max(8, int(ELEMENT_BUDGET ** (1 / degree)) // 8 * 8)
     ragged = (base // 2 + 3, base - 5, base // 3 + 1)
-    # (past three sizes one is moved off the value it would share, as in infer_spec's sets)
     for i, n in enumerate(n for n in sorted(sizes) if n not in launch_only):
         sizes[n] = base
         for j, sset in enumerate(sets):
-            sset[n] = ragged[(i + j) % len(ragged)] + 4 * (i // len(ragged))
+            sset[n] = spread(ragged, i, j)
 
 
 def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],

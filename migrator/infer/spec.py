@@ -42,6 +42,7 @@ from migrator.infer.measure import (
     _grow_until_launchable,
     _measure_into,
     measure_extents,
+    spread,
     too_small_shapes,
 )
 
@@ -57,6 +58,7 @@ DEFAULT_1D, DEFAULT_2D = 65536, 256
 
 
 SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
+ROLE_ORDER = {"in": 0, "inout": 1, "out": 2}  # the contract's order of tensors
 
 
 def infer_spec(
@@ -198,10 +200,7 @@ def infer_spec(
     }
     # extra sets that are not multiples of 128 or of typical block sizes, and differ per size
     pool = SIZE_SETS_1D if one_d else SIZE_SETS_2D
-    # (past the pool's length a size is moved off the value it would share: sets where B == T
-    # cannot tell a kernel that mixes the two up)
-    sets = [{n: pool[(i + j) % len(pool)] + 4 * (i // len(pool)) for i, n in enumerate(sizes)}
-            for j in range(2)]  # fmt: skip
+    sets = [{n: spread(pool, i, j) for i, n in enumerate(sizes)} for j in range(2)]
     # a batch dimension (outermost of 3-D tensors, nowhere else) stays small: each entry is a
     # whole 2-D problem for both executors
     inner = {d for t in tensors for d in (t["shape"][1:] if len(t["shape"]) == 3 else t["shape"])}
@@ -224,8 +223,7 @@ def infer_spec(
             sizes[n] = literal.get(n, cap)
             for sset in sets:
                 sset[n] = sizes[n]
-    order = {"in": 0, "inout": 1, "out": 2}
-    tensors.sort(key=lambda t: order[t["role"]])  # inputs first, as the contract calls them
+    tensors.sort(key=lambda t: ROLE_ORDER[t["role"]])  # inputs first, as the contract calls them
     data: dict[str, Any] = {
         "kernel": {"name": k.name, "family": "inferred", "source": Path(tu.file).name,
                    "template_args": [_number(a) for a in site.template_args],
@@ -374,8 +372,7 @@ def _written_before_read(spec: TaskSpec, k: Kernel) -> TaskSpec:
         return spec
     tensors = [t.model_copy(update={"role": "out"}) if t.name in demoted else t
                for t in spec.tensors]  # fmt: skip
-    order = {"in": 0, "inout": 1, "out": 2}
-    tensors.sort(key=lambda t: order[t.role])
+    tensors.sort(key=lambda t: ROLE_ORDER[t.role])
     return spec.model_copy(update={"tensors": tensors})
 
 
@@ -564,6 +561,7 @@ def _vector_relations(
     except (SpecError, TypeError, ValueError):
         threads = 1
     out: list[str] = []
+    carried = {str(s["name"]): str(s["size"]) for s in scalars or [] if s.get("size")}
     for t in tensors:
         vec = [a for a in k.accesses if a.array == t["param"] and a.space == "global"]
         widths = [max(a.vector_width, _thread_stride(a)) * (1 if a.guards else max(1, threads))
@@ -574,7 +572,6 @@ def _vector_relations(
                    and a.vector_width == 1 and threads > 1 and _per_thread(a)]  # fmt: skip
         if not widths or not t.get("shape"):
             continue
-        carried = {str(s["name"]): str(s["size"]) for s in scalars or [] if s.get("size")}
         divided = [carried[m.group(1)] for a in vec if a.vector_width > 1 for ix in a.indices
                    for m in _DIVIDED.finditer(ix.text)
                    if int(m.group(2)) == a.vector_width

@@ -331,10 +331,10 @@ def _contract(fn: ast.FunctionDef, spec: TaskSpec, path: str) -> list[Finding]:
         )
     names = set(positional[len(want) :]) | {k.arg for k in a.kwonlyargs}
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    for s in [*spec.value_scalars, *spec.passed_sizes]:
+    for s in spec.keyword_scalars:
         if s.nki_kwarg not in names and a.kwarg is None:
             what = ("value scalars are passed by name" if s.value is not None else
-                    f"size {s.size} is in no tensor's shape, so it is passed by name")  # fmt: skip
+                    f"size {s.size} is in no input's shape, so it is passed by name")  # fmt: skip
             out.append(
                 Finding.of(
                     "C2N4043",

@@ -97,4 +97,4 @@ def test_a_submission_without_the_passed_size_is_told_so(tmp_path: Path) -> None
     _task(tmp_path)
     spec = load_spec(tmp_path / "softmax_padded.toml")
     found = [f for f in scan_source(sub, spec, "softmax_padded") if f.rule == "C2N4043"]
-    assert found and "'V'" in found[0].message and "no tensor's shape" in found[0].message
+    assert found and "'V'" in found[0].message and "no input's shape" in found[0].message
