@@ -414,6 +414,24 @@ def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     assert set(spec.sizes) == {"N"} and [t.shape for t in spec.tensors] == [["N"], ["N"]]
 
 
+def test_a_launch_a_call_sets_through_a_pointer_is_not_its_first_value(tmp_path: Path) -> None:
+    """`int blocks = 0, threads = 0; cudaOccupancyMaxPotentialBlockSize(&blocks, &threads,
+    k);`: the launch is decided at run time, not `<<<0, 0>>>`; inference says so."""
+    src = tmp_path / "fill.cu"
+    src.write_text(
+        "__global__ void fill(float* x, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+        "       i += gridDim.x * blockDim.x) x[i] = 1.0f;\n}\n"
+        "int main() {\n  int n = 4096; float* d; cudaMalloc(&d, n * sizeof(float));\n"
+        "  int blocks = 0, threads = 0;\n"
+        "  cudaOccupancyMaxPotentialBlockSize(&blocks, &threads, fill);\n"
+        "  fill<<<blocks, threads>>>(d, n);\n  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    with pytest.raises(InferenceError, match="set by cudaOccupancyMaxPotentialBlockSize"):
+        infer_spec(tu, tu.global_kernels[0])
+
+
 def test_shapes_read_from_indices_are_checked_by_a_run(tmp_path: Path) -> None:
     """Operand pointers advanced per tile (`A += BK`) fool the index algebra into a shape too
     small; one measurement run catches it and the extent is measured instead."""

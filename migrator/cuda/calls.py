@@ -13,6 +13,8 @@ from migrator import diagnostics as diag
 from migrator.cuda.bodystate import BodyState
 from migrator.cuda.builtins import ATOMICS, FMA, WARP_INTRINSICS, CallKind, call_kind
 from migrator.cuda.decl import callee_name
+from migrator.cuda.exprs import opaque
+from migrator.cuda.indexing import Var
 from migrator.cuda.ir import Barrier, Call, Reduction
 from migrator.cuda.memory import subscript_base
 from migrator.cuda.parse import ParsedSource, unparen
@@ -185,6 +187,16 @@ class CallMixin(BodyState):
                     )
                 )
         for arg, param in zip(args, callee.params, strict=False):
+            if param.is_reference and not param.is_const and unparen(arg).type == "identifier":
+                # `mulAndScale(a, b, c)` with `fComplex &a`: the helper may change the local,
+                # so its value after the call is not the one this analysis tracked
+                local, why = self.p.text(unparen(arg)), f"{self.p.text(arg)} is set by {name}()"
+                var = self.env.lookup(local)
+                if var is not None and var.kind in ("value", "opaque", "param"):
+                    self.env.assign(
+                        local, Var("opaque", reason=why, deps=var.deps, ctx=var.ctx,
+                                   expr=opaque(local, why)),
+                    )  # fmt: skip
             role = param.role
             target = self.resolve_pointer(arg)
             if target is None or target.base is None:

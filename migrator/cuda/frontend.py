@@ -835,11 +835,15 @@ def _host_definitions(
     for n in nodes if nodes is not None else _walk_in_order(fn):
         if n.type == "call_expression" and (at is None or n.end_byte <= at.start_byte):
             # `getParams(argc, argv, size_x, size_y)` or `scanf("%d", &n)`: a variable declared
-            # without a value and handed to a call is set there, at run time
+            # without a value and handed to a call is set there, at run time; so is one whose
+            # address a call takes, whatever its first value
+            # (`int numBlocks = 0; cudaOccupancyMaxPotentialBlockSize(&numBlocks, ...)`)
             args = n.child_by_field_name("arguments")
             for a in args.named_children if args is not None else []:
-                name = parsed.text(a).strip().lstrip("&").strip()
-                if name in unset and name not in defs:
+                text = parsed.text(a).strip()
+                name = text.lstrip("&").strip()
+                by_address = text.startswith("&") and name in defs and not defs[name].startswith("<")
+                if (name in unset and name not in defs) or by_address:
                     callee = n.child_by_field_name("function")
                     defs[name] = (
                         f"<conditional: set by {parsed.text(callee) if callee else 'a call'}>"

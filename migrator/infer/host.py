@@ -95,7 +95,7 @@ class _Host:
 
     def resolve(self, text: str, depth: int = 0) -> str:
         if text.startswith("<conditional"):
-            raise InferenceError(f"the launch depends on a value set under a branch ({text})")
+            raise InferenceError(f"the launch depends on a value set at run time ({text})")
         out = _min_max(self._inline_helpers(text))
         out = re.sub(r"\b(\w+)\.([xyz])\b", self._dim3_component, out)  # blockSize.x
         for k, v in _SIZEOF.items():

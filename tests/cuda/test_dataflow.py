@@ -111,6 +111,24 @@ def test_conditionally_changed_value_is_opaque_not_guessed() -> None:
     assert k.stores[0].value.kind == "opaque"
 
 
+def test_a_local_a_helper_takes_by_reference_is_opaque_after_the_call() -> None:
+    """`scale(v, s)` with `float &v`: the helper may change v, so the store's value is not the
+    load v was declared with (the static matchers would copy x to y)."""
+    k = validate(
+        analyze_text(
+            "__device__ void scale(float &v, const float &s) { v = v * s; }\n"
+            "__global__ void k(const float* x, float* y, float s) {\n"
+            "  float v = x[threadIdx.x];\n  float w = s;\n  scale(v, w);\n"
+            "  y[threadIdx.x] = v + w;\n}\n",
+            "t.cu",
+        )
+    ).kernel("k")
+    value = k.stores[0].value
+    assert value.kind == "binary" and value.args[0].kind == "opaque"
+    assert "set by scale()" in (value.args[0].op or "")
+    assert show(value.args[1]) == "s"  # a const reference leaves w as it was
+
+
 def test_straight_line_updates_are_followed() -> None:
     k = validate(
         analyze_text(
