@@ -842,7 +842,8 @@ def _host_definitions(
             for a in args.named_children if args is not None else []:
                 text = parsed.text(a).strip()
                 name = text.lstrip("&").strip()
-                by_address = text.startswith("&") and name in defs and not defs[name].startswith("<")
+                known = name in defs and not defs[name].startswith("<")
+                by_address = text.startswith("&") and known
                 if (name in unset and name not in defs) or by_address:
                     callee = n.child_by_field_name("function")
                     defs[name] = (

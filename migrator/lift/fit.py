@@ -410,6 +410,24 @@ class Canonicaliser:
             return arg
         return out
 
+    def spread_constant_sums(self, t: Canon) -> Canon:
+        """A sum whose product terms have a factor `c + y` (c a constant) with that factor
+        multiplied out: `x * (1 - a)` as `x - x * a`; `t` itself where no term has one."""
+        if t[0] != "sum":
+            return t
+        terms: list[Canon] = []
+        for y in t[1]:
+            split = next((f for f in y[1] if f[0] == "sum" and any(z[0] == "c" for z in f[1])),
+                         None) if y[0] == "prod" else None  # fmt: skip
+            if split is None:
+                terms.append(y)
+                continue
+            others = [f for f in y[1] if f is not split]
+            terms.extend(self.nary("prod", [*others, z]) for z in split[1])
+        if len(terms) == len(t[1]):
+            return t
+        return self.nary("sum", terms, self.rows.get(id(t)))
+
     def _div(self, num: Canon, den: Canon) -> Canon:
         """`num / den`: a product with the reciprocal where `den` is a nonzero constant."""
         if den[0] == "c" and den[1] != 0:
@@ -597,6 +615,20 @@ class Fitter:
         raise LiftError(f"no tensor-program form for {tag!r}")
 
     def nary(self, tag: str, insts: list[Inst]) -> Expr:
+        try:
+            return self._nary(tag, insts)
+        except LiftError:
+            if tag != "sum":
+                raise
+            # `sum_k a[k] * ((k == j ? 1 : 0) - a[j])` (a softmax's backward): the term at
+            # k == j has a factor `1 - a[j]` where the others have `-a[j]`; multiplied out,
+            # that term is one more of the others plus `a[j]`, and the reduction fits
+            spread = [(env, self.c.spread_constant_sums(t)) for env, t in insts]
+            if all(t is s for (_, t), (_, s) in zip(insts, spread, strict=True)):
+                raise
+            return self._nary(tag, spread)
+
+    def _nary(self, tag: str, insts: list[Inst]) -> Expr:
         per = [(env, _groups(self.c, t)) for env, t in insts]
         sigs = [s for s, _ in per[0][1]]
         if any([s for s, _ in g] != sigs for _, g in per):
@@ -628,6 +660,11 @@ class Fitter:
                     raise LiftError(f"a {tag} runs over a different number of distinct terms "
                                     "depending on the element")  # fmt: skip
                 counts, m = [distinct.pop()] * len(counts), 1
+            if (m is None or m > 1) and tag == "prod" and counts[0] <= MAX_POSITIONAL:
+                # `a[k] * a[j]`, the same element where k == j: factors in their places
+                args.extend(self.node([(env, g[gi][1][p]) for env, g in per])
+                            for p in range(counts[0]))  # fmt: skip
+                continue
             if m is None or (m > 1 and tag != "sum"):
                 raise LiftError(f"a {tag} repeats its terms unevenly across elements")
             var = next(self.red_names)
@@ -1313,6 +1350,10 @@ def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str
     got = _root_of_sizes(v1, s1, s2, v2)
     if got is not None:
         return got
+    if v1 < 0 and v2 < 0:  # `-scale`: a subtracted term's coefficient
+        got = _root_of_sizes(-v1, s1, s2, -v2)
+        if got is not None:
+            return f"-({got})"
     raise LiftError(
         f"a number of the computation ({v1} at sizes {dict(s1)}, {v2} at {dict(s2)}) is no "
         "size expression the lifter knows"

@@ -237,7 +237,10 @@ def _pair(
                 # `C % NH == 0`: C = NH * q with q a traced number of its own (C / NH, a head
                 # size, then reads as that quotient, not as a small literal)
                 if a in cand and b in cand:
-                    cand[a] *= cand[b]
+                    # (C in no tensor's shape, kept at its published value: q still differs
+                    # between the two sets, or `1 / sqrt(C / NH)` is one number at both)
+                    q = cand[a] if a in names else cand[a] + len(out) * step
+                    cand[a] = q * cand[b]
             got = _distinct(spec, cand, obey, avoid, step if derived else 0)
             if got is None:
                 continue
