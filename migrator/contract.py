@@ -326,14 +326,19 @@ class TaskSpec(_Frozen):
 
     @property
     def passed_sizes(self) -> list[ScalarSpec]:
-        """Scalars carrying a size that no input's shape mentions (a padded row's true length
-        `V` beside rows of width `P`; the block that sizes an output of partial sums): the NKI
-        kernel cannot read it from a shape, so it is passed by keyword with the size set's
-        value, as value scalars are."""
-        mentioned = {n for t in self.inputs_in_order for d in t.shape
-                     for n in re.findall(r"[A-Za-z_]\w*", str(d))}  # fmt: skip
+        """Scalars carrying a size that no input's shape holds as a dimension (or a whole
+        multiple of one): a padded row's true length `V` beside rows of width `P`; the block
+        that sizes an output of partial sums; `NH` of `[B * NH * T, T]` rows, where the kernel
+        scales by `1 / sqrt(C / NH)`. The NKI kernel cannot read it from a shape, so it is
+        passed by keyword with the size set's value, as value scalars are."""
+        dims = {str(d).replace(" ", "") for t in self.inputs_in_order for d in t.shape}
+
+        def readable(n: str) -> bool:
+            return any(d == n or re.fullmatch(rf"\d+\*{re.escape(n)}|{re.escape(n)}\*\d+", d)
+                       for d in dims)  # fmt: skip
+
         return [s for s in self.scalars if s.size is not None and str(s.size) in self.sizes
-                and str(s.size) not in mentioned]  # fmt: skip
+                and not readable(str(s.size))]  # fmt: skip
 
     @property
     def keyword_scalars(self) -> list[ScalarSpec]:

@@ -40,6 +40,8 @@ from migrator.lift.program import (
     IndexMap,
     Program,
     Term,
+    index_maps,
+    index_terms,
     negated,
     select_as_difference,
     value_of,
@@ -764,6 +766,10 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     if flat is not None:
         program, reshaped = flat[0], flat[1]
 
+    # `sum_k x[i, k] * x[i, j]`: the factor at the output's column comes out of the sum
+    program = Program(assigns=[
+        a.model_copy(update={"expr": _column_factors_out(a.expr, a.vars[-1])})
+        for a in program.assigns])  # fmt: skip
     for a in program.assigns:
         if len(a.vars) not in (1, 2):
             raise _NoFit("outputs are not rows or row results")
@@ -835,6 +841,12 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             return picked
         t = _tensor(p, ld.tensor)
         units = [_unit_var(m) for m in ld.index]
+        # (`_k`: the whole row tile a pick compares against the column numbers)
+        if units and units[-1] not in (None, "i", "_k") and units[-1] != axis[-1]:
+            # the tile's free axis is the column inside a store, the reduced variable inside
+            # a reduction: a load at another column is no element of that tile
+            raise Untranslatable(f"{ld.render()} read at {units[-1]} where the row runs over "
+                                 f"{axis[-1]}")  # fmt: skip
         if len(units) == 2 and units[0] == "i" and units[1] not in (None, "i"):
             kind, index = "row", "i_p, i_f"
         elif units == ["i"]:
@@ -851,6 +863,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         return row_loads[key]["var"]
 
     uses_cols: list[bool] = []
+    axis = ["j"]  # what the free axis runs over where a load is rendered
 
     def coord_of(e: Expr) -> str:
         """`j` (the column numbers) or `ids[i]` (the row's index) where a select compares them:
@@ -870,20 +883,25 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     stores = []
     try:
         for a in program.assigns:
+            axis[0] = a.vars[-1] if len(a.vars) == 2 else "j"
             for red in _post_order_reduces(a.expr):
                 key = reduce_key(red)
                 if key in r.reduced:
                     continue
                 var = f"red{len(pre)}"
                 note_ = f"{red.op} along the row: {_clip(red.render(), 100)}"
-                fused = _exp_sum(red, r)
+                axis.append(red.var or "")
+                try:
+                    fused = _exp_sum(red, r)
+                    body = r.render(red.args[0]) if fused is None else ""
+                finally:
+                    axis.pop()
                 if fused is not None:
                     # exp and its row sum in one ScalarE instruction, the max as its bias
                     pre.append({"var": var, "expr": "", "note": note_, "exp_of": fused[0],
                                 "bias_of": fused[1]})  # fmt: skip
                     r.reduced[key] = var
                     continue
-                body = r.render(red.args[0])
                 fn = {"sum": "nl.sum", "max": "nl.max", "min": "nl.min"}[red.op or ""]
                 pre.append(
                     {
@@ -929,6 +947,27 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
     return p
+
+
+def _column_factors_out(e: Expr, col: str) -> Expr:
+    """`e` with each sum's factors that read at the output's column `col` and not at the
+    summed variable taken out of it: `sum_k a[k] * b * y[j]` is `y[j] * sum_k a[k] * b`."""
+    args = [_column_factors_out(x, col) for x in e.args]
+    e = e.model_copy(update={"args": args}) if args else e
+    if e.kind != "reduce" or e.op != "sum" or not e.var:
+        return e
+    body = e.args[0]
+    factors = body.args if body.kind == "op" and body.op == "*" else [body]
+
+    def reads(x: Expr, var: str) -> bool:
+        return any(t.var == var for m in index_maps(x) for t in index_terms(m))
+
+    out = [f for f in factors if reads(f, col) and not reads(f, e.var)]
+    if not out or len(out) == len(factors):
+        return e
+    kept = [f for f in factors if not any(f is g for g in out)]
+    inner = kept[0] if len(kept) == 1 else Expr(kind="op", op="*", args=kept)
+    return Expr(kind="op", op="*", args=[*out, e.model_copy(update={"args": [inner]})])
 
 
 def _calls(text: str) -> list[str]:

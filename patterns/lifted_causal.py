@@ -63,7 +63,19 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
     whole = Program(assigns=[a.model_copy(update={"expr": full})])
     # (against the program as masked: where the kernel leaves elements unwritten, with 0 there)
     chosen = Program(assigns=[a.model_copy(update={"expr": e})])
-    _check_equal(chosen, whole, spec, masked, (col, bound), length)
+    # -inf past the bound for a softmax (the max ignores it, its exp is 0); 0 for a sum of
+    # products (a softmax's backward: the masked terms vanish)
+    fill = None
+    for value in (-np.inf, 0.0):
+        try:
+            _check_equal(chosen, whole, spec, masked, (col, bound), length, value)
+        except _NoFit as err:
+            failed = err
+            continue
+        fill = value
+        break
+    if fill is None:
+        raise failed
     p = _rows(whole, tu, k, spec)
     mod, const = _bound_in_rows(bound, row_of, length)
     row_vars = {f"{n}_row" for n in masked} | {f"{n}_row" for n in (f"{m}_" for m in masked)}
@@ -71,9 +83,13 @@ def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec
              if ld["kind"] == "row" and ld["var"] in row_vars]  # fmt: skip
     if not tiles:
         raise _NoFit("the masked input is not loaded along rows")
-    p.fields["row_mask"] = {"tiles": tiles, "mod": mod, "const": const}
+    p.fields["row_mask"] = {"tiles": tiles, "mod": mod, "const": const,
+                            "fill": 'float("-inf")' if fill < 0 else "0.0"}  # fmt: skip
     why = ("causal: the columns past the row's bound set to -inf on the row tile, so the max "
            "ignores them and their exp is 0 (checked equal to the lifted program's "
+           f"`{e.args[2].value}` there)") if fill < 0 else (
+           "causal: the columns past the row's bound set to 0 on the row tiles, so their "
+           "terms vanish from the sums (checked equal to the lifted program's "
            f"`{e.args[2].value}` there)")  # fmt: skip
     if e is not a.expr:
         why += "; the CUDA original leaves those columns unwritten, the NKI kernel writes 0"
@@ -176,9 +192,10 @@ def _check_equal(
     masked: list[str],
     cmp: tuple[IndexMap, IndexMap],
     length: int | str,
+    fill: float = -np.inf,
 ) -> None:
     """The lifted program on random inputs equals the full-row program on the same inputs with
-    the masked positions at -inf, at the smallest size sets of the task (two at most)."""
+    the masked positions at `fill`, at the smallest size sets of the task (two at most)."""
     a = program.assigns[0]
     out_t = spec.tensor_named(a.tensor)
     sets = sorted(spec.all_size_sets(), key=lambda s: math.prod(spec.shape_of(out_t, s)))[:2]
@@ -196,7 +213,7 @@ def _check_equal(
         env = {v: np.arange(n).reshape([n if d == ax else 1 for d in range(len(shape))])
                for ax, (v, n) in enumerate(zip(a.vars, shape, strict=True))}  # fmt: skip
         past = np.broadcast_to(_index(cmp[0], env, sizes) > _index(cmp[1], env, sizes), shape)
-        minus = {n: np.where(past, -np.inf, v) if n in masked else v for n, v in ins.items()}
+        minus = {n: np.where(past, fill, v) if n in masked else v for n, v in ins.items()}
         try:
             want = evaluate(program, ins, shapes, sizes, params)[a.tensor]
             with np.errstate(all="ignore"):
@@ -205,7 +222,7 @@ def _check_equal(
             raise _NoFit(f"the full-row form could not be evaluated: {e}") from e
         same = (got == want) | np.isclose(got, want, rtol=1e-9, atol=1e-12)
         if not bool(np.all(same)):
-            raise _NoFit("the full row with -inf past the mask does not give the masked values")
+            raise _NoFit(f"the full row with {fill} past the mask does not give the masked values")
         checked += 1
     if not checked:
         raise _NoFit("no size set small enough to check the full-row form")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from migrator.contract import TaskSpec
+from migrator.contract import eval_expr as spec_eval
 from migrator.lift.program import (
     Assign,
     Expr,
@@ -39,7 +40,8 @@ def view_candidates(program: Program, spec: TaskSpec) -> list[tuple[Program, Tas
     """`program` and `spec` with flat tensors seen as `[rows, cols]` where the program's index
     arithmetic shows the split, then as the N-D tensors of its mixed radix (`_nd_views`): each
     way it shows (a causal softmax over `[B * NH * T, T]` rows is both), in that order."""
-    out = [v for v in (_two_d_views(program, spec), _nd_views(program, spec)) if v is not None]
+    out = [v for v in (_two_d_views(program, spec), _nd_views(program, spec),
+                       _row_views(program, spec)) if v is not None]  # fmt: skip
     return out
 
 
@@ -568,3 +570,101 @@ def _nd_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | No
     tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
                for t in spec.tensors]  # fmt: skip
     return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})
+
+
+def _row_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """An N-D output (N > 2) seen as its `[rows, last axis]` view, rows the product of the
+    leading axes: `dx[i, j, l]` over `[B * NH, T, T]` as `dx[r, l]` over `[B * NH * T, T]`.
+    Tensors laid out like it (read at the element's leading coordinates) and flat ones read at
+    the same row-major offsets take the same view; a coordinate of the axis next to the last,
+    where a range ends (`sum_{k < j + 1}`), is the row taken modulo that axis. None where any
+    read or range is not of those forms."""
+    if len(program.assigns) != 1 or len(program.assigns[0].vars) < 3:
+        return None
+    a = program.assigns[0]
+    out_t = spec.tensor_named(a.tensor)
+    if len(out_t.shape) != len(a.vars):
+        return None
+    sets = spec.all_size_sets()
+    dims = [str(d) for d in out_t.shape]
+    lead, last = a.vars[:-1], a.vars[-1]
+    rows = " * ".join(f"({d})" if not re.fullmatch(r"\w+", d) else d for d in dims[:-1])
+    strides = [" * ".join(dims[k + 1 :]) for k in range(len(dims) - 1)]
+
+    def same(x: Number, y: str) -> bool:
+        try:
+            return all(spec_eval(str(x), s) == spec_eval(y, s) for s in sets)
+        except (ValueError, ArithmeticError, KeyError, SyntaxError):
+            return False
+
+    def column(m: IndexMap) -> IndexMap | None:  # no leading coordinate: the row is fixed
+        if m.gather is not None or any(t.var in lead for t in m.terms):
+            return None
+        terms = [t.model_copy(update={"var": "j"}) if t.var == last else t for t in m.terms]
+        return m.model_copy(update={"terms": terms})
+
+    def bound(m: IndexMap) -> IndexMap | None:  # a range's end: the row's own axis, or j
+        terms: list[Term] = []
+        for t in m.terms:
+            if t.var == lead[-1] and t.div is None and t.mod is None:
+                terms.append(Term(coef=t.coef, var="i", mod=dims[-2]))
+            elif t.var in lead:
+                return None
+            else:
+                terms.append(t.model_copy(update={"var": "j"}) if t.var == last else t)
+        return None if m.gather is not None else m.model_copy(update={"terms": terms})
+
+    viewed: set[str] = {a.tensor}
+    failed = False
+
+    def rewrite(e: Expr) -> Expr:
+        nonlocal failed
+        args = [rewrite(x) for x in e.args]
+        upto = bound(e.upto) if e.kind == "reduce" and e.upto is not None else e.upto
+        if e.kind == "reduce" and e.upto is not None and upto is None:
+            failed = True
+        if e.kind == "coord":
+            got = [bound(m) for m in e.index]
+            if any(m is None for m in got):
+                failed = True
+                return e
+            return e.model_copy(update={"index": got})
+        if e.kind != "load":
+            return e.model_copy(update={"args": args, "upto": upto})
+        t = spec.tensor_named(e.tensor or "")
+        if [str(d) for d in t.shape] == dims and all(
+            _is_coord(m, v) for m, v in zip(e.index, lead, strict=False)
+        ):  # laid out like the output, read in the element's row
+            col = column(e.index[-1])
+        elif len(t.shape) == 1 and len(e.index) == 1 and e.index[0].gather is None:
+            m = e.index[0]
+            own = {t.var: t for t in m.terms if t.var in lead}
+            ok = set(own) == set(lead) and all(
+                x.div is None and x.mod is None and same(x.coef, s)
+                for x, s in ((own[v], s) for v, s in zip(lead, strides, strict=False))
+            )  # fmt: skip
+            col = column(m.model_copy(update={"terms": [x for x in m.terms if x.var not in lead]}))
+            if not ok or not same(t.shape[0], " * ".join(dims)):
+                col = None
+        else:
+            col = None
+        if col is None:
+            failed = True
+            return e
+        viewed.add(t.name)
+        return e.model_copy(update={"index": [IndexMap(terms=[Term(coef=1, var="i")]), col]})
+
+    body = rewrite(a.expr)
+    if failed:
+        return None
+    tensors = [t.model_copy(update={"shape": [rows, dims[-1]]}) if t.name in viewed else t
+               for t in spec.tensors]  # fmt: skip
+    program = Program(assigns=[Assign(tensor=a.tensor, vars=["i", "j"], expr=body)])
+    return program, spec.model_copy(update={"tensors": tensors})
+
+
+def _is_coord(m: IndexMap, v: str) -> bool:
+    if m.gather is not None or m.const != 0 or len(m.terms) != 1:
+        return False
+    t = m.terms[0]
+    return (t.var, t.coef, t.div, t.mod) == (v, 1, None, None)

@@ -86,11 +86,23 @@ def test_a_causal_softmax_migrates_as_a_masked_full_row_softmax(tmp_path: Path, 
     assert 'float("-inf")' in src and "nl.greater(col_ids" in src
 
 
-def test_a_mask_the_reductions_would_not_ignore_is_refused(tmp_path: Path) -> None:
+def test_a_sum_that_ignores_zeros_is_masked_with_zeros(tmp_path: Path) -> None:
+    """`row[k] / sum_{k <= t} row[k]`: -inf past the bound would poison the sum, 0 adds
+    nothing to it and divides to the 0 the original stores there."""
     k = _migrate(tmp_path, "causal_sum", CAUSAL_SUM, "legacy")
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    src = k.nki_source or ""
+    assert "nl.greater(col_ids, bound), 0.0, pre_row)" in src and 'float("-inf")' not in src
+
+
+def test_a_mask_the_reductions_would_not_ignore_is_refused(tmp_path: Path) -> None:
+    """`row[k] / sum_{k <= t} exp(row[k])`: -inf past the bound keeps the sum but stores -inf
+    there, 0 stores 0 but adds exp(0) to the sum: neither is the original."""
+    shifted = CAUSAL_SUM.replace("s += row[k];", "s += expf(row[k]);")
+    k = _migrate(tmp_path, "causal_sum", shifted, "legacy")
     assert k.status == "partial"
     text = " ".join(d.message for d in k.diagnostics)
-    assert "does not give the masked values" in text or "-inf past the mask" in text, text
+    assert "does not give the masked values" in text, text
 
 
 # llm.c's layout without a spec: a thread per (b, t, h), rows of [B, NH, T, T] scores; the

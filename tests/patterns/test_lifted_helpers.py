@@ -1,6 +1,18 @@
 """Small pieces of the lowering rules over lifted programs."""
 
-from migrator.patterns.lifted import _bare, _hoisted, _masked_add
+from migrator.patterns.lifted import _bare, _column_factors_out, _hoisted, _masked_add
+
+from migrator.contract import TaskSpec
+from migrator.lift.program import Assign, Expr, IndexMap, Program, Term
+from migrator.lift.views import view_candidates
+
+
+def _v(var: str, **kw: object) -> IndexMap:
+    return IndexMap(terms=[Term(coef=1, var=var, **kw)])
+
+
+def _load(t: str, *index: IndexMap) -> Expr:
+    return Expr(kind="load", tensor=t, index=list(index))
 
 
 def test_a_size_loses_redundant_parentheses_but_an_expression_keeps_them() -> None:
@@ -26,3 +38,39 @@ def test_a_one_hot_term_fuses_but_a_max_num_select_keeps_its_nan_handling() -> N
 def test_a_call_made_twice_is_bound_once() -> None:
     lines, expr = _hoisted("nl.add(nl.exp(a), nl.multiply(nl.exp(a), b))", "v_")
     assert lines == [("v_0", "nl.exp(a)")] and expr == "nl.add(v_0, nl.multiply(v_0, b))"
+
+
+def test_a_factor_at_the_output_column_comes_out_of_a_row_sum() -> None:
+    # sum_k y[i, k] * y[i, j]: inside the sum the row tile runs over k, so y[i, j] is taken out
+    body = Expr(
+        kind="op", op="*", args=[_load("y", _v("i"), _v("k")), _load("y", _v("i"), _v("j"))]
+    )
+    red = Expr(kind="reduce", op="sum", var="k", extent="T", args=[body])
+    out = _column_factors_out(red, "j")
+    assert out.render() == "y[i, j] * (sum_{k < T} y[i, k])"
+    # a max keeps its factors (max_k a * x_k is not a * max_k x_k for negative a)
+    mx = red.model_copy(update={"op": "max"})
+    assert _column_factors_out(mx, "j") == mx
+
+
+def test_an_nd_output_is_seen_as_rows_of_its_last_axis() -> None:
+    """`dx[i, j, l]` over `[B * NH, T, T]` as `dx[r, l]` over `[B * NH * T, T]`: a tensor laid
+    out alike and a flat one read at the same offsets take the view; the range's end `j + 1`
+    is the row modulo T."""
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"}, "sizes": {"BH": 3, "T": 5},
+        "tensors": [{"name": "d", "role": "in", "shape": ["BH * T * T"]},
+                    {"name": "a", "role": "in", "shape": ["BH", "T", "T"]},
+                    {"name": "o", "role": "out", "shape": ["BH", "T", "T"]}],
+        "launch": {"grid": [1], "block": [1]},
+    })  # fmt: skip
+    flat = IndexMap(terms=[Term(coef="T * T", var="i"), Term(coef="T", var="j"),
+                           Term(coef=1, var="q")])  # fmt: skip
+    body = Expr(kind="op", op="*", args=[_load("a", _v("i"), _v("j"), _v("q")), _load("d", flat)])
+    upto = IndexMap(terms=[Term(coef=1, var="j")], const=1)
+    red = Expr(kind="reduce", op="sum", var="q", upto=upto, args=[body])
+    program = Program(assigns=[Assign(tensor="o", vars=["i", "j", "l"], expr=red)])
+    (view, vspec), *_ = [v for v in view_candidates(program, spec)
+                         if len(v[0].assigns[0].vars) == 2]  # fmt: skip
+    assert view.render() == "o[i, j] = sum_{q < (i % T) + 1} (a[i, q] * d[i, q])"
+    assert [t.shape for t in vspec.tensors] == [["BH * T", "T"]] * 3
