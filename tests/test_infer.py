@@ -432,6 +432,43 @@ def test_a_launch_a_call_sets_through_a_pointer_is_not_its_first_value(tmp_path:
         infer_spec(tu, tu.global_kernels[0])
 
 
+def test_a_launch_in_a_lambda_a_dispatcher_calls_with_integral_constants(tmp_path: Path) -> None:
+    """llm.c's `auto launch = [&](auto c) { k<c.value><<<g, c.value>>>(...); };
+    dispatch_launch(launch, block_size);` where the dispatcher calls `launch` with
+    `std::integral_constant<int, K>{}` under `case K:` of `switch (block_size)`: c.value is
+    block_size, a launch-only size the kernel is compiled for (its template argument)."""
+    src = tmp_path / "dispatch.cu"
+    src.write_text(
+        "#include <type_traits>\n"
+        "template <int BS>\n"
+        "__global__ void twice(float* y, const float* x, int n) {\n"
+        "  for (int i = blockIdx.x * BS + threadIdx.x; i < n; i += gridDim.x * BS)\n"
+        "    y[i] = 2.0f * x[i];\n}\n"
+        "template <class L>\n"
+        "void dispatch(L&& launch, int block_size) {\n"
+        "  switch (block_size) {\n"
+        "    case 128: return launch(std::integral_constant<int, 128>{});\n"
+        "    case 256: return launch(std::integral_constant<int, 256>{});\n"
+        "    default: return;\n  }\n}\n"
+        "void run(float* y, const float* x, int n, int block_size) {\n"
+        "  auto launch = [&](auto c) {\n"
+        "    constexpr int threads = c.value;\n"
+        "    twice<c.value><<<(n + threads - 1) / threads, threads>>>(y, x, n);\n  };\n"
+        "  dispatch(launch, block_size);\n}\n"
+        "int main() {\n  int n = 5000; float *x, *y;\n"
+        "  cudaMalloc(&x, n * sizeof(float)); cudaMalloc(&y, n * sizeof(float));\n"
+        "  run(y, x, n, 256);\n  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    (site,) = tu.launch_sites
+    assert site.template_args == ["block_size"] and site.block == "threads"
+    assert site.host_values["threads"] == "block_size"
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.kernel.template_args == [256]
+    result = migrate(src, out_dir=tmp_path / "out")
+    assert result.kernels[0].status == "complete"
+
+
 def test_shapes_read_from_indices_are_checked_by_a_run(tmp_path: Path) -> None:
     """Operand pointers advanced per tile (`A += BK`) fool the index algebra into a shape too
     small; one measurement run catches it and the extent is measured instead."""

@@ -592,17 +592,36 @@ def _launch_sites(
             if defining is None:
                 defining = [d for d in _walk_in_order(f.node) if d.type in _DEFINING]
             values_here = _host_definitions(parsed, f.node, at=n, nodes=defining)
+            # `auto launch = [&](auto c) { k<c.value><<<g, c.value>>>(...); };
+            # dispatch(launch, block_size);`: c.value is block_size at the launch
+            tags = _dispatched_tags(parsed, f.node, n, functions)
+            if tags is not None:
+                sub, call = tags
+                outside = _host_definitions(parsed, f.node, at=call, nodes=defining)
+                for key, value in list(values_here.items()):
+                    value = _substituted(value, sub)
+                    # (`constexpr int block_size = c.value;` in the lambda: the outer one)
+                    values_here[key] = outside.get(key, value) if value == key else value
+                parts = [_substituted(x, sub) for x in parts]
+                args = [_substituted(x, sub) for x in args]
             cases = _case_bindings(parsed, n)
             site_values = {**values_here, **cases}
             used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
                 used |= _dependencies(parsed, args_node, site_values)
                 used = dict(sorted(used.items()))
+            if tags is not None:  # (the names the substituted tag brought in)
+                used = dict(sorted({**{w: site_values[w] for x in [*parts, *args]
+                                       for w in re.findall(r"[A-Za-z_]\w*", x)
+                                       if w in site_values},
+                                    **{k: v for k, v in used.items()
+                                       if not v.startswith(tuple(sub))}}.items()))  # fmt: skip
             sites.extend(
                 LaunchSite(
                     kernel=name,
                     template_args=[
-                        _host_constant(a, values_here) for a in _template_args(parsed, targs)
+                        _host_constant(_substituted(a, sub) if tags else a, values_here)
+                        for a in _template_args(parsed, targs)
                     ],  # fmt: skip
                     grid=parts[0] if parts else "",
                     block=parts[1] if len(parts) > 1 else "",
@@ -672,6 +691,84 @@ def _pointed_kernels(
         if target in kernels and target not in out:
             out.append(target)
     return out
+
+
+def _substituted(text: str, sub: dict[str, str]) -> str:
+    for tag, value in sub.items():
+        text = re.sub(rf"\b{re.escape(tag)}\b", value, text)
+    return text
+
+
+def _dispatched_tags(
+    parsed: ParsedSource, fn: Node, at: Node, functions: list[_Function]
+) -> tuple[dict[str, str], Node] | None:
+    """A launch inside a lambda of one `auto` parameter c, handed (as the variable it is
+    assigned to) to a function that calls it with `std::integral_constant<int, K>{}` only under
+    `case K:` of a `switch` on one of its own parameters (llm.c's `dispatch_launch(launch,
+    block_size)`): `c.value` is the argument the caller passed for that parameter.
+    ({"c.value": that argument}, the dispatching call), or None."""
+    lam = at.parent
+    while lam is not None and lam.type != "lambda_expression" and lam != fn:
+        lam = lam.parent
+    if lam is None or lam.type != "lambda_expression":
+        return None
+    decl = next((c for c in lam.named_children if c.type == "lambda_declarator"), None)
+    plist = (
+        next((c for c in decl.named_children if c.type == "parameter_list"), None) if decl else None
+    )
+    prms = plist.named_children if plist is not None else []
+    if len(prms) != 1 or not any(
+        c.type == "placeholder_type_specifier" for c in prms[0].named_children
+    ):
+        return None
+    ident = next((c for c in prms[0].named_children if c.type == "identifier"), None)
+    init = lam.parent
+    if ident is None or init is None or init.type != "init_declarator":
+        return None
+    tag, var = parsed.text(ident), parsed.text(init.named_children[0])
+    for call in _walk(fn):
+        if call.type != "call_expression" or call.start_byte < lam.end_byte:
+            continue
+        args = call.child_by_field_name("arguments")
+        texts = [" ".join(parsed.text(a).split()) for a in args.named_children] if args else []
+        callee = call.child_by_field_name("function")
+        disp = next((g for g in functions
+                     if callee is not None and g.name == parsed.text(callee)), None)  # fmt: skip
+        if var not in texts or disp is None:
+            continue
+        at_param = _dispatch_parameter(parsed, disp.node, texts.index(var))
+        if at_param is not None and at_param < len(texts):
+            return {f"{tag}.value": texts[at_param]}, call
+    return None
+
+
+def _dispatch_parameter(parsed: ParsedSource, fn: Node, launcher: int) -> int | None:
+    """Which parameter of `fn` every call of its `launcher`-th parameter with
+    `std::integral_constant<int, K>{}` switches on (under `case K:`), or None."""
+    fdecl = function_declarator(fn)
+    plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    names = []
+    for prm in plist.named_children if plist is not None else []:
+        d = unwrap_declarator(parsed, prm.child_by_field_name("declarator"))
+        names.append(d.name if d is not None else "")
+    if launcher >= len(names):
+        return None
+    found: set[int] = set()
+    for call in _walk(fn):
+        if call.type != "call_expression":
+            continue
+        callee = call.child_by_field_name("function")
+        if callee is None or parsed.text(callee) != names[launcher]:
+            continue
+        args = call.child_by_field_name("arguments")
+        text = " ".join(parsed.text(args).split()) if args is not None else ""
+        m = re.fullmatch(r"\(\s*std::integral_constant<\s*int\s*,\s*(\d+)\s*>\s*\{\s*\}\s*\)", text)
+        bound = _case_bindings(parsed, call)
+        hits = [k for k, v in bound.items() if m is not None and v == m.group(1) and k in names]
+        if m is None or len(hits) != 1:
+            return None
+        found.add(names.index(hits[0]))
+    return found.pop() if len(found) == 1 else None
 
 
 def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:

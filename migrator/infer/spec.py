@@ -224,9 +224,14 @@ def infer_spec(
             for sset in sets:
                 sset[n] = sizes[n]
     tensors.sort(key=lambda t: ROLE_ORDER[t["role"]])  # inputs first, as the contract calls them
+    # `k<block_size><<<grid, block_size>>>`: a launch-only size, the same in every size set,
+    # is the constant the kernel is compiled for
+    fixed = {n: v for n, v in sizes.items() if all(sset.get(n, v) == v for sset in sets)}
+    targs = [fixed.get(str(a).strip(), a) if str(a).strip() in in_block else a
+             for a in site.template_args]  # fmt: skip
     data: dict[str, Any] = {
         "kernel": {"name": k.name, "family": "inferred", "source": Path(tu.file).name,
-                   "template_args": [_number(a) for a in site.template_args],
+                   "template_args": [_number(str(a)) for a in targs],
                    "include_dirs": pre[0], "defines": pre[1]},
         "sizes": sizes, "size_sets": sets, "tensors": tensors, "scalars": scalars,
         "launch": {"grid": grid, "block": block, "shared_bytes": smem},

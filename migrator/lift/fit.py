@@ -630,8 +630,10 @@ class Fitter:
 
     def _nary(self, tag: str, insts: list[Inst]) -> Expr:
         per = [(env, _groups(self.c, t)) for env, t in insts]
-        sigs = [s for s, _ in per[0][1]]
-        if any([s for s, _ in g] != sigs for _, g in per):
+        # (a group's signature marks a repeated term `*`: a causal row's first element sums
+        # one term where the others sum several, the same shape in a range that follows it)
+        sigs = [s.replace("*", "") for s, _ in per[0][1]]
+        if any([s.replace("*", "") for s, _ in g] != sigs for _, g in per):
             raise LiftError("output elements combine differently shaped terms")
         args: list[Expr] = []
         for gi in range(len(sigs)):
