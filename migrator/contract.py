@@ -157,16 +157,21 @@ class LaunchSpec(_Frozen):
 
 
 class InputDist(_Frozen):
-    dist: Literal["normal", "uniform", "positive", "int", "heavy_tailed"] = "normal"
+    dist: Literal["normal", "uniform", "positive", "int", "heavy_tailed", "fill"] = "normal"
     low: float | None = None
     # a number, or for integer inputs a size expression: indices into a table of V rows are
     # drawn with `high = "V"` (in [0, V))
     high: float | str | None = None
+    # dist = "fill": every element this value (a buffer the host sets with `cudaMemset` before
+    # the launch: a running max at -5.96e29, the byte 0xF0 in every byte; a sum at 0)
+    value: float | None = None
 
     @model_validator(mode="after")
     def _expression_only_for_int(self) -> InputDist:
         if isinstance(self.high, str) and self.dist != "int":
             raise ValueError('a size expression bounds only integer inputs (dist = "int")')
+        if (self.dist == "fill") != (self.value is not None):
+            raise ValueError('`value` goes with dist = "fill", and dist = "fill" needs one')
         return self
 
 
@@ -656,7 +661,7 @@ def make_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int = 0) -> dict
     for t in spec.inputs_in_order:
         d = spec.inputs.get(t.name, InputDist())
         high = eval_expr(d.high, sizes) if isinstance(d.high, str) else d.high
-        parts.append((t.name, t.dtype, spec.shape_of(t, sizes), d.dist, d.low, high))
+        parts.append((t.name, t.dtype, spec.shape_of(t, sizes), d.dist, d.low, high, d.value))
     key = repr((seed, parts))
     hit = _INPUTS.get(key)
     if hit is None:
@@ -684,7 +689,9 @@ def _draw_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
         shape = spec.shape_of(t, sizes)
         dist = spec.inputs.get(t.name, InputDist())
         dt = np_dtype(t.dtype)
-        if np.issubdtype(dt, np.integer) or dist.dist == "int":
+        if dist.dist == "fill":
+            arr = np.full(shape, dist.value)
+        elif np.issubdtype(dt, np.integer) or dist.dist == "int":
             arr = rng.integers(*int_range(dist, sizes), size=shape)
         elif dist.dist == "uniform":
             arr = rng.uniform(_or(dist.low, -1.0), _or(dist.high, 1.0), size=shape)

@@ -199,3 +199,13 @@ def test_a_size_no_input_carries_is_passed_by_keyword(tmp_path: Path) -> None:
     spec = load_spec(next((tmp_path / "out").glob("*.inferred.toml")))
     assert [s.name for s in spec.passed_sizes] == ["n"]
     assert spec.nki_kwargs({**spec.sizes, str(spec.passed_sizes[0].size): 7})["n"] == 7
+
+
+def test_a_fill_input_needs_its_value_and_draws_it_everywhere() -> None:
+    from migrator.contract import InputDist
+
+    with pytest.raises(ValueError, match="fill"):
+        InputDist(dist="fill")
+    with pytest.raises(ValueError, match="fill"):
+        InputDist(dist="normal", value=1.0)
+    assert InputDist(dist="fill", value=0.0).value == 0.0

@@ -13,6 +13,7 @@ from migrator.contract import load_spec, make_inputs
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.interp import run_spec
 from migrator.infer import InferenceError, infer_spec, to_toml
+from migrator.lift import lift_task
 from migrator.migration import migrate
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -467,6 +468,54 @@ def test_a_launch_in_a_lambda_a_dispatcher_calls_with_integral_constants(tmp_pat
     assert spec.kernel.template_args == [256]
     result = migrate(src, out_dir=tmp_path / "out")
     assert result.kernels[0].status == "complete"
+
+
+MEMSET = """#define cudaCheck(x) (x)
+__global__ void running(float* m, float* s, float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        m[i] = fmaxf(m[i], x[i]);
+        s[i] = s[i] + x[i];
+        x[i] = 2.0f * x[i];
+    }
+}
+int main() {
+    int n = 4096;
+    float *m, *s, *x;
+    cudaMalloc(&m, n * sizeof(float));
+    cudaMalloc(&s, n * sizeof(float));
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMemset(m, -10000.0f, n * sizeof(float));
+    cudaCheck(cudaMemset(s, 0, n * sizeof(float)));
+    if (n > 10) cudaMemset(x, 0, n * sizeof(float));
+    running<<<(n + 255) / 256, 256>>>(m, s, x, n);
+    return 0;
+}
+"""
+
+
+def test_buffers_the_host_memsets_before_the_launch_are_filled_inputs(tmp_path: Path) -> None:
+    """`cudaMemset(m, -10000.0f, bytes)` stores the int's low byte (0xF0) in every byte: m holds
+    -5.96e29 (a flash attention's running max starts there); `cudaMemset(s, 0, ...)` inside
+    `cudaCheck(...)`: 0. A memset under an `if` may not have run: x stays a drawn input. The
+    inputs are those values wherever the task is run (check, scorer), and the lifted program
+    has them as constants."""
+    src = tmp_path / "fill.cu"
+    src.write_text(MEMSET)
+    tu = analyze_file(src)
+    assert tu.launch_sites[0].fills == {"m": "-10000.0f", "s": "0"}
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert {n: (d.dist, d.value) for n, d in spec.inputs.items()} == {
+        "m": ("fill", pytest.approx(-5.965414e29, rel=1e-6)), "s": ("fill", 0.0)}  # fmt: skip
+    ins = make_inputs(spec, spec.sizes)
+    assert np.all(ins["s"] == 0.0) and np.all(ins["m"].view(np.uint32) == 0xF0F0F0F0)
+    assert np.std(ins["x"]) > 0.5
+    lifted = lift_task(spec)
+    assert lifted.ok and lifted.program is not None
+    assert lifted.program.render().splitlines()[:2] == [
+        "m[i] = max(-5.965414233742897e+29, x[i])", "s[i] = x[i]"]  # fmt: skip
+    assert 'dist = "fill"' in to_toml(spec)
+    assert migrate(src, out_dir=tmp_path / "out").kernels[0].status == "complete"
 
 
 def test_shapes_read_from_indices_are_checked_by_a_run(tmp_path: Path) -> None:

@@ -633,6 +633,7 @@ def _launch_sites(
                     host_values=used,
                     case_values={k: v for k, v in cases.items() if k in used},
                     requires=_host_requirements(parsed, f.node, n),
+                    fills=_memset_fills(parsed, f.node, n),
                     span=parsed.span(n),
                 )
                 for name in names or [name]
@@ -690,6 +691,29 @@ def _pointed_kernels(
         target = parsed.text(right).strip().lstrip("&").strip()
         if target in kernels and target not in out:
             out.append(target)
+    return out
+
+
+def _memset_fills(parsed: ParsedSource, fn: Node, at: Node) -> dict[str, str]:
+    """`cudaMemset(l, 0, bytes)` (or its Async form, inside a `cudaCheck(...)` or not) in a
+    statement that always runs before the launch `at`: {"l": "0"}; the last one per buffer."""
+    out: dict[str, str] = {}
+    for n in _walk_in_order(fn):
+        if n.type != "call_expression" or n.end_byte > at.start_byte:
+            continue
+        callee = n.child_by_field_name("function")
+        if callee is None or parsed.text(callee) not in ("cudaMemset", "cudaMemsetAsync"):
+            continue
+        args = n.child_by_field_name("arguments")
+        items = args.named_children if args is not None else []
+        stmt = n
+        while stmt is not None and stmt.type != "expression_statement":
+            stmt = stmt.parent
+        if len(items) < 3 or stmt is None or _on_path(stmt.named_children[0], at) != "always":
+            continue
+        name = re.sub(r"^\(\s*void\s*\*\s*\)\s*", "", parsed.text(items[0]).strip())
+        if re.fullmatch(r"[A-Za-z_]\w*", name):
+            out[name] = " ".join(parsed.text(items[1]).split())
     return out
 
 

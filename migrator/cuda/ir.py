@@ -269,6 +269,9 @@ class LaunchSite(_Node):
     # `if (n % TILE != 0) exit(1);` before the launch: what the host requires, as conditions
     # that hold at the launch (`n % TILE == 0`), in host names
     requires: list[str] = Field(default_factory=list)
+    # `cudaMemset(m, -10000.0f, n)` always run before the launch: host name -> the value
+    # argument as written (memset stores its low byte in every byte)
+    fills: dict[str, str] = Field(default_factory=dict)
     span: Span
 
 

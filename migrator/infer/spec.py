@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from migrator.contract import (
     SpecError,
     TaskSpec,
@@ -301,6 +303,7 @@ def infer_spec(
             _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
                           DEFAULT_ELEMENTS)  # fmt: skip
     _label_ranges(k, data)
+    _memset_inputs(k, site, data)
     try:
         spec = TaskSpec.model_validate(data)
     except ValueError as e:  # (pydantic's ValidationError): a task we could not make consistent
@@ -458,6 +461,38 @@ def _measured(
                 del sset[v]
     del data["inputs"]
     raise first  # type: ignore[misc]
+
+
+def _memset_inputs(k: Kernel, site: LaunchSite, data: dict[str, Any]) -> None:
+    """Inputs the host sets with `cudaMemset` before the launch (`LaunchSite.fills`) hold that
+    value in every element: `dist = "fill"`. A running max set with `cudaMemset(m, -10000.0f,
+    n)` holds the byte 0xF0 in every byte (memset takes an int and stores its low byte), the
+    float -5.96e29; the kernel computes with that, so the task does too."""
+    host_of = {p.name: a.strip() for p, a in zip(k.params, site.args, strict=False)}
+    for t in data["tensors"]:
+        written = site.fills.get(host_of.get(t["param"], ""))
+        if t["role"] not in ("in", "inout") or written is None:
+            continue
+        value = fill_value(written, t["dtype"])
+        if value is not None:
+            data.setdefault("inputs", {})[t["name"]] = {"dist": "fill", "value": value}
+
+
+def fill_value(text: str, dtype: str) -> float | None:
+    """What every element of a `dtype` buffer holds after `cudaMemset(p, text, n)`, or None
+    where `text` is no literal (or the result is no finite number)."""
+    from migrator.contract import np_dtype
+
+    m = re.fullmatch(r"\(?\s*([-+]?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))"
+                     r"[fFuUlL]*\s*\)?", text.strip())  # fmt: skip
+    if m is None:
+        return None
+    lit = m.group(1)
+    number = int(lit, 16) if lit.lower().lstrip("+-").startswith("0x") else float(lit)
+    byte = int(number) & 0xFF  # (C converts the value to int; memset stores its low byte)
+    dt = np_dtype(dtype)
+    value = float(np.frombuffer(bytes([byte]) * dt.itemsize, dtype=dt)[0])
+    return value if np.isfinite(value) else None
 
 
 def _label_ranges(k: Kernel, data: dict[str, Any]) -> None:
@@ -825,7 +860,8 @@ def to_toml(spec: TaskSpec) -> str:
     for name, dist in spec.inputs.items():  # a gather's indices: in [0, rows of the table)
         lines += ["", f"[inputs.{name}]", f'dist = "{dist.dist}"']
         lines += [f"{k} = {v!r}".replace("'", '"') for k, v in
-                  (("low", dist.low), ("high", dist.high)) if v is not None]  # fmt: skip
+                  (("low", dist.low), ("high", dist.high), ("value", dist.value))
+                  if v is not None]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -41,6 +41,12 @@ def _is_float(dtype: str) -> bool:
 TRACE_STATEMENTS = 4_000_000
 
 
+def fills(spec: TaskSpec) -> dict[str, float]:
+    """Inputs the task fills with one value (`dist = "fill"`), by name."""
+    return {n: float(d.value) for n, d in spec.inputs.items()
+            if d.dist == "fill" and d.value is not None}  # fmt: skip
+
+
 def trace_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[str, np.ndarray]:
     """The task's inputs, with integer inputs redrawn as spread over their range as it allows
     (each value as rarely repeated as the tensor's size permits): a gather's index map is read
@@ -48,7 +54,7 @@ def trace_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
     ins = make_inputs(spec, sizes, seed)
     rng = np.random.default_rng(seed + 1)
     for t in spec.inputs_in_order:
-        if _is_float(t.dtype) or t.name not in ins:
+        if _is_float(t.dtype) or t.name not in ins or t.name in fills(spec):
             continue
         arr = ins[t.name]
         if arr.size < 2:
@@ -89,6 +95,9 @@ def trace_run(
             continue
         if t.role == "out":
             args[t.cuda_param] = np.full(shape, np.nan, dtype=object)
+            continue
+        if t.name in fills(spec):  # set by the host before the launch: a constant, no input
+            args[t.cuda_param] = np.full(shape, float(fills(spec)[t.name]), dtype=object)
             continue
         vals = np.asarray(ins[t.name], dtype=np.float64).reshape(-1)
         leaves = np.empty(vals.size, dtype=object)

@@ -123,7 +123,8 @@ def _constrained(dist: InputDist | None) -> bool:
     """A spec distribution that is a domain constraint (positive for log, integer keys)."""
     if dist is None:
         return False
-    return dist.dist in ("positive", "int") or (dist.low is not None and dist.low >= 0)
+    # (a fill is what the host sets before the launch: part of the task, never perturbed)
+    return dist.dist in ("positive", "int", "fill") or (dist.low is not None and dist.low >= 0)
 
 
 def make_trial_inputs(spec: TaskSpec, plan: TrialPlan) -> dict[str, np.ndarray]:
