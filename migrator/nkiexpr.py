@@ -140,15 +140,18 @@ def _key(e: Expr) -> str:
     )
 
 
-def _evaluate(e: Expr, var: str, x: np.ndarray) -> np.ndarray | None:
-    """`e` in float64 with the subtree keyed `var` as x; None if anything else is not constant."""
-    if _key(e) == var:
+def _evaluate(
+    e: Expr, var: Expr, x: np.ndarray, sizes: dict[int, tuple[int, int, int]] | None = None
+) -> np.ndarray | None:
+    """`e` in float64 with each subtree equal to `var` as x; None if anything else is not
+    constant. `sizes` (`_sizes`): subtrees of another size are not compared."""
+    if e is var or ((sizes is None or sizes.get(id(e)) == sizes.get(id(var))) and e == var):
         return x
     if e.kind == "const" and e.dtype != "bool":
         return np.full_like(x, float(e.value or 0.0))
     if e.kind == "cast" or (e.kind == "call" and e.op in CONVERSIONS):
-        return _evaluate(e.args[0], var, x) if e.args else None
-    args = [_evaluate(a, var, x) for a in e.args]
+        return _evaluate(e.args[0], var, x, sizes) if e.args else None
+    args = [_evaluate(a, var, x, sizes) for a in e.args]
     if any(a is None for a in args):
         return None
     with np.errstate(all="ignore"):
@@ -166,21 +169,34 @@ def _evaluate(e: Expr, var: str, x: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def _sizes(e: Expr, out: dict[int, tuple[int, int, int]]) -> tuple[int, int, int]:
+    """(nodes, loads, operations) of `e` and of each subtree (`out`, by id), in one pass."""
+    nodes, loads, ops = 1, int(e.kind == "load"), int(e.kind in ("binary", "call", "unary"))
+    for a in e.args:
+        sub = _sizes(a, out)
+        nodes, loads, ops = nodes + sub[0], loads + sub[1], ops + sub[2]
+    out[id(e)] = (nodes, loads, ops)
+    return nodes, loads, ops
+
+
 def activation_of(e: Expr) -> tuple[str, Expr] | None:
     """(nl activation, its operand) when `e` computes one activation of one subexpression."""
     if e.kind not in ("binary", "call", "unary"):
         return None
-    if sum(n.kind in ("binary", "call", "unary") for n in e.walk()) < 3:
+    sizes: dict[int, tuple[int, int, int]] = {}
+    _, loads, ops = _sizes(e, sizes)
+    if ops < 3 or not loads:
         return None  # a single op renders as itself
-    subtrees = sorted((n for n in e.walk()[1:] if any(m.kind == "load" for m in n.walk())),
-                      key=lambda n: -len(n.walk()))  # fmt: skip
-    tried: set[str] = set()
+    # the operand reads an input, and its copies hold every load of `e` (so its loads divide
+    # theirs), largest first
+    subtrees = sorted((n for n in e.walk()[1:] if sizes[id(n)][1] and not loads % sizes[id(n)][1]),
+                      key=lambda n: -sizes[id(n)][0])  # fmt: skip
+    tried: list[Expr] = []
     for u in subtrees:
-        k = _key(u)
-        if k in tried:
+        if any(u == t for t in tried):
             continue
-        tried.add(k)
-        y = _evaluate(e, k, _SAMPLES)
+        tried.append(u)
+        y = _evaluate(e, u, _SAMPLES, sizes)
         if y is None or not np.isfinite(y).all():
             continue
         for name, f in _ACTIVATIONS.items():
@@ -308,7 +324,15 @@ def render(
                 f"reverse0={s0_left}, op1={fn}, operand1={go(s1)}, "
                 f"reverse1={s1_left})")  # fmt: skip
 
+    done: dict[int, str] = {}  # per node: a subexpression the renders below reach many times
+
     def go(n: Expr) -> str:
+        got = done.get(id(n))
+        if got is None:
+            got = done[id(n)] = _go(n)
+        return got
+
+    def _go(n: Expr) -> str:
         k = n.kind
         act = activation_of(n) if activations else None
         if act is not None:
