@@ -222,6 +222,7 @@ def _pair(
     """Two size sets from `scale` (`wide`: only that size scaled, the others from 8 up)."""
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
+    specialised = spec.specialised_sizes()
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
         start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
@@ -238,9 +239,10 @@ def _pair(
                 # size, then reads as that quotient, not as a small literal)
                 if a in cand and b in cand:
                     # (C in no tensor's shape, kept at its published value: q still differs
-                    # between the two sets, or `1 / sqrt(C / NH)` is one number at both)
-                    q = cand[a] if a in names else cand[a] + len(out) * step
-                    cand[a] = q * cand[b]
+                    # between the two sets, or `1 / sqrt(C / NH)` is one number at both; a
+                    # size the kernel is compiled for keeps its value)
+                    moved = a not in names and a not in specialised
+                    cand[a] = (cand[a] + len(out) * step if moved else cand[a]) * cand[b]
             got = _distinct(spec, cand, obey, avoid, step if derived else 0)
             if got is None:
                 continue
