@@ -488,6 +488,7 @@ int main() {
     cudaMemset(m, -10000.0f, n * sizeof(float));
     cudaCheck(cudaMemset(s, 0, n * sizeof(float)));
     if (n > 10) cudaMemset(x, 0, n * sizeof(float));
+    cudaMemset(x, 0, n / 2 * sizeof(float));
     running<<<(n + 255) / 256, 256>>>(m, s, x, n);
     return 0;
 }
@@ -497,13 +498,14 @@ int main() {
 def test_buffers_the_host_memsets_before_the_launch_are_filled_inputs(tmp_path: Path) -> None:
     """`cudaMemset(m, -10000.0f, bytes)` stores the int's low byte (0xF0) in every byte: m holds
     -5.96e29 (a flash attention's running max starts there); `cudaMemset(s, 0, ...)` inside
-    `cudaCheck(...)`: 0. A memset under an `if` may not have run: x stays a drawn input. The
+    `cudaCheck(...)`: 0. A memset under an `if` may not have run, one of half the buffer leaves
+    the rest as it was: x stays a drawn input. The
     inputs are those values wherever the task is run (check, scorer), and the lifted program
     has them as constants."""
     src = tmp_path / "fill.cu"
     src.write_text(MEMSET)
     tu = analyze_file(src)
-    assert tu.launch_sites[0].fills == {"m": "-10000.0f", "s": "0"}
+    assert tu.launch_sites[0].fills == {"m": "-10000.0f", "s": "0", "x": "0"}
     spec = infer_spec(tu, tu.global_kernels[0])
     assert {n: (d.dist, d.value) for n, d in spec.inputs.items()} == {
         "m": ("fill", pytest.approx(-5.965414e29, rel=1e-6)), "s": ("fill", 0.0)}  # fmt: skip

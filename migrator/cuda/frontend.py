@@ -605,6 +605,7 @@ def _launch_sites(
                 parts = [_substituted(x, sub) for x in parts]
                 args = [_substituted(x, sub) for x in args]
             cases = _case_bindings(parsed, n)
+            memsets = _memset_fills(parsed, f.node, n)
             site_values = {**values_here, **cases}
             used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
@@ -633,7 +634,8 @@ def _launch_sites(
                     host_values=used,
                     case_values={k: v for k, v in cases.items() if k in used},
                     requires=_host_requirements(parsed, f.node, n),
-                    fills=_memset_fills(parsed, f.node, n),
+                    fills={b: v for b, (v, _) in memsets.items()},
+                    fill_bytes={b: c for b, (_, c) in memsets.items()},
                     span=parsed.span(n),
                 )
                 for name in names or [name]
@@ -694,10 +696,11 @@ def _pointed_kernels(
     return out
 
 
-def _memset_fills(parsed: ParsedSource, fn: Node, at: Node) -> dict[str, str]:
+def _memset_fills(parsed: ParsedSource, fn: Node, at: Node) -> dict[str, tuple[str, str]]:
     """`cudaMemset(l, 0, bytes)` (or its Async form, inside a `cudaCheck(...)` or not) in a
-    statement that always runs before the launch `at`: {"l": "0"}; the last one per buffer."""
-    out: dict[str, str] = {}
+    statement that always runs before the launch `at`: {"l": ("0", "bytes")}; the last one per
+    buffer."""
+    out: dict[str, tuple[str, str]] = {}
     for n in _walk_in_order(fn):
         if n.type != "call_expression" or n.end_byte > at.start_byte:
             continue
@@ -713,7 +716,8 @@ def _memset_fills(parsed: ParsedSource, fn: Node, at: Node) -> dict[str, str]:
             continue
         name = re.sub(r"^\(\s*void\s*\*\s*\)\s*", "", parsed.text(items[0]).strip())
         if re.fullmatch(r"[A-Za-z_]\w*", name):
-            out[name] = " ".join(parsed.text(items[1]).split())
+            out[name] = (" ".join(parsed.text(items[1]).split()),
+                         " ".join(parsed.text(items[2]).split()))  # fmt: skip
     return out
 
 

@@ -272,6 +272,7 @@ class LaunchSite(_Node):
     # `cudaMemset(m, -10000.0f, n)` always run before the launch: host name -> the value
     # argument as written (memset stores its low byte in every byte)
     fills: dict[str, str] = Field(default_factory=dict)
+    fill_bytes: dict[str, str] = Field(default_factory=dict)  # ... and the byte count
     span: Span
 
 

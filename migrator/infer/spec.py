@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -303,7 +304,7 @@ def infer_spec(
             _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
                           DEFAULT_ELEMENTS)  # fmt: skip
     _label_ranges(k, data)
-    _memset_inputs(k, site, data)
+    _memset_inputs(k, site, data, resolve)
     try:
         spec = TaskSpec.model_validate(data)
     except ValueError as e:  # (pydantic's ValidationError): a task we could not make consistent
@@ -463,15 +464,33 @@ def _measured(
     raise first  # type: ignore[misc]
 
 
-def _memset_inputs(k: Kernel, site: LaunchSite, data: dict[str, Any]) -> None:
-    """Inputs the host sets with `cudaMemset` before the launch (`LaunchSite.fills`) hold that
-    value in every element: `dist = "fill"`. A running max set with `cudaMemset(m, -10000.0f,
-    n)` holds the byte 0xF0 in every byte (memset takes an int and stores its low byte), the
-    float -5.96e29; the kernel computes with that, so the task does too."""
+def _memset_inputs(
+    k: Kernel, site: LaunchSite, data: dict[str, Any], resolve: Callable[[str], str]
+) -> None:
+    """Inputs the host sets with `cudaMemset` before the launch (`LaunchSite.fills`), all of
+    their bytes at every size set, hold that value in every element: `dist = "fill"`. A
+    running max set with `cudaMemset(m, -10000.0f, n)` holds the byte 0xF0 in every byte
+    (memset takes an int and stores its low byte), the float -5.96e29; the kernel computes with
+    that, so the task does too."""
+    from migrator.contract import SpecError, eval_expr, np_dtype
+
     host_of = {p.name: a.strip() for p, a in zip(k.params, site.args, strict=False)}
+    sets = [data["sizes"], *({**data["sizes"], **s} for s in data["size_sets"])]
     for t in data["tensors"]:
-        written = site.fills.get(host_of.get(t["param"], ""))
+        host = host_of.get(t["param"], "")
+        written = site.fills.get(host)
         if t["role"] not in ("in", "inout") or written is None:
+            continue
+        item = np_dtype(t["dtype"]).itemsize
+        try:  # (a memset of part of the buffer leaves the rest as it was: no fill)
+            whole = all(
+                int(eval_expr(resolve(site.fill_bytes.get(host, "")), sset))
+                == item * math.prod(int(eval_expr(str(d), sset)) for d in t["shape"])
+                for sset in sets
+            )
+        except (SpecError, InferenceError, ArithmeticError, ValueError, KeyError, TypeError):
+            whole = False
+        if not whole:
             continue
         value = fill_value(written, t["dtype"])
         if value is not None:
