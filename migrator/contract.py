@@ -336,14 +336,25 @@ class TaskSpec(_Frozen):
         that sizes an output of partial sums; `NH` of `[B * NH * T, T]` rows, where the kernel
         scales by `1 / sqrt(C / NH)`. The NKI kernel cannot read it from a shape, so it is
         passed by keyword with the size set's value, as value scalars are."""
-        dims = {str(d).replace(" ", "") for t in self.inputs_in_order for d in t.shape}
-
-        def readable(n: str) -> bool:
-            return any(d == n or re.fullmatch(rf"\d+\*{re.escape(n)}|{re.escape(n)}\*\d+", d)
-                       for d in dims)  # fmt: skip
-
         return [s for s in self.scalars if s.size is not None and str(s.size) in self.sizes
-                and not readable(str(s.size))]  # fmt: skip
+                and self.size_in_shapes(str(s.size)) is None]  # fmt: skip
+
+    def size_in_shapes(self, name: str) -> tuple[TensorSpec, int, int] | None:
+        """Where an input's shape holds size `name`: (tensor, axis, k) for a dimension that is
+        the size (k = 1), else the first that is a whole multiple of it (`2 * C`: k = 2); None
+        where none does (the NKI kernel then cannot read it from a shape)."""
+        for t in self.inputs_in_order:
+            for d, dim in enumerate(t.shape):
+                if str(dim).replace(" ", "") == name:
+                    return t, d, 1
+        n = re.escape(name)
+        for t in self.inputs_in_order:
+            for d, dim in enumerate(t.shape):
+                text = str(dim).replace(" ", "")
+                m = re.fullmatch(rf"(\d+)\*{n}", text) or re.fullmatch(rf"{n}\*(\d+)", text)
+                if m:
+                    return t, d, int(m.group(1))
+        return None
 
     @property
     def keyword_scalars(self) -> list[ScalarSpec]:

@@ -279,17 +279,11 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
 def _size_from_shapes(name: str, spec: TaskSpec) -> str | None:
     """How the NKI kernel reads size `name` from its inputs' shapes: a dimension that is the
     size (`x.shape[1]`), else one that is a multiple of it (`2 * C`: `x.shape[1] // 2`)."""
-    for t in spec.inputs_in_order:
-        if name in t.shape:
-            return f"{t.name}.shape[{t.shape.index(name)}]"
-    for t in spec.inputs_in_order:
-        for d, dim in enumerate(t.shape):
-            text = str(dim).replace(" ", "")
-            n = re.escape(name)
-            m = re.fullmatch(rf"(\d+)\*{n}", text) or re.fullmatch(rf"{n}\*(\d+)", text)
-            if m:
-                return f"{t.name}.shape[{d}] // {m.group(1)}"
-    return None
+    found = spec.size_in_shapes(name)
+    if found is None:
+        return None
+    t, d, k = found
+    return f"{t.name}.shape[{d}]" + (f" // {k}" if k != 1 else "")
 
 
 def note(span: Span, what: str) -> str:

@@ -605,18 +605,16 @@ def _launch_sites(
                 parts = [_substituted(x, sub) for x in parts]
                 args = [_substituted(x, sub) for x in args]
             cases = _case_bindings(parsed, n)
-            memsets = _memset_fills(parsed, f.node, n)
+            memsets = _memset_fills(parsed, n, defining)
             site_values = {**values_here, **cases}
             used = _dependencies(parsed, cfg, site_values)
             if args_node is not None:  # sizes passed as arguments are host-side sizes too
                 used |= _dependencies(parsed, args_node, site_values)
                 used = dict(sorted(used.items()))
             if tags is not None:  # (the names the substituted tag brought in)
-                used = dict(sorted({**{w: site_values[w] for x in [*parts, *args]
-                                       for w in re.findall(r"[A-Za-z_]\w*", x)
-                                       if w in site_values},
-                                    **{k: v for k, v in used.items()
-                                       if not v.startswith(tuple(sub))}}.items()))  # fmt: skip
+                used |= {w: site_values[w] for x in [*parts, *args]
+                         for w in re.findall(r"[A-Za-z_]\w*", x) if w in site_values}  # fmt: skip
+                used = dict(sorted(used.items()))
             sites.extend(
                 LaunchSite(
                     kernel=name,
@@ -696,12 +694,12 @@ def _pointed_kernels(
     return out
 
 
-def _memset_fills(parsed: ParsedSource, fn: Node, at: Node) -> dict[str, tuple[str, str]]:
+def _memset_fills(parsed: ParsedSource, at: Node, nodes: list[Node]) -> dict[str, tuple[str, str]]:
     """`cudaMemset(l, 0, bytes)` (or its Async form, inside a `cudaCheck(...)` or not) in a
     statement that always runs before the launch `at`: {"l": ("0", "bytes")}; the last one per
-    buffer."""
+    buffer. `nodes`: the host function's calls (among others) in source order."""
     out: dict[str, tuple[str, str]] = {}
-    for n in _walk_in_order(fn):
+    for n in nodes:
         if n.type != "call_expression" or n.end_byte > at.start_byte:
             continue
         callee = n.child_by_field_name("function")

@@ -16,6 +16,7 @@ from migrator.contract import (
     divisor_pairs,
     eval_expr,
     is_float,
+    np_dtype,
     paired_sizes,
     py_name,
 )
@@ -472,9 +473,7 @@ def _memset_inputs(
     running max set with `cudaMemset(m, -10000.0f, n)` holds the byte 0xF0 in every byte
     (memset takes an int and stores its low byte), the float -5.96e29; the kernel computes with
     that, so the task does too."""
-    from migrator.contract import SpecError, eval_expr, np_dtype
-
-    host_of = {p.name: a.strip() for p, a in zip(k.params, site.args, strict=False)}
+    host_of = {p: a.strip() for p, a in site_arguments(k, site).items()}
     sets = [data["sizes"], *({**data["sizes"], **s} for s in data["size_sets"])]
     for t in data["tensors"]:
         host = host_of.get(t["param"], "")
@@ -500,8 +499,6 @@ def _memset_inputs(
 def fill_value(text: str, dtype: str) -> float | None:
     """What every element of a `dtype` buffer holds after `cudaMemset(p, text, n)`, or None
     where `text` is no literal (or the result is no finite number)."""
-    from migrator.contract import np_dtype
-
     m = re.fullmatch(r"\(?\s*([-+]?(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))"
                      r"[fFuUlL]*\s*\)?", text.strip())  # fmt: skip
     if m is None:

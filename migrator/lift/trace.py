@@ -53,8 +53,9 @@ def trace_inputs(spec: TaskSpec, sizes: Mapping[str, int], seed: int) -> dict[st
     off the elements whose index value occurs once."""
     ins = make_inputs(spec, sizes, seed)
     rng = np.random.default_rng(seed + 1)
+    filled = fills(spec)
     for t in spec.inputs_in_order:
-        if _is_float(t.dtype) or t.name not in ins or t.name in fills(spec):
+        if _is_float(t.dtype) or t.name not in ins or t.name in filled:
             continue
         arr = ins[t.name]
         if arr.size < 2:
@@ -80,6 +81,7 @@ def trace_run(
     of `blocks` only (the others' elements stay unwritten: NaN in `out` tensors)."""
     sz = dict(sizes)
     ins = trace_inputs(spec, sz, seed)
+    filled = fills(spec)
     args: dict[str, Any] = {}
     shapes: dict[str, tuple[int, ...]] = {}
     ints: set[str] = set()
@@ -96,8 +98,8 @@ def trace_run(
         if t.role == "out":
             args[t.cuda_param] = np.full(shape, np.nan, dtype=object)
             continue
-        if t.name in fills(spec):  # set by the host before the launch: a constant, no input
-            args[t.cuda_param] = np.full(shape, float(fills(spec)[t.name]), dtype=object)
+        if t.name in filled:  # set by the host before the launch: a constant, no input
+            args[t.cuda_param] = np.full(shape, filled[t.name], dtype=object)
             continue
         vals = np.asarray(ins[t.name], dtype=np.float64).reshape(-1)
         leaves = np.empty(vals.size, dtype=object)
