@@ -40,13 +40,17 @@ MAX_VALUE_DIM = 512  # one PSUM bank holds a query tile's [128, Dv] fp32 output
 
 
 def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) < 2:
+    most = max(len(a.vars) for a in program.assigns)
+    mains = [a for a in program.assigns if len(a.vars) == most]
+    if most < 2:
         raise _NoFit("the output is not a matrix (or a batch of them)")
+    if len(mains) != 1:
+        raise _NoFit("more than one output")
+    a = mains[0]
     *batch, i, j = a.vars
     m = _match(_per_matrix(a.expr, batch), i, j)
+    # outputs beside O: the row max and the softmax's row sum (a flash kernel's m and l)
+    stats = {x.tensor: _row_stat(x, batch, i, m) for x in program.assigns if x is not a}
     p = _bind(tu, k, spec, "attention", "lifted")
     q_t, k_t, v_t = (_tensor(p, m[n]) for n in ("q", "k", "v"))
     out = _tensor(p, a.tensor)
@@ -94,11 +98,26 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
     views = []  # each tensor as [batch entries, rows, cols], one (batch, head) pair per entry
 
     def at(t: Any, var: str) -> str:
-        if not nb:
+        if not nb and len(t.shape) == 2:
             return var
-        views.append({"var": f"{var}_h", "expr": f"{var}.reshape(({batched}, "
-                      f"{t.shape[nb]}, {t.shape[nb + 1]}))"})  # fmt: skip
+        cols = t.shape[nb + 1] if len(t.shape) == nb + 2 else 1  # (a row statistic: one)
+        lead = f"{batched}, " if nb else ""
+        views.append({"var": f"{var}_h", "expr": f"{var}.reshape(({lead}"
+                      f"{t.shape[nb]}, {cols}))"})  # fmt: skip
         return f"{var}_h"
+
+    stat_out = {}
+    for name, what in stats.items():
+        t = _tensor(p, name)
+        _float32_only((t,), "attention is")
+        if len(t.shape) != nb + 1 or t.shape[:nb] != out.shape[:nb] or \
+                str(t.shape[nb]) != str(queries):  # fmt: skip
+            raise _NoFit(f"{name} is not one value per query row")
+        stat_out[what] = at(t, t.var)
+    if stat_out:
+        p.notes["stats"] = note(k.span, "the row max and the row sum of exp(s - max) stored "
+                                "beside the output (" + ", ".join(
+                                    f"{n}: {w}" for n, w in stats.items()) + ")")  # fmt: skip
 
     p.fields.update({
         "q": at(q_t, q_t.name), "k": at(k_t, k_t.name), "v": at(v_t, v_t.name),
@@ -107,6 +126,7 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
         "q_transposed": m["q_transposed"], "k_transposed": m["k_transposed"],
         "query_len": queries, "key_len": keys, "head": head, "value_dim": v_t.shape[nb + 1],
         "scale": scale, "causal": m["causal"], "uses_isa": True,
+        "row_max": stat_out.get("row max"), "row_sum": stat_out.get("row sum"),
         "summary": _clip(a.render(), 200),
         "constant_notes": {"P_TILE": "queries per tile; keys per transposed block",
                            "KEY_TILE": "keys per score matmul (one PSUM bank of fp32)",
@@ -226,8 +246,22 @@ def _match(e: Expr, i: str, j: str) -> dict[str, Any]:
         raise _NoFit("the key reductions run over different ranges")
     causal, extent = ranges.pop()
     out = _score(score, i, t)
-    out.update(causal=causal, t_extent=extent, v=vs[0].tensor)
+    out.update(causal=causal, t_extent=extent, v=vs[0].tensor, row_max=mx, row_sum=den)
     return out
+
+
+def _row_stat(x: Any, batch: list[str], i: str, m: dict[str, Any]) -> str:
+    """What an output beside the attention's stores per query row: "row max" (the scores'
+    max over the keys) or "row sum" (the sum of exp(score - max)), as the attention's own
+    reductions are; _NoFit for anything else."""
+    if len(x.vars) != len(batch) + 1:
+        raise _NoFit(f"{x.tensor} is neither the output nor one value per query row")
+    body = _per_matrix(_rename(x.expr, dict(zip(x.vars, [*batch, i], strict=True)), [0]), batch)
+    for what in ("row max", "row sum"):
+        if _same(body, i, m[what.replace(" ", "_")], i):
+            return what
+    raise _NoFit(f"{x.tensor} = {_clip(x.expr.render(), 60)} is neither the row max nor the "
+                 "row sum of the attention's probabilities")  # fmt: skip
 
 
 def _score(score: Expr, i: str, t: str) -> dict[str, Any]:

@@ -335,6 +335,10 @@ def measure_extents(
     tiles = grid_tiles(data, launch_only)
     if tiles and _tiles_affordable(data, tiles, launch_only):
         attempts.append((TILE_MULTIPLES, 1, tiles))  # before four times the sizes: cheaper
+    elif (counts := count_tiles(data, launch_only)) and _tiles_affordable(
+        data, counts, launch_only
+    ):
+        attempts.append((TILE_MULTIPLES, 1, counts))
     if len(free) <= 3:
         attempts.append((small, 4, None))
         threads = _threads(data)
@@ -418,6 +422,7 @@ def _measure_tied(
 
 
 TILE_MULTIPLES = (1, 2)  # sizes measured at these multiples of their tiles
+UNTILED_BESIDE = (2, 3, 5)  # sizes beside tiled ones (`count_tiles`): primes tell products apart
 
 
 def _tiles_affordable(data: dict[str, Any], tiles: dict[str, int], launch_only: set[str]) -> bool:
@@ -427,6 +432,7 @@ def _tiles_affordable(data: dict[str, Any], tiles: dict[str, int], launch_only: 
 
     sz = {n: data["sizes"][n] for n in launch_only}
     sz.update({n: max(TILE_MULTIPLES) * t for n, t in tiles.items()})
+    sz.update({n: max(UNTILED_BESIDE) for n in data["sizes"] if n not in sz})
     try:
         return all(
             math.prod(int(eval_expr(d, sz)) for d in t["shape"]) <= PROBE_ELEMS
@@ -444,6 +450,25 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
     `ceil_div(N, BN)`, `N / block_size`: 128, BN, block_size's value). A free size the grid
     does not divide (a GEMM's K) gets the tiles' least common multiple, at most UNTILED; {}
     when the grid divides no size."""
+    free = [n for n in data["sizes"] if n not in launch_only]
+    found = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
+    if not found:
+        return {}
+    rest = min(math.lcm(*found.values()), UNTILED)
+    return {n: found.get(n, rest) for n in free}
+
+
+def count_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
+    """The tile of each size whose tile count the kernel is passed (`Tc = ceil_div(N, Bc)`
+    with Bc a constant of the launch: a flash-attention kernel loads whole tiles of Bc rows,
+    past N where N % Bc != 0); only those sizes, the others are not tiled."""
+    exprs = [str(sc["size"]) for sc in data["scalars"] if "size" in sc]
+    return _divided(exprs, data, launch_only)
+
+
+def _divided(exprs: list[str], data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
+    """Sizes the expressions divide by a constant of the launch (`(N + 127) / 128`,
+    `ceil_div(N, BN)`), each with the least common multiple of its divisors."""
     import ast
 
     from migrator.contract import SpecError, eval_expr
@@ -467,9 +492,9 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
             if t > 1:
                 found[n] = math.lcm(found.get(n, 1), t)
 
-    for g in data["launch"]["grid"]:
+    for g in exprs:
         try:
-            tree = ast.parse(str(g), mode="eval")
+            tree = ast.parse(g, mode="eval")
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -482,10 +507,7 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
                 and len(node.args) == 2
             ):
                 note(node.args[0], node.args[1])
-    if not found:
-        return {}
-    rest = min(math.lcm(*found.values()), UNTILED)
-    return {n: found.get(n, rest) for n in free}
+    return found
 
 
 def _short_of_product(
@@ -606,6 +628,9 @@ def _measure(
             rows = list(itertools.product((1, 2), repeat=len(free)))
             table = np.array([rows[j % len(rows)] for j in range(n_runs)], dtype=np.int64)
         table = table * np.array([tiles.get(n, 1) for n in free], dtype=np.int64)
+        for c, n in enumerate(free):
+            if n not in tiles:  # (count_tiles: sizes not tiled small, each run differing)
+                table[:, c] = rng.choice(UNTILED_BESIDE, size=n_runs)
     inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs

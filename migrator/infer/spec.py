@@ -138,7 +138,7 @@ def infer_spec(
             tensors.append({"name": py_name(p.name), "param": p.name, "role": "in",
                             "dtype": dtype, "shape": ["1"]})  # fmt: skip
             continue
-        shape = None if vector else _shape(k, p.name, bounds, ties)
+        shape = None if vector else _shape(k, p.name, bounds, ties, _dense_check(args, host))
         if shape is None:  # measured below, by running the kernel at a few sizes
             unshaped.append(p.name)
             shape = []
@@ -227,6 +227,12 @@ def infer_spec(
             sizes[n] = literal.get(n, cap)
             for sset in sets:
                 sset[n] = sizes[n]
+    for n in _tile_constants(scalars, literal) & set(sizes) - shaped:
+        # `const int Bc = 32;` and the kernel passed `ceil(N / Bc)`: a tile the kernel is
+        # written for (its shared tiles hold Bc rows), the same in every set, as the block
+        launch_only.add(n)
+        for sset in (sizes, *sets):
+            sset[n] = literal[n]
     tensors.sort(key=lambda t: ROLE_ORDER[t["role"]])  # inputs first, as the contract calls them
     # `k<block_size><<<grid, block_size>>>`: a launch-only size, the same in every size set,
     # is the constant the kernel is compiled for
@@ -274,7 +280,9 @@ def infer_spec(
         _cap_elements(tensors, sizes, launch_only | in_block)
         _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
         _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
-        short = [p for p in too_small_shapes(parsed, data) if p not in unshaped]
+        short = [p for p in too_small_shapes(parsed, _checked_at(data, launch_only | in_block,
+                                                                  relations))
+                 if p not in unshaped]  # fmt: skip
         if short:
             for p in short:
                 next(t for t in tensors if t["param"] == p)["shape"] = []
@@ -463,6 +471,46 @@ def _measured(
                 del sset[v]
     del data["inputs"]
     raise first  # type: ignore[misc]
+
+
+CHECK_ELEMENTS = 1 << 16  # the run that checks shapes read from indices: tensors this large
+
+
+def _checked_at(data: dict[str, Any], keep: set[str], relations: list[str]) -> dict[str, Any]:
+    """`data` at sizes for the run that checks the shapes: the defaults made smaller (an
+    attention at its defaults costs that run seconds), in whole tiles where the kernel
+    assumes them (`T % 32 == 0`), never below 8 (tiny sizes would accuse tiled kernels)."""
+    sizes = dict(data["sizes"])
+    _cap_elements(data["tensors"], sizes, keep, CHECK_ELEMENTS)
+    for r in relations:
+        if (m := re.fullmatch(r"(\w+) % (\d+) == 0", r)) and m.group(1) in sizes:
+            t = int(m.group(2))
+            sizes[m.group(1)] = max(t, round(sizes[m.group(1)] / t) * t)
+    return {**data, "sizes": sizes}
+
+
+def _tile_constants(scalars: list[dict[str, Any]], literal: dict[str, int]) -> set[str]:
+    """Host constants that divide a size into the tile count a kernel is passed (`Bc` of
+    `Tc = ceil_div(N, Bc)`)."""
+    import ast
+
+    found: set[str] = set()
+    for sc in scalars:
+        try:
+            tree = ast.parse(str(sc.get("size", "")), mode="eval")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("ceil_div", "round_up")
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Name)
+                and node.args[1].id in literal
+            ):
+                found.add(node.args[1].id)
+    return found
 
 
 def _memset_inputs(
@@ -797,6 +845,10 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
             if n in sset and low in sset and sset[n] < sset[low]:
                 sset[n] = sset[low] + (sset[n] if sset[n] < sset[low] // 2 else 0)
         seen.append(sset)
+    for n, t in tiles.items():
+        # one tile in every set: the last takes two (a loop over the tiles runs twice there)
+        if len(seen) > 1 and all(sset.get(n) == t for sset in seen) and n not in ties:
+            seen[-1][n] = 2 * t
     data["size_sets"] = [s for i, s in enumerate(seen[1:]) if s not in seen[: i + 1]]
     data["relations"] = relations
 
@@ -1045,9 +1097,51 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
     return out
 
 
-def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[str] | None:
+def _dense_check(
+    args: dict[str, str], host: _Host
+) -> Callable[[list[tuple[poly.Poly, str]]], bool]:
+    """Whether pieces (stride in the kernel's names, extent in the host's) nest as a dense
+    row-major tensor: each stride the next inner one times that one's extent, at two
+    assignments of the sizes. `k + bh * T * D + tile * bc * D` with `k < bc * D`,
+    `tile < ceil(T / bc)`, `bh < BH` is not [tiles, BH, bc * D] (bh's stride is T * D, not
+    bc * D): such an index is measured instead. Unknown where a text cannot be evaluated."""
+
+    def text(p: poly.Poly) -> str:
+        out = poly.render(p)
+        for param, arg in args.items():
+            out = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", out)
+        return _clean(out)
+
+    def dense(pieces: list[tuple[poly.Poly, str]]) -> bool:
+        for (outer, _), (inner, extent) in zip(pieces, pieces[1:], strict=False):
+            if len(outer) == 1 and len(poly.symbols(outer)) == 1:
+                continue  # `ld * row`: a leading dimension, tied to the row's extent
+            exprs = (text(outer), f"({text(inner)}) * ({extent})")
+            names = {n for e in exprs for n in re.findall(r"[A-Za-z_][\w.]*", e)}
+            names -= _FORMULA_FUNCTIONS
+            for j in (0, 1):
+                env = {n: 7 + 4 * i + 13 * j for i, n in enumerate(sorted(names))}
+                try:
+                    a, b = (eval_expr(e, env) for e in exprs)
+                except (SpecError, ArithmeticError, TypeError, ValueError, SyntaxError):
+                    return True
+                if a != b:
+                    return False
+        return True
+
+    return dense
+
+
+def _shape(
+    k: Kernel,
+    param: str,
+    bounds: Bounds,
+    ties: dict[str, str],
+    dense: Callable[[list[tuple[poly.Poly, str]]], bool] = lambda pieces: True,
+) -> list[str] | None:
     """Extents of a tensor; a leading-dimension parameter used as a row stride is recorded in
-    `ties` as equal to the row's extent (the contract's tensors are dense)."""
+    `ties` as equal to the row's extent (the contract's tensors are dense); an index whose
+    strides do not nest densely (`dense`) shows no shape."""
     best: list[str] | None = None
     for a in k.accesses:
         if a.array != param or a.space != "global" or not a.indices[0].affine:
@@ -1063,6 +1157,8 @@ def _shape(k: Kernel, param: str, bounds: Bounds, ties: dict[str, str]) -> list[
         if found is None:  # (the run at the default sizes checks what this leaves out)
             continue
         dims, pieces = found
+        if not dense(pieces):
+            continue
         if len(pieces) == 2:
             (outer, _), (inner, inner_limit) = pieces
             syms = poly.symbols(outer)

@@ -46,7 +46,9 @@ _OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 MAX_NODES = 5000  # program nodes one fit may build (Fitter.node)
 MAX_CANON_WORK = 2_000_000  # operands one Canonicaliser may copy (100x a real GEMM or norm)
 MAX_KEY_SIZE = 1_000_000  # characters plus input elements of one expression's structure key
-_IDENTITY_LIMIT = 1e30  # a max starting from -1e30 / -FLT_MAX / -INFINITY: no operand
+# a max starting from -1e30 / -FLT_MAX / -INFINITY, or from what `cudaMemset(m, -10000.0f, n)`
+# leaves (0xF0 bytes: -5.97e29): no operand (no value the tasks draw comes near)
+_IDENTITY_LIMIT = 1e20
 
 
 # --- 1. canonical trees ------------------------------------------------------------------------
@@ -273,12 +275,19 @@ class Canonicaliser:
         consts = [c[1] for c in flat if c[0] == "c"]
         rest = [c for c in flat if c[0] != "c"]
         if tag == "sum":
-            c = math.fsum(consts)
+            c = math.fsum(consts) if all(map(math.isfinite, consts)) else sum(consts)
+            if math.isinf(c):
+                # `s = -INFINITY` for a masked key, then `exp(s - m)`: -inf whatever the finite
+                # terms beside it (the program is verified numerically all the same)
+                return ("c", c)
             if c != 0 or not rest:
                 rest.append(("c", c))
         elif tag == "prod":
             c = math.prod(consts)
-            if c == 0:
+            if c == 0 or (c != c and 0.0 in consts):
+                # (0 times a NaN: a poison load past a buffer, read at sizes the kernel's
+                # relations rule out, weighted by a masked key's exp(-inf); the fit takes it as
+                # 0, and verification at sizes that obey the relations decides)
                 return ("c", 0.0)
             if any(x[0] == "exp" for x in rest):
                 spread = self._exp_product(rest, c, rows)

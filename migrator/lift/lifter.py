@@ -554,7 +554,12 @@ def _fit_trace(
             return False
         finite = np.abs(want[np.isfinite(want)])  # (a masked score's -inf sets no scale)
         scale = max(1.0, float(finite.max())) if finite.size else 1.0
-        return bool(np.allclose(got, want, rtol=1e-4, atol=1e-6 * scale, equal_nan=True))
+        # a NaN traced (poison: a load past a buffer at sizes the relations rule out, times a
+        # masked key's 0) tells nothing here; verification at sizes that obey them decides
+        told = ~np.isnan(want)
+        return bool(told.any()) and bool(
+            np.allclose(got[told], want[told], rtol=1e-4, atol=1e-6 * scale)
+        )
 
     for name, values in tr.outputs.items():
         if name in tr.int_tensors:

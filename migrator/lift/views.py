@@ -370,7 +370,7 @@ def _chain(
     """The mixed radix of the flat output coordinate: its digits' extents, innermost first (the
     levels its uses divide it by: `i % d`, `(i // d) % T`, `i // (NH * T * d)`, or `i // T`
     beside `i // (T * T)`), and each use as digits times multipliers; None unless every use is
-    such, with three digits or more."""
+    such, with two digits or more (`_nd_views` asks one output for three)."""
     var = a.vars[0]
     forms: set[tuple[str, str]] = set()
     for m in index_maps(a.expr):
@@ -395,7 +395,7 @@ def _chain(
     top = _times(out, order[-1], -1)
     if top:
         radices.append(top)
-    if len(radices) < 3 or not all(_whole(r, sets) for r in radices):
+    if len(radices) < 2 or not all(_whole(r, sets) for r in radices):
         return None
     at = {_key(c): k for k, c in enumerate(order)}
     uses: dict[tuple[str, str], list[tuple[int, Powers]]] = {}
@@ -538,15 +538,26 @@ def _nd_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | No
 
     for a in program.assigns:
         out = flat(a.tensor)
-        got = _chain(a, out, sets) if out is not None and len(a.vars) == 1 else None
-        if got is None:
-            return None
-        radices, uses = got
-        names = [f"i{len(radices) - 1 - k}" for k in range(len(radices))]  # i0 outermost
-        body = _resplit(a.expr, a.vars[0], names, uses)
-        if body is None:
-            return None
-        digits = {n: r for n, r in zip(reversed(names), reversed(radices), strict=True)}
+        own = shapes.get(a.tensor, [])
+        if out is None and len(a.vars) == len(own) > 1:
+            # an output N-D already (`o[b, t, d]`): its axes are the digits; only the flat
+            # tensors it reads (`k[(T * D) * b + D * t + d]`) take views
+            dims = [_powers(d) for d in own]
+            if any(d is None for d in dims):
+                return None
+            digits = dict(zip(a.vars, dims, strict=True))  # type: ignore[arg-type]
+            body = a.expr
+        else:
+            got = _chain(a, out, sets) if out is not None and len(a.vars) == 1 else None
+            if got is None:
+                return None
+            radices, uses = got
+            names = [f"i{len(radices) - 1 - k}" for k in range(len(radices))]  # i0 outermost
+            resplit = _resplit(a.expr, a.vars[0], names, uses)
+            if resplit is None:
+                return None
+            body = resplit
+            digits = {n: r for n, r in zip(reversed(names), reversed(radices), strict=True)}
         extents = _extents(body, digits)
         failed = False
 
@@ -565,8 +576,8 @@ def _nd_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | No
         if failed or new_shapes.setdefault(a.tensor, out_dims) != out_dims:
             return None
         assigns.append(Assign(tensor=a.tensor, vars=list(digits), expr=body))
-    if not assigns:
-        return None
+    if not assigns or max(len(a.vars) for a in assigns) < 3:
+        return None  # (2-D views are `_two_d_views`')
     tensors = [t.model_copy(update={"shape": new_shapes[t.name]}) if t.name in new_shapes else t
                for t in spec.tensors]  # fmt: skip
     return Program(assigns=assigns), spec.model_copy(update={"tensors": tensors})

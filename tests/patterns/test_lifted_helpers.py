@@ -74,3 +74,29 @@ def test_an_nd_output_is_seen_as_rows_of_its_last_axis() -> None:
                          if len(v[0].assigns[0].vars) == 2]  # fmt: skip
     assert view.render() == "o[i, j] = sum_{q < (i % T) + 1} (a[i, q] * d[i, q])"
     assert [t.shape for t in vspec.tensors] == [["BH * T", "T"]] * 3
+
+
+def test_flat_tensors_take_the_views_of_an_nd_output_and_a_two_digit_one() -> None:
+    """`o[i, j, l]` over `[BH, T, D]` already reads a flat `k` at `(T * D) * i + D * t + l`:
+    k is seen as `[BH, T, D]`; a flat `s[n]` beside it, its n split once (`n // T`,
+    `n % T`), is `[BH, T]` (two digits, where the program has a three-digit output)."""
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"}, "sizes": {"BH": 3, "T": 5, "D": 4},
+        "tensors": [{"name": "k", "role": "in", "shape": ["BH * T * D"]},
+                    {"name": "q", "role": "in", "shape": ["BH", "T", "D"]},
+                    {"name": "o", "role": "out", "shape": ["BH", "T", "D"]},
+                    {"name": "s", "role": "out", "shape": ["BH * T"]}],
+        "launch": {"grid": [1], "block": [1]},
+    })  # fmt: skip
+    at = IndexMap(terms=[Term(coef="T * D", var="i"), Term(coef="D", var="t"),
+                         Term(coef=1, var="l")])  # fmt: skip
+    body = Expr(kind="op", op="*", args=[_load("k", at), _load("q", _v("i"), _v("j"), _v("l"))])
+    o = Assign(tensor="o", vars=["i", "j", "l"],
+               expr=Expr(kind="reduce", op="sum", var="t", extent="T", args=[body]))  # fmt: skip
+    row = IndexMap(terms=[Term(coef="T * D", var="n", div="T"), Term(coef="D", var="n", mod="T")])
+    s = Assign(tensor="s", vars=["n"], expr=_load("k", row))
+    views = view_candidates(Program(assigns=[o, s]), spec)
+    (view, vspec), *_ = [v for v in views if len(v[0].assigns[1].vars) == 2]
+    assert view.render().splitlines() == [
+        "o[i, j, l] = sum_{t < T} (k[i, t, l] * q[i, j, l])", "s[i0, i1] = k[i0, i1, 0]"]
+    assert {t.name: t.shape for t in vspec.tensors}["k"] == ["BH", "T", "D"]
