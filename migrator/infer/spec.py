@@ -849,6 +849,8 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
         # one tile in every set: the last takes two (a loop over the tiles runs twice there)
         if len(seen) > 1 and all(sset.get(n) == t for sset in seen) and n not in ties:
             seen[-1][n] = 2 * t
+            for m, lead in ties.items():  # (`K == M`: still square)
+                seen[-1][m] = seen[-1][lead]
     data["size_sets"] = [s for i, s in enumerate(seen[1:]) if s not in seen[: i + 1]]
     data["relations"] = relations
 
