@@ -86,9 +86,7 @@ value = 0.0
 
 
 @pytest.mark.parametrize("api", ["legacy", "new"])
-def test_a_flash_forward_emits_attention_with_its_row_max_and_sum(
-    tmp_path: Path, api: str
-) -> None:
+def test_a_flash_forward_emits_attention_with_its_row_max_and_sum(tmp_path: Path, api: str) -> None:
     (tmp_path / "k.cu").write_text(KERNEL.read_text())
     (tmp_path / "k.toml").write_text(SPEC)
     (k,) = migrate(tmp_path / "k.cu", out_dir=tmp_path / api, nki_api=api).kernels

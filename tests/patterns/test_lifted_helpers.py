@@ -98,5 +98,7 @@ def test_flat_tensors_take_the_views_of_an_nd_output_and_a_two_digit_one() -> No
     views = view_candidates(Program(assigns=[o, s]), spec)
     (view, vspec), *_ = [v for v in views if len(v[0].assigns[1].vars) == 2]
     assert view.render().splitlines() == [
-        "o[i, j, l] = sum_{t < T} (k[i, t, l] * q[i, j, l])", "s[i0, i1] = k[i0, i1, 0]"]
+        "o[i, j, l] = sum_{t < T} (k[i, t, l] * q[i, j, l])",
+        "s[i0, i1] = k[i0, i1, 0]",
+    ]
     assert {t.name: t.shape for t in vspec.tensors}["k"] == ["BH", "T", "D"]
