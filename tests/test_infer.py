@@ -1065,3 +1065,45 @@ def test_a_tile_count_passed_to_the_kernel_measures_whole_tiles() -> None:
     assert shapes["q"] == ["BH", "T", "D"] and shapes["row_max"] == ["BH", "T"]
     assert shapes["k"] == shapes["v"] == ["BH * D * T"]
     assert spec.inputs["row_max"].dist == "fill"
+
+
+TORCH_RUNNING = """#include <torch/types.h>
+__global__ void running(const float* x, float* m, float* s, float* o, int T) {
+    int row = blockIdx.x * gridDim.y + blockIdx.y;
+    int t = threadIdx.x;
+    if (t < T) {
+        m[row * T + t] = fmaxf(m[row * T + t], x[row * T + t]);
+        s[row * T + t] = s[row * T + t] + x[row * T + t];
+        o[row * T + t] = o[row * T + t] * x[row * T + t];
+    }
+}
+torch::Tensor forward(torch::Tensor x) {
+    const int B = x.size(0); const int nh = x.size(1); const int T = x.size(2);
+    auto m = torch::full({B, nh, T}, -INFINITY);
+    auto s = (torch::zeros({B, nh, T})).to(x.device());
+    auto o = torch::ones_like(x);
+    dim3 grid(B, nh);
+    running<<<grid, T>>>(x.data_ptr<float>(), m.data_ptr<float>(), s.data_ptr<float>(),
+                         o.data_ptr<float>(), T);
+    return o;
+}
+"""
+
+
+def test_tensors_a_torch_binding_makes_with_a_value_are_filled_inputs(tmp_path: Path) -> None:
+    """`torch::full(shape, -INFINITY)`, `torch::zeros(...)` then `.to(device)` and
+    `torch::ones_like(x)`, passed whole (`m.data_ptr<float>()`), hold that value in every
+    element; `nh = x.size(1)`, used only by the grid, stays a size of its own (it was read as
+    the text `x.size(1)`)."""
+    src = tmp_path / "running.cu"
+    src.write_text(TORCH_RUNNING)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert "nh" in spec.sizes and [str(g) for g in spec.launch.grid] == ["B", "nh"]
+    assert {n: (d.dist, d.value) for n, d in spec.inputs.items()} == {
+        "m": ("fill", -math.inf), "s": ("fill", 0.0), "o": ("fill", 1.0)}  # fmt: skip
+    assert "value = -inf" in to_toml(spec)
+    lifted = lift_task(spec)
+    assert lifted.ok and lifted.program is not None
+    assert lifted.program.render().splitlines() == [
+        f"{n}[i, j, l] = x[i, j, l]" for n in ("m", "s", "o")]  # fmt: skip

@@ -169,10 +169,13 @@ def infer_spec(
     size_names -= set(ties) - {v for v in ties.values()}
     # a literal the kernel's arguments never name (`threads = 256`) is the launch as written
     unused = {n: v for n, v in literal.items() if n not in size_names}
-    host_params -= set(unused) | (chosen - size_names)
+    # a launch set under a branch is its values' text; one a tensor's size sets at run time
+    # (`nh = Q.size(1)`, used only by the grid) stays a size of its own
+    branched = {n for n in chosen - size_names if not _RUNTIME_SIZE.search(values[n])}
+    host_params -= set(unused) | branched
     launch_host = _Host(
         {**host.host, **{n: str(v) for n, v in unused.items()},
-         **{n: values[n] for n in chosen - size_names}},  # a launch set under a branch
+         **{n: values[n] for n in branched}},
         host.helpers, host.constants, host.params,
     )  # fmt: skip
     grid, block = launch_host.dim3(site.grid), launch_host.dim3(site.block)
@@ -525,6 +528,12 @@ def _memset_inputs(
     sets = [data["sizes"], *({**data["sizes"], **s} for s in data["size_sets"])]
     for t in data["tensors"]:
         host = host_of.get(t["param"], "")
+        made = _torch_fill(host, site.host_values)
+        if made is not None and t["role"] in ("in", "inout"):
+            # `l = torch::zeros({B, nh, N})`, `m = torch::full(..., -INFINITY)` passed as
+            # `l.data_ptr<float>()`: the whole tensor holds the value
+            data.setdefault("inputs", {})[t["name"]] = {"dist": "fill", "value": made}
+            continue
         written = site.fills.get(host)
         if t["role"] not in ("in", "inout") or written is None:
             continue
@@ -542,6 +551,60 @@ def _memset_inputs(
         value = fill_value(written, t["dtype"])
         if value is not None:
             data.setdefault("inputs", {})[t["name"]] = {"dist": "fill", "value": value}
+
+
+_DATA_PTR = re.compile(r"\(?\s*(\w+)\s*\.\s*data_ptr\s*(?:<[^<>]*>)?\s*\(\s*\)\s*\)?")
+_TORCH_FACTORY = re.compile(r"^\(?\s*(?:torch|at)::(zeros|ones|full)(?:_like)?\s*\(")
+
+
+def _torch_fill(arg: str, host_values: dict[str, str]) -> float | None:
+    """The value every element of a tensor the host made with `torch::zeros` / `ones` /
+    `full(shape, v)` (or their `_like` forms, then `.to(device)`) holds, where the launch
+    passes it whole (`x.data_ptr<float>()`); None otherwise."""
+    m = _DATA_PTR.fullmatch(arg)
+    text = host_values.get(m.group(1), "") if m else ""
+    made = _TORCH_FACTORY.match(text)
+    if made is None:
+        return None
+    args: list[str] = [""]  # the call's arguments, split at its top-level commas
+    depth = 0
+    for i, ch in enumerate(text[made.end() :]):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            if depth == 0:
+                rest = text[made.end() + i + 1 :].replace(" ", "")
+                if rest not in ("", ")") and not re.fullmatch(r"\)?\.to\((?:[^()]|\([^()]*\))*\)", rest):
+                    return None  # (anything done to it after: not known to keep the value)
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("")
+            continue
+        args[-1] += ch
+    else:
+        return None
+    kind = made.group(1)
+    if kind != "full":
+        return 0.0 if kind == "zeros" else 1.0
+    return _number_text(args[1]) if len(args) > 1 else None
+
+
+def _number_text(text: str) -> float | None:
+    """A literal value as the host wrote it (`0.5f`, `-INFINITY`, the expanded macro
+    `-__int_as_float(0x7f800000)`), or None."""
+    t = text.strip().replace(" ", "")
+    sign = -1.0 if t.startswith("-") else 1.0
+    t = t.lstrip("+-")
+    if m := re.fullmatch(r"__int_as_float\((0[xX][0-9a-fA-F]+)\)", t):
+        value = float(np.array([int(m.group(1), 16)], dtype=np.uint32).view(np.float32)[0])
+    elif t in ("INFINITY", "HUGE_VALF"):
+        value = math.inf
+    elif m := re.fullmatch(r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)[fF]?", t):
+        value = float(m.group(1))
+    else:
+        return None
+    return sign * value if not math.isnan(value) else None
 
 
 def fill_value(text: str, dtype: str) -> float | None:
