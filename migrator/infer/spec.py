@@ -554,6 +554,7 @@ def _memset_inputs(
 
 
 _DATA_PTR = re.compile(r"\(?\s*(\w+)\s*\.\s*data_ptr\s*(?:<[^<>]*>)?\s*\(\s*\)\s*\)?")
+_MOVED = re.compile(r"\)?\.to\((?:[^()]|\([^()]*\))*\)")  # `).to(x.device())`
 _TORCH_FACTORY = re.compile(r"^\(?\s*(?:torch|at)::(zeros|ones|full)(?:_like)?\s*\(")
 
 
@@ -574,7 +575,7 @@ def _torch_fill(arg: str, host_values: dict[str, str]) -> float | None:
         elif ch in ")}]":
             if depth == 0:
                 rest = text[made.end() + i + 1 :].replace(" ", "")
-                if rest not in ("", ")") and not re.fullmatch(r"\)?\.to\((?:[^()]|\([^()]*\))*\)", rest):
+                if rest not in ("", ")") and not _MOVED.fullmatch(rest):
                     return None  # (anything done to it after: not known to keep the value)
                 break
             depth -= 1

@@ -223,9 +223,14 @@ def _pair(
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
     specialised = spec.specialised_sizes()
+    # a launch of whole problems, one per block of a grid of bare sizes (`grid(B, nh)`: an
+    # attention per batch entry and head): those sizes small, a few problems are enough
+    batch = _batch_sizes(spec, names) if wide is None else []
+    rest = [n for n in names if n not in batch]
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
-        start = {**fixed, **{n: base + step * i for i, n in enumerate(names)}}
+        start = {**fixed, **{n: base + step * i for i, n in enumerate(rest)},
+                 **{n: 3 + 2 * i for i, n in enumerate(batch)}}  # fmt: skip
         if wide is not None:
             small = [n for n in names if n != wide]
             start = {**start, **{n: 8 + 4 * i for i, n in enumerate(small)}}
@@ -261,6 +266,15 @@ def _pair(
     return None
 
 
+def _batch_sizes(spec: TaskSpec, names: list[str]) -> list[str]:
+    """Sizes of a launch of whole problems, one per block of a grid of two or more bare sizes
+    (`grid(B, nh)`: an attention per batch entry and head): traced small (a few problems show
+    all the program does) and not held to `_coincident` (they number problems, not elements
+    of one: `nh = T - B` does not make a length of T read as anything else)."""
+    bare = [n for n in names if n in {str(g).strip() for g in spec.launch.grid}]
+    return bare if len(bare) >= 2 else []
+
+
 def _constants(spec: TaskSpec) -> set[int]:
     """Numbers the kernel holds fixed (template arguments, literal block sizes, scalar values):
     a traced size equal to one of them would be read as that size wherever the constant is."""
@@ -285,6 +299,7 @@ def _distinct(
     launch = _launch_only(spec)
     # `size_y == size_x` (a square problem the host insists on): the follower is the leader
     skip = set(launch) | (set(paired_sizes(spec.relations, "==")) if obey else set())
+    batch = set(_batch_sizes(spec, [n for n in sizes if n not in skip]))
     fixed = (_constants(spec) if avoid else set()) | set(launch.values())
     for _ in range(24):
         got = _launchable(spec, sizes, obey)
@@ -300,7 +315,7 @@ def _distinct(
                 break
             seen[v] = n
         if clash is None and step:
-            clash = _coincident(got, skip)
+            clash = _coincident(got, skip | batch)
             bump = step
         if clash is None:
             return got

@@ -175,6 +175,17 @@ def blocks_to_trace(
                             options=options)  # fmt: skip
     except (InterpError, ValueError, TypeError, ArithmeticError):
         return None, {}  # a run that fails: the traced run says why
+    writers = [(t.cuda_param, result.writers.get(t.cuda_param)) for t in spec.outputs_in_order]
+    shared = [p for p, w in writers if w is not None and (w == -2).any()]
+    if (result.cross_block_reads or shared) and spec.broken_relations(sz):
+        # a whole-tile kernel at sizes its relations rule out (`N % 32 == 0`): blocks run past
+        # their rows into the next block's, which no size the task allows does; tracing the
+        # whole launch would cost much and show nothing the task computes
+        raise LiftError(
+            f"at {dict(sz)}, sizes the kernel's relations ({', '.join(spec.relations)}) rule "
+            "out, its blocks " + ("write the same elements of " + ", ".join(shared) if shared
+                                  else "read each other's stores") + ": not traced there"
+        )  # fmt: skip
     if result.cross_block_reads:
         return None, {}  # a block reads what others stored (a last block sums the partials)
     chosen: set[int] = set()

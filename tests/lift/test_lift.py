@@ -668,3 +668,61 @@ def test_trace_pairs_keep_padded_rows_at_least_their_width() -> None:
     pairs = trace_pairs(spec)
     assert pairs and all(s["P"] > s["V"] for p in pairs for s in p)
     assert any(s["R"] < 16 and s["P"] > 256 for p in pairs for s in p)
+
+
+def test_trace_pairs_keep_a_grid_of_whole_problems_small() -> None:
+    """`grid(B, NH)`, one attention per block: a few problems show all the program does, so
+    the bare grid sizes start from 3 (they were 8 and up, and 16 x 20 problems cost a trace
+    of seconds); the other sizes keep their usual values, every size still distinct."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.lifter import trace_pairs
+
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"},
+        "sizes": {"B": 4, "NH": 4, "T": 64, "D": 16},
+        "tensors": [{"name": "q", "role": "in", "shape": ["B", "NH", "T", "D"]},
+                    {"name": "o", "role": "out", "shape": ["B", "NH", "T", "D"]}],
+        "launch": {"grid": ["B", "NH"], "block": [32]},
+    })  # fmt: skip
+    first = trace_pairs(spec)[0]
+    assert all(s["B"] * s["NH"] <= 64 for s in first)
+    assert all(len(set(s.values())) == len(s) for s in first) and first[0] != first[1]
+    assert all(s["T"] >= 8 and s["D"] >= 8 for s in first)
+
+
+BLOCK_ROWS = """// each block copies 32 rows of a problem of N rows: N % 32 == 0 assumed
+__global__ void rows(const float* x, float* y, int N, int D) {
+    int base = blockIdx.x * N * D;
+    for (int c = 0; c < D; c++)
+        y[base + threadIdx.x * D + c] = 2.0f * x[base + threadIdx.x * D + c];
+}
+"""
+
+
+def test_a_pair_that_breaks_whole_tiles_and_makes_blocks_overlap_is_not_traced(
+    tmp_path: Path,
+) -> None:
+    """At N = 20 (the task says `N % 32 == 0`) each block's 32 rows run into the next block's:
+    the writers run shows blocks writing the same elements, so the pair is given up at once
+    (the whole launch traced would cost much and show what no allowed size computes); at a
+    pair that keeps whole tiles the program lifts."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.fit import fit_points
+    from migrator.lift.program import LiftError
+    from migrator.lift.trace import blocks_to_trace
+
+    (tmp_path / "rows.cu").write_text(BLOCK_ROWS)
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "rows"}, "relations": ["N % 32 == 0"],
+        "sizes": {"H": 6, "N": 64, "D": 5}, "size_sets": [{"H": 5, "N": 32, "D": 7}],
+        "tensors": [{"name": "x", "role": "in", "shape": ["H * N", "D"]},
+                    {"name": "y", "role": "out", "shape": ["H * N", "D"]}],
+        "scalars": [{"name": "N", "size": "N"}, {"name": "D", "size": "D"}],
+        "launch": {"grid": ["H"], "block": [32]},
+        "path": str(tmp_path / "rows.toml"),
+    })  # fmt: skip
+    with pytest.raises(LiftError, match="write the same elements of y"):
+        blocks_to_trace(spec, {"H": 6, "N": 20, "D": 5}, 0, fit_points)
+    result = lift_task(spec)
+    assert result.ok and result.program is not None
+    assert result.program.render() == "y[i, j] = 2 * x[i, j]"
