@@ -10,7 +10,9 @@ resident in SBUF, per tile of 128 queries Q^T stationary and scores for 512 keys
 one PSUM bank, scale and row max on the way out of PSUM, exp and row sum in one ScalarE
 instruction, the probabilities turned block by block and multiplied with V into PSUM, 1 / sum
 on the way out. Causal programs skip the key tiles above the diagonal and mask the diagonal
-tiles' scores with an affine select.
+tiles' scores with an affine select. Outputs beside O that hold each query row's max score or
+its sum of exp(s - max) (a flash kernel's running m and l, stored at its end) are stored from
+the same tiles.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ def attention(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
         if len(t.shape) != nb + 1 or t.shape[:nb] != out.shape[:nb] or \
                 str(t.shape[nb]) != str(queries):  # fmt: skip
             raise _NoFit(f"{name} is not one value per query row")
+        if what in stat_out:  # (one store each: a second output of it would stay unwritten)
+            raise _NoFit(f"two outputs hold the {what}")
         stat_out[what] = at(t, t.var)
     if stat_out:
         p.notes["stats"] = note(k.span, "the row max and the row sum of exp(s - max) stored "

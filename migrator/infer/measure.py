@@ -628,9 +628,10 @@ def _measure(
             rows = list(itertools.product((1, 2), repeat=len(free)))
             table = np.array([rows[j % len(rows)] for j in range(n_runs)], dtype=np.int64)
         table = table * np.array([tiles.get(n, 1) for n in free], dtype=np.int64)
-        for c, n in enumerate(free):
-            if n not in tiles:  # (count_tiles: sizes not tiled small, each run differing)
-                table[:, c] = rng.choice(UNTILED_BESIDE, size=n_runs)
+        beside = np.random.default_rng(2)  # (count_tiles: sizes not tiled small, each run
+        for c, n in enumerate(free):  # differing; the probe values' draws stay as they were)
+            if n not in tiles:
+                table[:, c] = beside.choice(UNTILED_BESIDE, size=n_runs)
     inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
     failed = ""
     first_ok = None  # the first run that ran: repeated last with other integer inputs

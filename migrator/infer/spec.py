@@ -520,7 +520,8 @@ def _memset_inputs(
     k: Kernel, site: LaunchSite, data: dict[str, Any], resolve: Callable[[str], str]
 ) -> None:
     """Inputs the host sets with `cudaMemset` before the launch (`LaunchSite.fills`), all of
-    their bytes at every size set, hold that value in every element: `dist = "fill"`. A
+    their bytes at every size set, or makes with a torch factory (`_torch_fill`), hold that
+    value in every element: `dist = "fill"`. A
     running max set with `cudaMemset(m, -10000.0f, n)` holds the byte 0xF0 in every byte
     (memset takes an int and stores its low byte), the float -5.96e29; the kernel computes with
     that, so the task does too."""
@@ -1124,20 +1125,14 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
             for sym in poly.symbols(e.as_poly())
         ):
             return None
-        text = poly.render(e.as_poly())
-        for param, arg in args.items():
-            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
-        return _clean(text)
+        return host_poly(e.as_poly())
 
     def add(p: poly.Poly, limit: str | None) -> None:
         if limit and p and all(q != p for q, _ in out):
             out.append((p, limit))
 
     def host_poly(p: poly.Poly) -> str:
-        text = poly.render(p)
-        for param, arg in args.items():
-            text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
-        return _clean(text)
+        return _host_text(p, args, host)
 
     # `cond ? x[i] : 0` guards a load as surely as an if: take `i < n` bounds from it too
     for st in k.stores:
@@ -1163,6 +1158,14 @@ def _bounds(k: Kernel, host: _Host, args: dict[str, str], site: LaunchSite) -> B
     return out
 
 
+def _host_text(p: poly.Poly, args: dict[str, str], host: _Host) -> str:
+    """A polynomial in the kernel's parameters as text in the host's sizes."""
+    text = poly.render(p)
+    for param, arg in args.items():
+        text = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", text)
+    return _clean(text)
+
+
 def _dense_check(
     args: dict[str, str], host: _Host
 ) -> Callable[[list[tuple[poly.Poly, str]]], bool]:
@@ -1173,10 +1176,7 @@ def _dense_check(
     bc * D): such an index is measured instead. Unknown where a text cannot be evaluated."""
 
     def text(p: poly.Poly) -> str:
-        out = poly.render(p)
-        for param, arg in args.items():
-            out = re.sub(rf"\b{re.escape(param)}\b", f"({host.resolve(arg)})", out)
-        return _clean(out)
+        return _host_text(p, args, host)
 
     def dense(pieces: list[tuple[poly.Poly, str]]) -> bool:
         for (outer, _), (inner, extent) in zip(pieces, pieces[1:], strict=False):
