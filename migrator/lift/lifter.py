@@ -186,7 +186,31 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         return one_block(out[n]), work[rank[n][0]], rank[n][1], _work(spec, out[n][1])
 
     order = sorted(range(len(out)), key=key)
-    return [out[n] for n in order]
+    return _one_tile_first(spec, [out[n] for n in order])
+
+
+def _one_tile_first(
+    spec: TaskSpec, pairs: list[list[dict[str, int]]]
+) -> list[list[dict[str, int]]]:
+    """A launch of whole problems that assumes whole tiles of a launch constant (`N % 32 == 0`
+    with `Bc = 32`: a flash kernel that loads key tiles unguarded) first traced at one tile
+    (N = 32, set aside elsewhere as equal to the constant), fitted there alone and verified at
+    the other sizes: two tiles trace the running rescale across them, an expression too large
+    to fit."""
+    launch = _launch_only(spec)
+    names = [n for n in spec.sizes if n not in launch]
+    if not _batch_sizes(spec, names):
+        return pairs
+    for rel in spec.relations:
+        m = re.fullmatch(r"(\w+) % (\d+) == 0", rel)
+        if m is None or int(m.group(2)) not in launch.values():
+            continue
+        for pair in pairs:
+            if not spec.broken_relations(pair[0]) and not spec.broken_relations(pair[1]):
+                first = {**pair[0], m.group(1): int(m.group(2))}
+                if first not in pair:
+                    return [[first, pair[0]], *pairs]
+    return pairs
 
 
 def _data_sizes(spec: TaskSpec) -> set[str]:
@@ -510,7 +534,11 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
     rows: dict[str, set[tuple[int, int]]] = {}
     try:
         first = _fit(spec, sets[0], seed, rows)
-        single = symbolise(first, sets[0])
+        # (a launch constant a size equals, `_one_tile_first`'s N = Bc: the number is the size)
+        launch = _launch_only(spec)
+        free = {v for n, v in sets[0].items() if n not in launch}
+        single = symbolise(first, {n: v for n, v in sets[0].items()
+                                   if n not in launch or v not in free})  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
         checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets)]

@@ -726,3 +726,43 @@ def test_a_pair_that_breaks_whole_tiles_and_makes_blocks_overlap_is_not_traced(
     result = lift_task(spec)
     assert result.ok and result.program is not None
     assert result.program.render() == "y[i, j] = 2 * x[i, j]"
+
+
+TILED_SUM = """// a row sum over whole tiles of bc keys, one problem per block of grid(B, H)
+__global__ void tiled_sum(const float* x, float* out, int N, int n_tiles, int bc) {
+    int row = blockIdx.x * gridDim.y + blockIdx.y;
+    if (threadIdx.x == 0) {
+        float acc = 0.0f;
+        for (int t = 0; t < n_tiles; t++)
+            for (int c = 0; c < bc; c++) acc += x[row * N + t * bc + c];
+        out[row] = acc;
+    }
+}
+"""
+
+
+def test_whole_problems_of_whole_tiles_are_first_traced_at_one_tile(tmp_path: Path) -> None:
+    """`grid(B, H)` of problems over whole tiles of Bc = 32 keys (`N % 32 == 0`): the first
+    pair traces N = 32, one tile (sizes equal to a launch constant are set aside elsewhere;
+    two tiles of a flash kernel trace its running rescale, too large to fit), and there the
+    32 keys are read as N, not as Bc: the sum verifies at N = 64 and 96."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.lifter import trace_pairs
+
+    (tmp_path / "tiled.cu").write_text(TILED_SUM)
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "tiled_sum"}, "relations": ["N % 32 == 0"],
+        "sizes": {"B": 4, "H": 3, "N": 96, "Bc": 32},
+        "size_sets": [{"B": 2, "H": 5, "N": 64, "Bc": 32}],
+        "tensors": [{"name": "x", "role": "in", "shape": ["B", "H", "N"]},
+                    {"name": "out", "role": "out", "shape": ["B", "H"]}],
+        "scalars": [{"name": "N", "size": "N"}, {"name": "n_tiles", "size": "ceil_div(N, Bc)"},
+                    {"name": "bc", "size": "Bc"}],
+        "launch": {"grid": ["B", "H"], "block": [32]},
+        "path": str(tmp_path / "tiled.toml"),
+    })  # fmt: skip
+    first = trace_pairs(spec)[0]
+    assert first[0]["N"] == 32 and not spec.broken_relations(first[1])
+    result = lift_task(spec)
+    assert result.ok and result.program is not None and len(result.fitted_at) == 1
+    assert result.program.render() == "out[i, j] = sum_{k < N} x[i, j, k]"
