@@ -588,6 +588,16 @@ def divisor_pairs(relations: list[str]) -> list[tuple[str, str]]:
             if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
+def tile_relations(relations: list[str]) -> dict[str, int]:
+    """`{N: 128}` for each relation `N % 128 == 0` (whole tiles of a constant); a size with
+    several such relations gets their least common multiple."""
+    tiles: dict[str, int] = {}
+    for r in relations:
+        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r.strip()):
+            tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
+    return tiles
+
+
 def paired_sizes(relations: list[str], op: Literal["==", ">="]) -> dict[str, str]:
     """`{a: b}` for each relation `a == b` (a square problem: `size_y == size_x`) or `a >= b`
     (rows padded past their width: `P >= V`) between two sizes, by `op`."""

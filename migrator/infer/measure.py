@@ -177,7 +177,7 @@ def _fit_budget(
 def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
                  row: Any) -> dict[str, int]:  # fmt: skip
     """One measurement size set, grown until the grid has a block (`grid = N / 256`)."""
-    from migrator.contract import SpecError, divisor_pairs, eval_expr
+    from migrator.contract import SpecError, divisor_pairs, eval_expr, tile_relations
 
     sz = dict(fixed)
     sz.update({n: int(row[i]) for i, n in enumerate(free)})
@@ -185,11 +185,10 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
     for a, b in divisor_pairs(data.get("relations", [])):
         if a in sz and b in sz:
             sz[a] = max(1, round(sz[a] / sz[b])) * sz[b]
-    for rel in data.get("relations", []):  # `K % 128 == 0`, as the host requires
-        if (m := re.fullmatch(r"(\w+) % (\d+) == 0", rel)) and m.group(1) in free:
-            t, v = int(m.group(2)), sz[m.group(1)]
-            # (one to three tiles where the draw is below one: the extent still varies)
-            sz[m.group(1)] = t * (round(v / t) if v >= t else 1 + v % 3)
+    for n, t in tile_relations(data.get("relations", [])).items():  # `K % 128 == 0`
+        if n in free:
+            v = sz[n]  # (one to three tiles where the draw is below one: the extent varies)
+            sz[n] = t * (round(v / t) if v >= t else 1 + v % 3)
     for _ in range(3):
         try:
             dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
@@ -493,21 +492,33 @@ def _divided(exprs: list[str], data: dict[str, Any], launch_only: set[str]) -> d
                 found[n] = math.lcm(found.get(n, 1), t)
 
     for g in exprs:
-        try:
-            tree = ast.parse(g, mode="eval")
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
-                note(node.left, node.right)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("ceil_div", "round_up")
-                and len(node.args) == 2
-            ):
-                note(node.args[0], node.args[1])
+        for dividend, divisor, _ in divisions(g):
+            note(dividend, divisor)
     return found
+
+
+def divisions(expr: str) -> list[tuple[Any, Any, bool]]:
+    """(dividend, divisor, whether a rounding-up call) of each `a / b`, `a // b`,
+    `ceil_div(a, b)` and `round_up(a, b)` in a size expression, as `ast` nodes; [] where it
+    does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return []
+    out: list[tuple[Any, Any, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+            out.append((node.left, node.right, False))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("ceil_div", "round_up")
+            and len(node.args) == 2
+        ):
+            out.append((node.args[0], node.args[1], True))
+    return out
 
 
 def _short_of_product(

@@ -19,6 +19,7 @@ from migrator.contract import (
     np_dtype,
     paired_sizes,
     py_name,
+    tile_relations,
 )
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
@@ -45,6 +46,7 @@ from migrator.infer.measure import (
     _fixed_extents,
     _grow_until_launchable,
     _measure_into,
+    divisions,
     measure_extents,
     spread,
     too_small_shapes,
@@ -485,11 +487,15 @@ def _checked_at(data: dict[str, Any], keep: set[str], relations: list[str]) -> d
     assumes them (`T % 32 == 0`), never below 8 (tiny sizes would accuse tiled kernels)."""
     sizes = dict(data["sizes"])
     _cap_elements(data["tensors"], sizes, keep, CHECK_ELEMENTS)
-    for r in relations:
-        if (m := re.fullmatch(r"(\w+) % (\d+) == 0", r)) and m.group(1) in sizes:
-            t = int(m.group(2))
-            sizes[m.group(1)] = max(t, round(sizes[m.group(1)] / t) * t)
+    _round_to_tiles(sizes, tile_relations(relations))
     return {**data, "sizes": sizes}
+
+
+def _round_to_tiles(sset: dict[str, int], tiles: dict[str, int]) -> None:
+    """Each tiled size of `sset` to the nearest whole number of its tiles, at least one."""
+    for n, t in tiles.items():
+        if n in sset:
+            sset[n] = max(t, round(sset[n] / t) * t)
 
 
 def _tile_constants(scalars: list[dict[str, Any]], literal: dict[str, int]) -> set[str]:
@@ -497,23 +503,9 @@ def _tile_constants(scalars: list[dict[str, Any]], literal: dict[str, int]) -> s
     `Tc = ceil_div(N, Bc)`)."""
     import ast
 
-    found: set[str] = set()
-    for sc in scalars:
-        try:
-            tree = ast.parse(str(sc.get("size", "")), mode="eval")
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("ceil_div", "round_up")
-                and len(node.args) == 2
-                and isinstance(node.args[1], ast.Name)
-                and node.args[1].id in literal
-            ):
-                found.add(node.args[1].id)
-    return found
+    cuts = [d for sc in scalars for d in divisions(str(sc.get("size", "")))]
+    return {divisor.id for _, divisor, rounds_up in cuts
+            if rounds_up and isinstance(divisor, ast.Name) and divisor.id in literal}  # fmt: skip
 
 
 def _memset_inputs(
@@ -602,10 +594,8 @@ def _number_text(text: str) -> float | None:
         value = float(np.array([int(m.group(1), 16)], dtype=np.uint32).view(np.float32)[0])
     elif t in ("INFINITY", "HUGE_VALF"):
         value = math.inf
-    elif m := re.fullmatch(r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)[fF]?", t):
-        value = float(m.group(1))
     else:
-        return None
+        value = _literal(t, math.nan)  # (`0.5f`; NaN where it is no number)
     return sign * value if not math.isnan(value) else None
 
 
@@ -879,10 +869,7 @@ def _thread_stride(a: Any) -> int:
 def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
     """Sizes and size sets rounded to the tiles of `relations` (`N % 128 == 0`), each at
     least one tile; sets that then repeat another are dropped."""
-    tiles: dict[str, int] = {}
-    for r in relations:  # `N % 128 == 0` and `N % 4 == 0`: multiples of both
-        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r):
-            tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
+    tiles = tile_relations(relations)  # `N % 128 == 0` and `N % 4 == 0`: multiples of both
     ties, wider = paired_sizes(relations, "=="), paired_sizes(relations, ">=")
     parts = divisor_pairs(relations)
     # a block size that divides a size (`n % blockSize == 0`, `gridSize = n / blockSize`) is
@@ -893,9 +880,7 @@ def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
         for a, b in parts:  # `C % NH == 0`: heads of equal size
             if a in sset and b in sset and b not in in_block:
                 _split_evenly(sset, a, b)
-        for n, t in tiles.items():
-            if n in sset:
-                sset[n] = max(t, round(sset[n] / t) * t)
+        _round_to_tiles(sset, tiles)
         for a, b in parts:  # whole tiles and whole parts at once
             if a in sset and sset.get(b, 0) > 0 and sset[a] % sset[b]:
                 unit = math.lcm(tiles.get(a, 1), sset[b])

@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from migrator.contract import TaskSpec, divisor_pairs, is_float, np_dtype, paired_sizes
+from migrator.contract import (
+    TaskSpec,
+    divisor_pairs,
+    is_float,
+    np_dtype,
+    paired_sizes,
+    tile_relations,
+)
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import _parse_key, run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
@@ -201,13 +208,12 @@ def _one_tile_first(
     names = [n for n in spec.sizes if n not in launch]
     if not _batch_sizes(spec, names):
         return pairs
-    for rel in spec.relations:
-        m = re.fullmatch(r"(\w+) % (\d+) == 0", rel)
-        if m is None or int(m.group(2)) not in launch.values():
+    for n, t in tile_relations(spec.relations).items():
+        if t not in launch.values():
             continue
         for pair in pairs:
             if not spec.broken_relations(pair[0]) and not spec.broken_relations(pair[1]):
-                first = {**pair[0], m.group(1): int(m.group(2))}
+                first = {**pair[0], n: t}
                 if first not in pair:
                     return [[first, pair[0]], *pairs]
     return pairs
