@@ -317,6 +317,7 @@ def infer_spec(
                 _cap_threads(data, sset, launch_only | in_block)
             _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
                           DEFAULT_ELEMENTS)  # fmt: skip
+    _small_batches(data)
     _label_ranges(k, data)
     _memset_inputs(k, site, data, resolve)
     try:
@@ -864,6 +865,37 @@ def _thread_stride(a: Any) -> int:
     c = poly.coefficient_of(idx.as_poly(), "threadIdx.x")
     v = c.get((), 0) if c and set(c) == {()} else 0
     return int(v) if isinstance(v, int) and 1 < v <= 64 else 1
+
+
+def _small_batches(data: dict[str, Any]) -> None:
+    """A launch of whole problems, one per block of a grid of two or more bare sizes
+    (`grid(B, nh)`: an attention per batch entry and head), whose sizes only number the
+    problems (plain factors of the shapes, in no block, relation or scalar): a few show all
+    the kernel does, so both executors run a few (B * nh = 1024 attentions at the defaults
+    cost the original's run 6 s). Distinct in each set (B = nh would hide a swapped pair)."""
+    grid = [str(g).strip() for g in data["launch"]["grid"]]
+    sizes: dict[str, int] = data["sizes"]
+    bare = [n for n in sorted(sizes) if n in grid]
+    if len(bare) < 2:
+        return
+    words = re.compile(r"[A-Za-z_]\w*")
+    product = re.compile(r"\w+(\s*\*\s*\w+)*")
+    for t in data["tensors"]:
+        for d in t["shape"]:
+            # (shapes are still flat here: `B * N * d * nh`) a batch size that sizes anything
+            # but a whole number of problems (`C = NH * hs`, `B * T + 1`) is no batch
+            if set(words.findall(str(d))) & set(bare) and not product.fullmatch(str(d).strip()):
+                return
+    other = [str(v) for v in (*data["launch"]["block"], *data.get("relations", []))]
+    other += [str(s.get("value", "")) for s in data["scalars"]]
+    if any(set(words.findall(v)) & set(bare) for v in other):
+        return
+    values = ((4, 5, 3), (2, 3, 4), (3, 2, 5))  # (a grid has at most three axes)
+    for j, sset in enumerate((sizes, *data["size_sets"])):
+        for i, n in enumerate(bare):
+            sset[n] = values[j][i] if j < 3 else 2 + i + j
+    data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
+                         if s != sizes and s not in data["size_sets"][:i]]  # fmt: skip
 
 
 def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:

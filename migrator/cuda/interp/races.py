@@ -63,8 +63,20 @@ class RaceTracker:
         return race
 
     def _fold(self) -> None:
+        # reads whose addresses repeat (a loop's broadcast `k[y * d + x]`, one address per
+        # block) are recorded together, one sort for all: an address's owner after several
+        # accesses does not depend on their order
+        repeats: list[tuple[np.ndarray, np.ndarray]] = []
         for flat, tid, span in self.pending:
+            if span is None and flat.size > 1 and not bool(np.all(flat[1:] > flat[:-1])):
+                repeats.append((flat.reshape(-1), tid.reshape(-1)))
+                continue
             _record(self.reader, flat, tid, not self.read_any, span)
+            self.read_any = True
+        if repeats:
+            flat = np.concatenate([f for f, _ in repeats])
+            tid = np.concatenate([t for _, t in repeats])
+            _record(self.reader, flat, tid, not self.read_any)
             self.read_any = True
         self.pending.clear()
         self.pending_n = 0
