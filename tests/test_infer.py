@@ -1107,3 +1107,37 @@ def test_tensors_a_torch_binding_makes_with_a_value_are_filled_inputs(tmp_path: 
     assert lifted.ok and lifted.program is not None
     assert lifted.program.render().splitlines() == [
         f"{n}[i, j, l] = x[i, j, l]" for n in ("m", "s", "o")]  # fmt: skip
+
+
+HEAD_SCALE = """
+__global__ void head_scale(const float* x, float* y, int T, int D, int W) {
+    // one block per (batch entry, head): a whole problem of T x D
+    const float* xh = x + (blockIdx.x * gridDim.y + blockIdx.y) * T * D;
+    float* yh = y + (blockIdx.x * gridDim.y + blockIdx.y) * T * D;
+    for (int e = threadIdx.x; e < T * D; e += blockDim.x) yh[e] = 2.0f * xh[e] + W;
+}
+int main() {
+    int B = 8, NH = 12, T = 64, D = 32;
+    float *x, *y;
+    cudaMalloc(&x, B * NH * T * D * sizeof(float));
+    cudaMalloc(&y, B * NH * T * D * sizeof(float));
+    dim3 grid(B, NH);
+    head_scale<<<grid, 128>>>(x, y, T, D, B);
+    return 0;
+}
+"""
+
+
+def test_a_grid_of_whole_problems_runs_few_of_them(tmp_path: Path) -> None:
+    """`grid(B, NH)`, a block per batch entry and head, whose sizes only multiply the shapes:
+    a few problems, a different number of each in every set (B == NH would hide a swapped
+    pair), the problems' own sizes as usual."""
+    src = tmp_path / "heads.cu"
+    src.write_text(HEAD_SCALE)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    sets = list(spec.all_size_sets())
+    assert [(s["B"], s["NH"]) for s in sets] == [(4, 5), (2, 3), (3, 2)]
+    assert all(s["T"] > 5 and s["D"] > 5 for s in sets)  # the problems keep their sizes
+    m = migrate(src, out_dir=tmp_path / "out")
+    assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]

@@ -458,12 +458,19 @@ def grid_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:
 
 
 def grid_batches(data: dict[str, Any], free: list[str]) -> set[str]:
-    """Free sizes that are bare axes of a grid of two or more of them (`grid(B, nh)`, an
-    attention per batch entry and head) and size no block: they number whole problems."""
-    grid = {str(g).strip() for g in data["launch"]["grid"]}
-    block = {w for b in data["launch"]["block"] for w in re.findall(r"[A-Za-z_]\w*", str(b))}
-    bare = {n for n in free if n in grid and n not in block}
-    return bare if len(bare) >= 2 else set()
+    """Free sizes that may number whole problems, one per block: factors of grid axes that are
+    plain products of sizes (`grid(B, nh)`, `grid(T / 4, B * NH)`: an attention or a row
+    block per batch entry and head), two or more such factors in all, none of them sizing the
+    block or in a relation (`C % NH == 0`: NH splits a row into heads)."""
+    product = re.compile(r"[A-Za-z_]\w*(\s*\*\s*[A-Za-z_]\w*)*")
+    words = re.compile(r"[A-Za-z_]\w*")
+    axes = [str(g).strip() for g in data["launch"]["grid"]]
+    factors = [set(words.findall(g)) for g in axes if product.fullmatch(g)]
+    if sum(len(f) for f in factors) < 2:
+        return set()
+    taken = {w for b in data["launch"]["block"] for w in words.findall(str(b))}
+    taken |= {w for r in data.get("relations", []) for w in words.findall(str(r))}
+    return {n for f in factors for n in f if n in free and n not in taken}
 
 
 def count_tiles(data: dict[str, Any], launch_only: set[str]) -> dict[str, int]:

@@ -47,6 +47,7 @@ from migrator.infer.measure import (
     _grow_until_launchable,
     _measure_into,
     divisions,
+    grid_batches,
     measure_extents,
     spread,
     too_small_shapes,
@@ -868,34 +869,35 @@ def _thread_stride(a: Any) -> int:
 
 
 def _small_batches(data: dict[str, Any]) -> None:
-    """A launch of whole problems, one per block of a grid of two or more bare sizes
-    (`grid(B, nh)`: an attention per batch entry and head), whose sizes only number the
-    problems (plain factors of the shapes, in no block, relation or scalar): a few show all
-    the kernel does, so both executors run a few (B * nh = 1024 attentions at the defaults
-    cost the original's run 6 s). Distinct in each set (B = nh would hide a swapped pair)."""
-    grid = [str(g).strip() for g in data["launch"]["grid"]]
-    sizes: dict[str, int] = data["sizes"]
-    bare = [n for n in sorted(sizes) if n in grid]
-    if len(bare) < 2:
-        return
+    """A launch of whole problems, a block each (`grid(B, nh)`: an attention per batch entry
+    and head; `grid(T / 4, B * NH)`), whose numbering sizes only multiply the shapes, and where
+    each problem is two-dimensional (`T * d` per head; a row per block is not: the NKI kernel
+    puts the rows on partitions, and needs many): a few problems show all the kernel does, so
+    both executors run a few (1024 attentions at the defaults cost the original's run 6 s).
+    Distinct in each set (B = nh would hide a swapped pair)."""
     words = re.compile(r"[A-Za-z_]\w*")
     product = re.compile(r"\w+(\s*\*\s*\w+)*")
+    batch = grid_batches(data, list(data["sizes"]))
+    batch -= {w for s in data["scalars"] for w in words.findall(str(s.get("value", "")))}
+    widest = 0
     for t in data["tensors"]:
         for d in t["shape"]:
             # (shapes are still flat here: `B * N * d * nh`) a batch size that sizes anything
-            # but a whole number of problems (`C = NH * hs`, `B * T + 1`) is no batch
-            if set(words.findall(str(d))) & set(bare) and not product.fullmatch(str(d).strip()):
-                return
-    other = [str(v) for v in (*data["launch"]["block"], *data.get("relations", []))]
-    other += [str(s.get("value", "")) for s in data["scalars"]]
-    if any(set(words.findall(v)) & set(bare) for v in other):
+            # but a whole number of problems (`B * T + 1`) is no batch
+            if not product.fullmatch(str(d).strip()):
+                batch -= set(words.findall(str(d)))
+    for t in data["tensors"]:
+        names = [w for d in t["shape"] for w in words.findall(str(d)) if w in data["sizes"]]
+        if batch & set(names):
+            widest = max(widest, len([n for n in names if n not in batch]))
+    if not batch or widest < 2:
         return
     values = ((4, 5, 3), (2, 3, 4), (3, 2, 5))  # (a grid has at most three axes)
-    for j, sset in enumerate((sizes, *data["size_sets"])):
-        for i, n in enumerate(bare):
-            sset[n] = values[j][i] if j < 3 else 2 + i + j
+    for j, sset in enumerate((data["sizes"], *data["size_sets"])):
+        for i, n in enumerate(sorted(batch)):
+            sset[n] = values[j][i] if j < 3 and i < 3 else 2 + i + j
     data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
-                         if s != sizes and s not in data["size_sets"][:i]]  # fmt: skip
+                         if s != data["sizes"] and s not in data["size_sets"][:i]]  # fmt: skip
 
 
 def _whole_tiles(data: dict[str, Any], relations: list[str]) -> None:
