@@ -369,8 +369,16 @@ def where(condition: Any, x: Any, y: Any, *, dtype: Any = None, mask: Any = None
     args = [a for a in (condition, x, y)]
     if not any(isinstance(a, Tensor) for a in args):
         raise NkiConstraintError("err_invalid_operand", "nl.where needs at least one tile operand")
-    (c, vx, vy), valid, _ = _operands("where", args)
+    (c, vx, vy), valid, shape = _operands("where", args)
     result = np.where(c != 0, vx, vy).astype(np.float32)
+    if valid is not None:
+        # an element is defined where the operand it selects is: `nl.where(row_ok, x, 0.0)`
+        # over a masked load's tile is all defined, rows past the end being the constant
+        ok = [_combine([_operand_values(a)[1]], shape) if isinstance(a, Tensor) else None
+              for a in args]  # fmt: skip
+        pick = np.broadcast_to(c != 0, shape)
+        both = [np.ones(shape, dtype=bool) if v is None else v for v in ok]
+        valid = both[0] & np.where(pick, both[1], both[2])
     out_dt = _dt.normalize(dtype) if dtype is not None else _dt.promote(_dtype_of(x), _dtype_of(y))
     return _finish("select", Engine.VECTOR, result, valid, out_dt, mask, 2)
 
