@@ -1141,3 +1141,30 @@ def test_a_grid_of_whole_problems_runs_few_of_them(tmp_path: Path) -> None:
     assert all(s["T"] > 5 and s["D"] > 5 for s in sets)  # the problems keep their sizes
     m = migrate(src, out_dir=tmp_path / "out")
     assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
+
+
+ROW_PER_BLOCK = """
+__global__ void row_scale(const float* x, float* y, int C) {
+    const int row = blockIdx.x * gridDim.y + blockIdx.y;  // one row of C per block
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[row * C + c] = 2.0f * x[row * C + c];
+}
+int main() {
+    int B = 8, T = 64, C = 768;
+    float *x, *y;
+    cudaMalloc(&x, B * T * C * sizeof(float));
+    cudaMalloc(&y, B * T * C * sizeof(float));
+    row_scale<<<dim3(B, T), 128>>>(x, y, C);
+    return 0;
+}
+"""
+
+
+def test_a_grid_of_rows_keeps_many_rows(tmp_path: Path) -> None:
+    """`grid(B, T)` with a row of C per block: the problems are rows, which the NKI kernel lays
+    on its partitions, so T stays as large as usual (twenty rows would check one small tile;
+    B, the outermost axis of 3-D tensors, is a batch of 2-D problems as before)."""
+    src = tmp_path / "rows.cu"
+    src.write_text(ROW_PER_BLOCK)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert all(s["T"] > 32 and s["C"] > 32 for s in spec.all_size_sets())
