@@ -26,6 +26,7 @@ PMAX = 128
 PSUM_FMAX = 512
 STATIONARY_FMAX = 128
 MOVING_FMAX = 512
+PSUM_BANKS = 8  # 2 KiB per partition each: one [1, 512] fp32 accumulator a bank
 ELEMENTWISE_FREE = 512
 BN_STATS_FMAX = 512  # nisa.bn_stats free-size limit (nki-facts §2.3)
 MAX_ROW_FREE = 8192  # a whole row per partition for row-wise kernels (32 KiB fp32 of 192 KiB)
@@ -91,6 +92,8 @@ SIZE_RESERVED = TEMPLATE_LOCALS | frozenset(
         "i_r", "i_w", "i_o", "nr",
         # rows: per-row values grouped per partition
         "n_t", "i_t", "all_ok", "t",
+        # rows: sums down the columns beside them
+        "W_C", "n_cc", "i_a", "row_ok", "i_c", "cc", "cw",
     }
 )  # fmt: skip
 

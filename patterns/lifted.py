@@ -24,6 +24,7 @@ what the kernel computes and why it was not emitted.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,7 @@ from migrator.plan import (
     MAX_ROW_FREE,
     MOVING_FMAX,
     PMAX,
+    PSUM_BANKS,
     SIZE_RESERVED,
     STATIONARY_FMAX,
     Plan,
@@ -761,6 +763,13 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     p = _bind(tu, k, spec, "rows", "lifted")
     cols: Any = None
     row_loads: dict[str, dict[str, str]] = {}
+    # sums down the columns beside the rows (a layer norm's backward: dweight and dbias
+    # accumulated over every row while dinp is computed row by row)
+    col_sums = [a for a in program.assigns if _column_sum(a) is not None]
+    if col_sums and len(col_sums) < len(program.assigns):
+        program = Program(assigns=[a for a in program.assigns if a not in col_sums])
+    else:
+        col_sums = []
     flat = _flat_rows(program)  # rows of a flat tensor (`x[k + C*(i // C)]`): seen as 2-D
     reshaped: set[str] = set()
     if flat is not None:
@@ -916,8 +925,40 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             stores.append({"tensor": out.name, "var": dst, "expr": r.render(a.expr),
                            "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
+        sums = []
+        for a in col_sums:
+            axis[0] = "j"
+            body, carried = _column_sum(a)  # type: ignore[misc]
+            term = _as_row_tile(body, a.vars[0], flat[2] if flat is not None else None, reshaped)
+            if not any(len(ld.index) == 2 for ld in _loads(term)):
+                raise _NoFit(f"{a.tensor}: the column sum reads no row of a tile")
+            out = _carrying_tensor(p, a.tensor, carried)
+            sums.append({"var": f"cs{len(sums)}", "expr": r.render(term), "out": out.var,
+                         "out_in": out.name if carried is not None else None,
+                         "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:
         raise _NoFit(str(e)) from e
+    if sums:
+        xt = spec.tensor_named(row_tensor)
+        for a in col_sums:
+            (red,) = [e for e in a.expr.walk() if e.kind == "reduce"]
+            o = spec.tensor_named(a.tensor)
+            for sset in spec.all_size_sets():
+                n_rows = math.prod(spec.shape_of(xt, sset)) // int(value_of(cols, sset))
+                if (value_of(red.extent, sset) != n_rows
+                        or spec.shape_of(o, sset) != (int(value_of(cols, sset)),)):  # fmt: skip
+                    raise _NoFit(f"{a.tensor} is no sum of a column over every row")
+                banks = -(-int(value_of(cols, sset)) // MOVING_FMAX) * len(sums)
+                if banks > PSUM_BANKS:
+                    raise _NoFit(f"column sums of {int(value_of(cols, sset))} columns need "
+                                 f"{banks} PSUM banks (at {sset}); {PSUM_BANKS} exist")  # fmt: skip
+        if narrow:
+            raise _NoFit("column sums of rows padded past their length")
+        # the sums add thousands of rows in fp32, as the CUDA original does after `(float)x`:
+        # terms rounded to a low-precision input's type first would drift past its result
+        low = any(np_dtype(spec.tensor_named(ld.tensor).dtype).itemsize < 4
+                  for a in col_sums for ld in _loads(a.expr))  # fmt: skip
+        p.fields["f32_loads"] = low
     for pk in picks:  # the one-hot row a pick makes serves the stores that compare alike
         for st in stores:
             for needle in (f"nl.equal(col_ids, {pk['ids']})", f"nl.equal({pk['ids']}, col_ids)"):
@@ -941,12 +982,72 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "rows": r_rows, "cols": cols if row_tensor in reshaped or narrow else x.shape[1],
         "narrow": narrow,  # the first `cols` columns of wider rows
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
-        "col_ids": bool(uses_cols),
-        "uses_isa": bool(picks) or bool(uses_cols) or any("exp_of" in q for q in pre),
+        "col_ids": bool(uses_cols), "col_sums": sums, "W_C": MOVING_FMAX,
+        "uses_isa": bool(picks) or bool(uses_cols) or bool(sums)
+        or any("exp_of" in q for q in pre),
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
     })  # fmt: skip
     return p
+
+
+def _column_sum(a: Assign) -> tuple[Expr, Expr | None] | None:
+    """`out[j] = (out[j] +) sum_k body`, a vector output summed over a variable of its own
+    (the rows, where `body` reads the row tiles at column j): (body, the old-value load)."""
+    if len(a.vars) != 1:
+        return None
+    (j,) = a.vars
+    try:
+        body, kv, carried = _sum_plus_old(a, lambda ld: _is_var(ld.index[0], j)
+                                          if len(ld.index) == 1 else False, "")  # fmt: skip
+    except _NoFit:
+        return None
+    used = {t.var for e in body.walk() for m in e.index for t in m.terms}
+    if not kv or kv not in used or j not in used:
+        return None
+    return body, carried
+
+
+def _as_row_tile(body: Expr, col: str, width: Any, reshaped: set[str]) -> Expr:
+    """A column sum's term over the row tile: its summed variable is the row (`i`), its output
+    coordinate the column (`j`); loads read a row's element (`x[k, j]`, flat `x[j + L*k]`), a
+    per-row value (`s[k]`) or a row vector (`w[j]`). Tensors read as rows join `reshaped`."""
+    (red,) = [e for e in body.walk() if e.kind == "reduce"] or [None]
+    if red is not None:
+        raise _NoFit("a reduction inside a column sum")
+    row_vars = {t.var for e in body.walk() for m in e.index for t in m.terms} - {col}
+    if len(row_vars) != 1:
+        raise _NoFit("a column sum's term reads other than its row and column")
+    (kv,) = row_vars
+    one = _unit_map
+
+    def at(m: IndexMap) -> list[IndexMap] | None:
+        terms = {(t.var, t.coef, t.div, t.mod) for t in m.terms}
+        if m.const != 0 or m.gather is not None:
+            return None
+        if terms == {(col, 1, None, None), (kv, width, None, None)} and width is not None:
+            return [one("i"), one("j")]
+        if terms == {(kv, 1, None, None)}:
+            return [one("i")]
+        if terms == {(col, 1, None, None)}:
+            return [one("j")]
+        return None
+
+    def rewrite(e: Expr) -> Expr:
+        if e.kind == "coord":
+            raise _NoFit(f"a coordinate in a column sum ({e.render()})")
+        if e.kind != "load":
+            return e.model_copy(update={"args": [rewrite(x) for x in e.args]})
+        if len(e.index) == 2 and _is_var(e.index[0], kv) and _is_var(e.index[1], col):
+            return e.model_copy(update={"index": [one("i"), one("j")]})
+        index = at(e.index[0]) if len(e.index) == 1 else None
+        if index is None:
+            raise _NoFit(f"{e.render()} is no row element, per-row value or row vector")
+        if len(index) == 2:
+            reshaped.add(e.tensor or "")
+        return e.model_copy(update={"index": index})
+
+    return rewrite(body)
 
 
 def _column_factors_out(e: Expr, col: str) -> Expr:
