@@ -293,6 +293,46 @@ kernel(
     "y[i, j] = bias[j] + x[i, j]",
 )
 
+kernel(
+    "pair_blend",
+    """
+    #include <cuda_bf16.h>
+    // a value placed in one half of a pair, the other half a zero constant, chosen per lane
+    // (llm.c's bf16 atomicAdd helper): the select keeps the traced half traced
+    __global__ void pair_blend(float* y, const __nv_bfloat16* x, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) {
+            __nv_bfloat16 v = x[i];
+            __nv_bfloat162 p = (i & 1) ? __halves2bfloat162(__ushort_as_bfloat16(0), v)
+                                       : __halves2bfloat162(v, __ushort_as_bfloat16(0));
+            y[i] = __low2float(p) + __high2float(p);
+        }
+    }
+    """,
+    """
+    [kernel]
+    name = "pair_blend"
+    [sizes]
+    N = 100
+    [[tensors]]
+    name = "y"
+    role = "out"
+    shape = ["N"]
+    [[tensors]]
+    name = "x"
+    role = "in"
+    dtype = "bfloat16"
+    shape = ["N"]
+    [[scalars]]
+    name = "n"
+    size = "N"
+    [launch]
+    grid = ["ceil_div(N, 32)"]
+    block = [32]
+    """,
+    "y[i] = x[i]",
+)
+
 
 def _task(tmp_path: Path, name: str):  # type: ignore[no-untyped-def]
     cuda, toml, _ = KERNELS[name]
