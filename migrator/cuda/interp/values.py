@@ -60,8 +60,10 @@ def convert(v: Val, to: CType) -> Val:
     src = v.ctype
     if src == to:
         return v
-    if src.kind == "float" and to.kind == "float" and (
-        src.dtype == OBJECT or getattr(v.data, "dtype", None) == OBJECT
+    if (
+        src.kind == "float"
+        and to.kind == "float"
+        and (src.dtype == OBJECT or getattr(v.data, "dtype", None) == OBJECT)
     ):
         # a traced value stays traced in every float type (also one a select blended with a
         # constant of the branch's own type: `c ? __ushort_as_bfloat16(0) : val`)
