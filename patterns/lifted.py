@@ -926,11 +926,13 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                            "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
         sums = []
+        row_read: dict[str, set[str]] = {}  # column sum -> the tensors its term reads as rows
         for a in col_sums:
             axis[0] = "j"
             body, carried = _column_sum(a)  # type: ignore[misc]
             term = _as_row_tile(body, a.vars[0], flat[2] if flat is not None else None, reshaped)
-            if not any(len(ld.index) == 2 for ld in _loads(term)):
+            row_read[a.tensor] = {ld.tensor or "" for ld in _loads(term) if len(ld.index) == 2}
+            if not row_read[a.tensor]:
                 raise _NoFit(f"{a.tensor}: the column sum reads no row of a tile")
             out = _carrying_tensor(p, a.tensor, carried)
             sums.append({"var": f"cs{len(sums)}", "expr": r.render(term), "out": out.var,
@@ -945,8 +947,11 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             o = spec.tensor_named(a.tensor)
             for sset in spec.all_size_sets():
                 n_rows = math.prod(spec.shape_of(xt, sset)) // int(value_of(cols, sset))
+                whole = n_rows * int(value_of(cols, sset))
                 if (value_of(red.extent, sset) != n_rows
-                        or spec.shape_of(o, sset) != (int(value_of(cols, sset)),)):  # fmt: skip
+                        or spec.shape_of(o, sset) != (int(value_of(cols, sset)),)
+                        or any(math.prod(spec.shape_of(spec.tensor_named(n), sset)) != whole
+                               for n in row_read[a.tensor])):  # fmt: skip
                     raise _NoFit(f"{a.tensor} is no sum of a column over every row")
                 banks = -(-int(value_of(cols, sset)) // MOVING_FMAX) * len(sums)
                 if banks > PSUM_BANKS:
