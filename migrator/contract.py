@@ -154,6 +154,9 @@ class LaunchSpec(_Frozen):
     grid: list[str | int]
     block: list[str | int]
     shared_bytes: str | int = 0
+    # pointer parameters the launch passes as NULL (`probs` of a training step that writes
+    # none): no tensor of the task; the CUDA original runs with a null pointer there
+    null_args: list[str] = Field(default_factory=list)
 
 
 class InputDist(_Frozen):
@@ -454,8 +457,12 @@ def check_parameters(
     have = ", ".join(f"{n}{'*' if ptr else ''}" for n, ptr in params)
     pointers = {n for n, ptr in params if ptr} | set(symbols)
     described = {t.cuda_param for t in spec.tensors} | {s.cuda_param for s in spec.scalars}
+    described |= set(spec.launch.null_args)
     problem: tuple[str, str] | None = None  # (text to find in the spec, what is wrong)
-    for t in spec.tensors:
+    for n in spec.launch.null_args:
+        if n not in pointers:
+            problem = (n, f"null argument {n!r} is no pointer parameter of the kernel")
+    for t in spec.tensors if problem is None else ():
         if t.cuda_param not in names:
             problem = (t.cuda_param, f"tensor {t.name} names CUDA parameter {t.cuda_param!r}")
             break

@@ -175,6 +175,11 @@ def test_a_spec_must_describe_its_kernels_parameters(tmp_path: Path) -> None:
     weights = SPEC.replace("[[scalars]]", '[[tensors]]\nname = "w"\nrole = "in"\nshape = ["4"]\n\n'
                            "[[scalars]]", 1)  # fmt: skip
     check_parameters(load_spec(write(tmp_path, weights)), "k", params, {"w"})
+    # a pointer the launch passes as NULL is described by `null_args`, and only a pointer
+    nulls = SPEC.replace("block = [256]\n", 'block = [256]\nnull_args = ["aux"]\n', 1)
+    check_parameters(load_spec(write(tmp_path, nulls)), "k", [*params, ("aux", True)])
+    with pytest.raises(SpecError, match="null argument 'aux' is no pointer"):
+        check_parameters(load_spec(write(tmp_path, nulls)), "k", [*params, ("aux", False)])
 
 
 FILL = """

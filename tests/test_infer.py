@@ -1168,3 +1168,39 @@ def test_a_grid_of_rows_keeps_many_rows(tmp_path: Path) -> None:
     tu = analyze_file(src)
     spec = infer_spec(tu, tu.global_kernels[0])
     assert all(s["T"] > 32 and s["C"] > 32 for s in spec.all_size_sets())
+
+
+OPTIONAL_OUTPUT = """
+__global__ void scale_maybe(float* y, float* aux, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = 3.0f * x[i];
+        if (aux != NULL) aux[i] = x[i] * x[i];  // written only for a caller that asks
+    }
+}
+int main() {
+    int n = 5000;
+    float *x, *y;
+    cudaMalloc(&x, n * sizeof(float));
+    cudaMalloc(&y, n * sizeof(float));
+    scale_maybe<<<(n + 255) / 256, 256>>>(y, (float*)nullptr, x, n);
+    return 0;
+}
+"""
+
+
+def test_a_pointer_the_launch_passes_as_null_is_no_tensor(tmp_path: Path) -> None:
+    """`(float*)nullptr` at the launch: `aux` is no tensor of the task; the original runs with
+    a null pointer there (its guarded store never happens) and the task's TOML says so."""
+    src = tmp_path / "maybe.cu"
+    src.write_text(OPTIONAL_OUTPUT)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert [t.name for t in spec.tensors] == ["x", "y"]
+    assert spec.launch.null_args == ["aux"] and 'null_args = ["aux"]' in to_toml(spec)
+    x = np.random.default_rng(0).standard_normal(spec.sizes["n"]).astype(np.float32)
+    (y,) = run_spec(spec, spec.sizes, inputs={"x": x})
+    assert np.allclose(y, 3.0 * x)
+    m = migrate(src, out_dir=tmp_path / "out")
+    assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
+    assert load_spec(next((tmp_path / "out").glob("*.toml"))).launch.null_args == ["aux"]

@@ -279,6 +279,8 @@ def _probe_once(
             args[t["param"]] = _probe_values(dt, high, n_el, rng)
     for sc in data["scalars"]:
         args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
+    for p in data["launch"].get("null_args", []):
+        args[p] = None  # passed as NULL at the launch
     grid = [int(eval_expr(g, sz)) for g in data["launch"]["grid"]]
     block = [int(eval_expr(b, sz)) for b in data["launch"]["block"]]
     smem = int(eval_expr(data["launch"]["shared_bytes"], sz))

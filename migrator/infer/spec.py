@@ -127,8 +127,12 @@ def infer_spec(
     size_names: set[str] = set()
     ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
     unshaped: list[str] = []  # tensors whose indices do not show their extent
+    null_args: list[str] = []  # `NULL` / `nullptr` at the launch: no tensor, a null pointer
     for p in k.params:
         if not p.pointer_depth:
+            continue
+        if p.name in args and _NULL_ARG.fullmatch(args[p.name].strip()):
+            null_args.append(p.name)
             continue
         dtype = DTYPES.get(_base(p.base_type, bindings)) or resolved.get(p.name)
         if dtype is None:
@@ -250,7 +254,8 @@ def infer_spec(
                    "template_args": [_number(str(a)) for a in targs],
                    "include_dirs": pre[0], "defines": pre[1]},
         "sizes": sizes, "size_sets": sets, "tensors": tensors, "scalars": scalars,
-        "launch": {"grid": grid, "block": block, "shared_bytes": smem},
+        "launch": {"grid": grid, "block": block, "shared_bytes": smem,
+                   **({"null_args": null_args} if null_args else {})},
         "path": tu.file.removesuffix(".cu") + ".inferred.toml",
     }  # fmt: skip
     # a quotient the kernel takes as an argument (`hs = C / NH`) becomes a size before anything
@@ -1011,6 +1016,8 @@ def to_toml(spec: TaskSpec) -> str:
     b = ", ".join(f'"{x}"' for x in spec.launch.block)
     lines += ["", "[launch]", f"grid = [{g}]", f"block = [{b}]",
               f'shared_bytes = "{spec.launch.shared_bytes}"']  # fmt: skip
+    if spec.launch.null_args:
+        lines += ["null_args = [" + ", ".join(f'"{n}"' for n in spec.launch.null_args) + "]"]
     for name, dist in spec.inputs.items():  # a gather's indices: in [0, rows of the table)
         lines += ["", f"[inputs.{name}]", f'dist = "{dist.dist}"']
         lines += [f"{k} = {v!r}".replace("'", '"') for k, v in
@@ -1108,6 +1115,10 @@ def site_arguments(k: Kernel, site: LaunchSite) -> dict[str, str]:
     named_at = [i for i in range(len(k.params) + len(tags)) if i not in tags]
     pairs = zip(k.params, named_at, strict=True)
     return {p.name: site.args[i] for p, i in pairs if i < len(site.args)}
+
+
+# `NULL`, `nullptr`, `0`, `(float*)NULL`, `(floatX*) nullptr`: a null pointer argument
+_NULL_ARG = re.compile(r"(?:\(\s*(?:const\s+)?\w+\s*\*\s*\)\s*)?(?:NULL|nullptr|0)")
 
 
 _TAG = re.compile(r"std::(?:bool_constant|integral_constant\s*<\s*[\w ]+,)\s*<?\s*(\w+)\s*>")

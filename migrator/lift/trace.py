@@ -116,6 +116,8 @@ def trace_run(
             args[s.cuda_param] = Sym.param(s.name, float(v))
         else:
             args[s.cuda_param] = v
+    for n in spec.launch.null_args:
+        args[n] = None  # a null pointer, as the launch passes it
     grid, block, smem = spec.launch_config(sz)
     result = run_kernel(
         _parsed(spec.cuda_source_path(), *spec.preprocessor()),

@@ -119,6 +119,8 @@ def kernel_args(
             args[t.cuda_param] = ins[t.name].copy()
     for s in spec.scalars:
         args[s.cuda_param] = spec.scalar_value(s, sz)
+    for p in spec.launch.null_args:
+        args[p] = None  # a null pointer
     return args
 
 
