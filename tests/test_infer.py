@@ -1204,3 +1204,42 @@ def test_a_pointer_the_launch_passes_as_null_is_no_tensor(tmp_path: Path) -> Non
     m = migrate(src, out_dir=tmp_path / "out")
     assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
     assert load_spec(next((tmp_path / "out").glob("*.toml"))).launch.null_args == ["aux"]
+
+
+VECTOR_ROWS = """
+__device__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__global__ void row_sum4(float* out, const float* x, int rows, int width) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float* row = x + (size_t)r * width;  // each row read four floats at a time
+    float acc = 0.0f;
+    for (int c = 0; c < width; c += 4) {
+        float4 v = load4(row + c);
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    out[r] = acc;
+}
+int main() {
+    int rows = 1000, width = 50;
+    float *x, *out;
+    cudaMalloc(&x, rows * width * sizeof(float));
+    cudaMalloc(&out, rows * sizeof(float));
+    row_sum4<<<(rows + 127) / 128, 128>>>(out, x, rows, width);
+    return 0;
+}
+"""
+
+
+def test_rows_read_in_vectors_through_a_helper_hold_whole_vectors(tmp_path: Path) -> None:
+    """`load4(row + c)` reinterprets a row pointer as float4 in a helper the index algebra does
+    not follow: at the host's width of 50 the run makes misaligned reads, so the task states
+    `width % 4 == 0` and every size set holds whole vectors (the ragged sets were dropped, or
+    at a ragged default nothing could be checked at all)."""
+    src = tmp_path / "vecrow.cu"
+    src.write_text(VECTOR_ROWS)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.relations == ["width % 4 == 0"]
+    assert all(s["width"] % 4 == 0 for s in spec.all_size_sets()) and spec.size_sets
+    m = migrate(src, out_dir=tmp_path / "out")
+    assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]

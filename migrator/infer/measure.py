@@ -287,7 +287,14 @@ def _probe_once(
     res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
                      data["kernel"]["template_args"],
                      InterpOptions(oob="report", extents=True))  # fmt: skip
-    return res.extents
+    # (a misaligned vector access is kept as a negative reach: `_aligned_rows` reads it)
+    misaligned = {m.group(1) for f in res.findings if f.kind == "misaligned"
+                  for m in [MISALIGNED.search(f.message)] if m}  # fmt: skip
+    return {**res.extents, **{f"misaligned:{n}": -1 for n in misaligned}}
+
+
+# the interpreter's finding for a vector access off its alignment: the buffer is the parameter
+MISALIGNED = re.compile(r"misaligned (?:read|write) of global buffer '(\w+)'")
 
 
 def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:

@@ -46,6 +46,7 @@ from migrator.infer.measure import (
     _fixed_extents,
     _grow_until_launchable,
     _measure_into,
+    _probe_run,
     divisions,
     grid_batches,
     measure_extents,
@@ -301,6 +302,10 @@ def infer_spec(
             _measure_into(tensors, extents)
             relations += [r for r in more if r not in relations]
             unshaped += short
+    if sizes and parsed is not None:
+        # rows read in 16-byte vectors through a pointer (`load128(x + row * V)`): whole vectors
+        relations += [r for r in _aligned_rows(parsed, data, launch_only | in_block, relations)
+                      if r not in relations]  # fmt: skip
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
@@ -496,6 +501,38 @@ def _checked_at(data: dict[str, Any], keep: set[str], relations: list[str]) -> d
     _cap_elements(data["tensors"], sizes, keep, CHECK_ELEMENTS)
     _round_to_tiles(sizes, tile_relations(relations))
     return {**data, "sizes": sizes}
+
+
+VECTOR_BYTES = 16  # the widest access CUDA vectorises (float4, int4, a 128-bit load)
+
+
+def _aligned_rows(
+    parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str]
+) -> list[str]:
+    """`V % 4 == 0` where the run at the shape check's sizes makes a misaligned vector access
+    to a tensor: the kernel reads its rows in 16-byte vectors through a pointer the index
+    algebra does not follow (llm.c's `load128cs(logits + idx * P)` in a helper), so its
+    innermost size holds whole vectors. (That run is memoised: no extra run where none is.)"""
+    import numpy as np
+
+    from migrator.contract import SpecError
+    from migrator.cuda.interp.findings import InterpError
+
+    at = _checked_at(data, keep, relations)
+    try:
+        reached = _probe_run(parsed, at, set(), at["sizes"], 8, np.random.default_rng(0))
+    except (InterpError, SpecError, ValueError, ArithmeticError, TypeError):
+        return []
+    out: list[str] = []
+    for t in data["tensors"]:
+        if f"misaligned:{t['param']}" not in reached or not t["shape"]:
+            continue
+        width = VECTOR_BYTES // np_dtype(t["dtype"]).itemsize
+        name = str(t["shape"][-1]).rsplit("*", 1)[-1].strip()
+        rel = f"{name} % {width} == 0"
+        if name in data["sizes"] and width > 1 and rel not in out:
+            out.append(rel)
+    return out
 
 
 def _round_to_tiles(sset: dict[str, int], tiles: dict[str, int]) -> None:
