@@ -528,9 +528,12 @@ def _aligned_rows(
         if f"misaligned:{t['param']}" not in reached or not t["shape"]:
             continue
         width = VECTOR_BYTES // np_dtype(t["dtype"]).itemsize
-        name = str(t["shape"][-1]).rsplit("*", 1)[-1].strip()
-        rel = f"{name} % {width} == 0"
-        if name in data["sizes"] and width > 1 and rel not in out:
+        # the row's width: a size of the innermost dimension (a flat `B * P * T` does not say
+        # which one) that is no multiple of the vector at the sizes of that run, if one only
+        names = [n for n in re.findall(r"[A-Za-z_]\w*", str(t["shape"][-1]))
+                 if n in at["sizes"] and at["sizes"][n] % width]  # fmt: skip
+        rel = f"{names[0]} % {width} == 0" if len(names) == 1 else ""
+        if rel and width > 1 and rel not in out:
             out.append(rel)
     return out
 
