@@ -457,6 +457,17 @@ _ROWS: tuple[DiagnosticKind, ...] = (
     ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
+        "C2N2018",
+        "SIZES_ALIGNED",
+        "note",
+        "low",
+        "the CUDA original reads or writes {tensor} in misaligned vectors at {sizes}: it assumes "
+        "rows of whole 16-byte vectors, so the inferred spec states `{relation}` and rounds its "
+        "size sets to it",
+        "Nothing to do if the kernel is only meant for such sizes; else its vector accesses "
+        "need a scalar tail for ragged rows.",
+    ),
+    DiagnosticKind(
         "C2N3001",
         "ERR_NUM_PARTITION_EXCEED_ARCH_LIMIT",
         "error",

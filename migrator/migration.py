@@ -404,6 +404,18 @@ def _runnable_sets(spec: TaskSpec, km: KernelMigration, k: Kernel) -> TaskSpec |
     if not bad or len(bad) == len(km.check.sizes) or spec.sizes in bad:
         return None
     why = next(s.cuda_error for s in km.check.sizes if s.cuda_error) or ""
+    from migrator.infer import whole_vectors
+
+    found = whole_vectors(spec, why, bad[0])
+    if found is not None:  # rows read in misaligned vectors: sizes rounded, not dropped
+        tensor, rel = found
+        aligned = spec.model_copy(update={"relations": [*spec.relations, rel]})
+        sets = [s for s in aligned.obeying([spec.resolve_sizes(s) for s in spec.size_sets])
+                if s != spec.sizes]  # fmt: skip
+        if sets and not aligned.broken_relations(spec.sizes):
+            km.diagnostics.append(diag.make("SIZES_ALIGNED", k.span, tensor=tensor, relation=rel,
+                                            sizes=_clip(str(bad), 160)))  # fmt: skip
+            return _respec(aligned.model_copy(update={"size_sets": sets}), k, km)
     keep = [s for s in spec.size_sets if spec.resolve_sizes(s) not in bad]
     km.diagnostics.append(diag.make("SIZES_DROPPED", k.span, sizes=_clip(str(bad), 160),
                                     why=_clip(why, 200)))  # fmt: skip

@@ -1243,3 +1243,20 @@ def test_rows_read_in_vectors_through_a_helper_hold_whole_vectors(tmp_path: Path
     assert all(s["width"] % 4 == 0 for s in spec.all_size_sets()) and spec.size_sets
     m = migrate(src, out_dir=tmp_path / "out")
     assert m.kernels[0].status == "complete" and m.kernels[0].check.ok  # type: ignore[union-attr]
+
+
+def test_ragged_size_sets_of_whole_vector_rows_are_rounded_not_dropped(tmp_path: Path) -> None:
+    """At the host's width of 64 the rows are whole vectors; the inferred sets' widths (130,
+    67) are not, and the original stops at a misaligned read there: the migration states
+    `width % 4 == 0` and checks at the sets rounded to it (C2N2018) rather than leaving them
+    out."""
+    src = tmp_path / "vecrow.cu"
+    src.write_text(VECTOR_ROWS.replace("width = 50;", "width = 64;"))
+    m = migrate(src, out_dir=tmp_path / "out")
+    k = m.kernels[0]
+    assert k.status == "complete" and k.check.ok  # type: ignore[union-attr]
+    assert any(d.id == "C2N2018" for d in k.diagnostics)
+    assert not any(d.id == "C2N2016" for d in k.diagnostics)  # nothing dropped
+    spec = load_spec(next((tmp_path / "out").glob("*.toml")))
+    assert spec.relations == ["width % 4 == 0"] and len(spec.size_sets) == 2
+    assert all(s["width"] % 4 == 0 for s in spec.all_size_sets())

@@ -17,6 +17,7 @@ from migrator.infer.spec import (
     site_arguments,
     site_launch,
     to_toml,
+    whole_vectors,
 )
 
 __all__ = [
@@ -28,4 +29,5 @@ __all__ = [
     "site_arguments",
     "site_launch",
     "to_toml",
+    "whole_vectors",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from migrator.infer.error import GatherError, InferenceError
@@ -295,6 +296,19 @@ def _probe_once(
 
 # the interpreter's finding for a vector access off its alignment: the buffer is the parameter
 MISALIGNED = re.compile(r"misaligned (?:read|write) of global buffer '(\w+)'")
+VECTOR_BYTES = 16  # the widest access CUDA vectorises (float4, int4, a 128-bit load)
+
+
+def vector_relation(innermost: str, dtype: str, sizes: Mapping[str, int]) -> str | None:
+    """`V % 4 == 0` for a tensor read in misaligned vectors at `sizes`: its rows hold whole
+    16-byte vectors. The row's width is the innermost dimension's one size that is no
+    multiple of the vector there (a flat `B * P * T` does not say which is innermost); None
+    where that is not one size."""
+    from migrator.contract import np_dtype
+
+    width = VECTOR_BYTES // np_dtype(dtype).itemsize
+    names = [n for n in re.findall(r"[A-Za-z_]\w*", innermost) if n in sizes and sizes[n] % width]
+    return f"{names[0]} % {width} == 0" if len(names) == 1 and width > 1 else None
 
 
 def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:

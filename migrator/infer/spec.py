@@ -40,6 +40,7 @@ from migrator.infer.host import (
 from migrator.infer.measure import (
     DEFAULT_ELEMENTS,
     DEFAULT_THREADS,
+    MISALIGNED,
     _cap_elements,
     _cap_threads,
     _fit_budget,
@@ -52,6 +53,7 @@ from migrator.infer.measure import (
     measure_extents,
     spread,
     too_small_shapes,
+    vector_relation,
 )
 
 DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
@@ -503,9 +505,6 @@ def _checked_at(data: dict[str, Any], keep: set[str], relations: list[str]) -> d
     return {**data, "sizes": sizes}
 
 
-VECTOR_BYTES = 16  # the widest access CUDA vectorises (float4, int4, a 128-bit load)
-
-
 def _aligned_rows(
     parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str]
 ) -> list[str]:
@@ -525,17 +524,22 @@ def _aligned_rows(
         return []
     out: list[str] = []
     for t in data["tensors"]:
-        if f"misaligned:{t['param']}" not in reached or not t["shape"]:
-            continue
-        width = VECTOR_BYTES // np_dtype(t["dtype"]).itemsize
-        # the row's width: a size of the innermost dimension (a flat `B * P * T` does not say
-        # which one) that is no multiple of the vector at the sizes of that run, if one only
-        names = [n for n in re.findall(r"[A-Za-z_]\w*", str(t["shape"][-1]))
-                 if n in at["sizes"] and at["sizes"][n] % width]  # fmt: skip
-        rel = f"{names[0]} % {width} == 0" if len(names) == 1 else ""
-        if rel and width > 1 and rel not in out:
-            out.append(rel)
+        if f"misaligned:{t['param']}" in reached and t["shape"]:
+            rel = vector_relation(str(t["shape"][-1]), t["dtype"], at["sizes"])
+            if rel is not None and rel not in out:
+                out.append(rel)
     return out
+
+
+def whole_vectors(spec: TaskSpec, error: str, sizes: dict[str, int]) -> tuple[str, str] | None:
+    """(tensor, `V % 4 == 0`) where the original's `error` at `sizes` is a misaligned vector
+    access of a tensor whose rows' width is one size (`vector_relation`); else None."""
+    m = MISALIGNED.search(error)
+    t = next((t for t in spec.tensors if m and t.cuda_param == m.group(1)), None)
+    if t is None or not t.shape:
+        return None
+    rel = vector_relation(str(t.shape[-1]), t.dtype, sizes)
+    return None if rel is None else (t.name, rel)
 
 
 def _round_to_tiles(sset: dict[str, int], tiles: dict[str, int]) -> None:
