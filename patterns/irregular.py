@@ -64,6 +64,28 @@ class IrregularMatcher:
                 found.append(diag.make("SCAN", lp.span, array=arr, line=lp.span.line))
                 reasons.append(f"prefix scan: doubling loop #{lp.id} over shared {arr}")
                 break
+        if not any(d.id == "C2N2004" for d in found):
+            # a Hillis-Steele scan in a __device__ helper the kernel hands its shared array
+            # (`t = s[pos] + s[pos - offset]`, offset doubling): the helper sees a pointer
+            callees = _with_callees(tu, k)
+            synced = any(g.barriers for g in callees)
+            for f in callees[1:]:
+                step = [(lp, a) for lp in f.loops if lp.kind == "doubling" and lp.var
+                        for a in f.accesses if lp.id in a.loops and a.kind == "read"
+                        and f"- {lp.var}" in a.indices[-1].text]  # fmt: skip
+                if step and k.shared and synced:
+                    lp, a = step[0]
+                    found.append(
+                        diag.make(
+                            "SCAN",
+                            lp.span,
+                            line=lp.span.line,
+                            array=f"shared {k.shared[0].name} (in {f.name})",
+                        )
+                    )
+                    reasons.append(f"prefix scan: doubling loop #{lp.id} of {f.name} over "
+                                   f"{a.array}[{a.indices[-1].text}]")  # fmt: skip
+                    break
         xor_partner = any("^" in v.expr.text for v in k.index_vars) or any(
             "^" in a.indices[0].text for a in k.accesses
         )

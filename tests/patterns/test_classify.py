@@ -222,6 +222,31 @@ def test_scan_is_reported_not_matched() -> None:
     assert c.winner is None and "C2N2004" in _ids(c)
 
 
+def test_a_scan_in_a_helper_over_the_kernels_shared_array_is_named() -> None:
+    """The doubling loop in a `__device__` helper the kernel hands its shared array (a
+    Hillis-Steele scan of unsigned counts: `t = s[pos] + s[pos - offset]`): the fallback
+    names the scan (C2N2004, with what to do on Trainium) where it named nothing."""
+    src = (
+        "__device__ unsigned inclusive(unsigned v, volatile unsigned* s, unsigned size) {\n"
+        "  unsigned pos = 2 * threadIdx.x - (threadIdx.x & (size - 1));\n"
+        "  s[pos] = 0;\n  pos += size;\n  s[pos] = v;\n"
+        "  for (unsigned offset = 1; offset < size; offset <<= 1) {\n"
+        "    __syncthreads();\n    unsigned t = s[pos] + s[pos - offset];\n"
+        "    __syncthreads();\n    s[pos] = t;\n  }\n  return s[pos];\n}\n"
+        "__global__ void scan_counts(unsigned* out, const unsigned* in) {\n"
+        "  __shared__ unsigned buf[512];\n"
+        "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  out[i] = inclusive(in[i], buf, blockDim.x) - in[i];\n}\n"
+    )
+    tu = analyze_text(src, "t.cu")
+    c = classify(tu, tu.kernel("scan_counts"))
+    assert c.winner is None and "C2N2004" in _ids(c)
+    # a tree reduction's doubling loop reads upward (`s[tid + s]`): no scan named
+    reduction = src.replace("s[pos - offset]", "s[pos + offset]")
+    tu = analyze_text(reduction, "t.cu")
+    assert "C2N2004" not in _ids(classify(tu, tu.kernel("scan_counts")))
+
+
 def test_gather_is_reported_not_matched() -> None:
     tu, k = one(
         "__global__ void gather(const float* x, const int* idx, float* y, int n) {\n"
