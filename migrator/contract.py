@@ -462,6 +462,7 @@ def check_parameters(
     for n in spec.launch.null_args:
         if n not in pointers:
             problem = (n, f"null argument {n!r} is no pointer parameter of the kernel")
+            break
     for t in spec.tensors if problem is None else ():
         if t.cuda_param not in names:
             problem = (t.cuda_param, f"tensor {t.name} names CUDA parameter {t.cuda_param!r}")

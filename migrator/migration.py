@@ -399,13 +399,13 @@ def _runnable_sets(spec: TaskSpec, km: KernelMigration, k: Kernel) -> TaskSpec |
     """An inferred spec without the extra size sets the CUDA original itself cannot run at (a
     vector view of a ragged buffer: the kernel assumes whole vectors), or None when it runs at
     all of them or at none (then the failure is the kernel's, and reported as such)."""
+    from migrator.infer import whole_vectors
+
     assert km.check is not None
     bad = [s.sizes for s in km.check.sizes if s.cuda_error]
     if not bad or len(bad) == len(km.check.sizes) or spec.sizes in bad:
         return None
     why = next(s.cuda_error for s in km.check.sizes if s.cuda_error) or ""
-    from migrator.infer import whole_vectors
-
     found = whole_vectors(spec, why, bad[0])
     if found is not None:  # rows read in misaligned vectors: sizes rounded, not dropped
         tensor, rel = found

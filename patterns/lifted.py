@@ -765,9 +765,10 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     row_loads: dict[str, dict[str, str]] = {}
     # sums down the columns beside the rows (a layer norm's backward: dweight and dbias
     # accumulated over every row while dinp is computed row by row)
-    col_sums = [a for a in program.assigns if _column_sum(a) is not None]
+    col_sums = [(a, cs) for a in program.assigns if (cs := _column_sum(a)) is not None]
     if col_sums and len(col_sums) < len(program.assigns):
-        program = Program(assigns=[a for a in program.assigns if a not in col_sums])
+        program = Program(assigns=[a for a in program.assigns
+                                   if all(a is not b for b, _ in col_sums)])  # fmt: skip
     else:
         col_sums = []
     flat = _flat_rows(program)  # rows of a flat tensor (`x[k + C*(i // C)]`): seen as 2-D
@@ -927,9 +928,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
         sums = []
         row_read: dict[str, set[str]] = {}  # column sum -> the tensors its term reads as rows
-        for a in col_sums:
+        for a, (body, carried) in col_sums:
             axis[0] = "j"
-            body, carried = _column_sum(a)  # type: ignore[misc]
             term = _as_row_tile(body, a.vars[0], flat[2] if flat is not None else None, reshaped)
             row_read[a.tensor] = {ld.tensor or "" for ld in _loads(term) if len(ld.index) == 2}
             if not row_read[a.tensor]:
@@ -942,7 +942,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         raise _NoFit(str(e)) from e
     if sums:
         xt = spec.tensor_named(row_tensor)
-        for a in col_sums:
+        for a, _ in col_sums:
             (red,) = [e for e in a.expr.walk() if e.kind == "reduce"]
             o = spec.tensor_named(a.tensor)
             for sset in spec.all_size_sets():
@@ -962,7 +962,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         # the sums add thousands of rows in fp32, as the CUDA original does after `(float)x`:
         # terms rounded to a low-precision input's type first would drift past its result
         low = any(np_dtype(spec.tensor_named(ld.tensor).dtype).itemsize < 4
-                  for a in col_sums for ld in _loads(a.expr))  # fmt: skip
+                  for a, _ in col_sums for ld in _loads(a.expr))  # fmt: skip
         p.fields["f32_loads"] = low
     for pk in picks:  # the one-hot row a pick makes serves the stores that compare alike
         for st in stores:

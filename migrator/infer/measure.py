@@ -682,8 +682,9 @@ def _measure(
         for c, n in enumerate(free):  # differing; the probe values' draws stay as they were)
             if n not in tiles:
                 table[:, c] = beside.choice(UNTILED_BESIDE, size=n_runs)
+    batches = grid_batches(data, free)
     for c, n in enumerate(free):
-        if n in grid_batches(data, free):
+        if n in batches:
             # a launch of whole problems: a few of them reach as far into each (a probe of
             # 32 x 32 attentions ran seconds), small primes still tell the products apart
             table[:, c] = np.random.default_rng(3 + c).choice(UNTILED_BESIDE, size=n_runs)

@@ -304,10 +304,11 @@ def infer_spec(
             _measure_into(tensors, extents)
             relations += [r for r in more if r not in relations]
             unshaped += short
-    if sizes and parsed is not None:
-        # rows read in 16-byte vectors through a pointer (`load128(x + row * V)`): whole vectors
-        relations += [r for r in _aligned_rows(parsed, data, launch_only | in_block, relations)
-                      if r not in relations]  # fmt: skip
+        else:
+            # rows read in 16-byte vectors through a pointer (`load128(x + row * V)`): whole
+            # vectors (the findings of the run just made, memoised: no run of its own)
+            relations += [r for r in _aligned_rows(parsed, data, launch_only | in_block,
+                                                   relations) if r not in relations]  # fmt: skip
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
@@ -511,7 +512,7 @@ def _aligned_rows(
     """`V % 4 == 0` where the run at the shape check's sizes makes a misaligned vector access
     to a tensor: the kernel reads its rows in 16-byte vectors through a pointer the index
     algebra does not follow (llm.c's `load128cs(logits + idx * P)` in a helper), so its
-    innermost size holds whole vectors. (That run is memoised: no extra run where none is.)"""
+    innermost size holds whole vectors. (The shape check's run, memoised.)"""
     import numpy as np
 
     from migrator.contract import SpecError
