@@ -106,7 +106,7 @@ def migrate(
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = bind_source(load_spec(spec_path), source) if spec_path else None
     options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch,
-               "pre": (include_dirs, defines)}  # fmt: skip
+               "pre": (include_dirs, defines), "target": target}  # fmt: skip
     if task is not None and (include_dirs or defines):  # the oracle parses what was migrated
         kernel_ref = task.kernel.model_copy(update={
             "include_dirs": [*task.kernel.include_dirs,
@@ -446,6 +446,8 @@ def _emit(
     options: dict[str, Any],
 ) -> None:
     plan.fields.setdefault("cuda_rel", os.path.relpath(tu.file, out))
+    # instructions of newer generations only where the kernel is for one (range_select: trn2+)
+    plan.fields["target"] = options.get("target") or "trn2"
     if inferred and spec is not None:  # the file re-checks itself wherever it is copied
         from migrator.infer import to_toml
 

@@ -822,7 +822,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     def ref(name: str) -> str:  # a flat tensor as its [rows, cols] view
         return f"{name}.reshape(({r_rows}, {cols}))"
 
-    picks: list[dict[str, str]] = []  # `x[i, ids[i]]`: one element of each row, by index
+    picks: list[dict[str, Any]] = []  # `x[i, ids[i]]`: one element of each row, by index
 
     def pick_of(ld: Expr) -> str | None:
         """`x[i, ids[i]]` as a compare-and-select along the row tile of x (the row is on
@@ -968,6 +968,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         for st in stores:
             for needle in (f"nl.equal(col_ids, {pk['ids']})", f"nl.equal({pk['ids']}, col_ids)"):
                 st["expr"] = st["expr"].replace(needle, f"{pk['var']}_hot")
+        # trn2 picks by a range select, no one-hot row: it is made only where a store reads it
+        pk["hot"] = any(f"{pk['var']}_hot" in st["expr"] for st in stores)
     for red in pre:  # the exp tile a fused exp-and-sum makes serves the stores that read it
         if "exp_of" in red:
             needle = f"nl.exp(nl.subtract({red['exp_of']}, {red['bias_of']}))"

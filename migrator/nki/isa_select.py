@@ -50,8 +50,10 @@ def accumulate_registers(
     cmd: Any,
     reduce_op: Any,
     reduce_res: Tensor | None,
+    rows_ok: np.ndarray | None = None,
 ) -> None:
-    """Apply ``reduce_cmd`` to the engine's accumulator registers and write ``reduce_res``."""
+    """Apply ``reduce_cmd`` to the engine's accumulator registers and write ``reduce_res``
+    (``rows_ok``: (P, 1), partitions whose reduction is defined; None: all)."""
     command = _cmd(cmd, name)
     opname = _ops.resolve(reduce_op, name)
     if opname not in _ACC:
@@ -73,8 +75,9 @@ def accumulate_registers(
         acc = _ACC[opname](acc, part).astype(np.float32)
     regs[engine] = acc
     if reduce_res is not None:
-        out, _ = _fit(acc.reshape(parts, 1), None, reduce_res.shape)
-        reduce_res.write(out, None)
+        ok = None if rows_ok is None else np.asarray(rows_ok, dtype=bool).reshape(parts, 1)
+        out, ok = _fit(acc.reshape(parts, 1), ok, reduce_res.shape)
+        reduce_res.write(out, ok)
         _record(f"{name}[readout]", engine, TileShape(parts, 1, _dt.float32))
 
 
@@ -327,8 +330,11 @@ class SelectInstructions:
         dtype: Any,
         mask: Any,
         dst: Tensor | None,
+        streams: int = 2,
+        rows_ok: np.ndarray | None = None,
     ) -> Tensor:
-        """``where(pred, on_true, on_false)`` plus accumulator-register reduction (VectorE)."""
+        """``where(pred, on_true, on_false)`` plus accumulator-register reduction (VectorE).
+        ``streams``: full tiles the instruction reads (the predicate counts where it is one)."""
         check_dst_dtype(name, dtype, dst)
         vals, ok = f32(on_true)
         x = flat(vals)
@@ -343,10 +349,12 @@ class SelectInstructions:
             fv, fok = np.float32(on_false), None
         p = flat(pred.reshape(on_true.shape))
         values = np.where(p, x, fv).astype(np.float32)
-        valid = all_valid(None if ok is None else flat(ok), fok)
+        valid = all_valid(None if ok is None else flat(ok), fok, rows_ok)
         valid = None if valid is None else np.broadcast_to(valid, x.shape)
-        _record(name, Engine.VECTOR, on_true, streams=2)
-        accumulate_registers(name, Engine.VECTOR, values, reduce_cmd, reduce_op, reduce_res)
+        _record(name, Engine.VECTOR, on_true, streams=streams)
+        accumulate_registers(
+            name, Engine.VECTOR, values, reduce_cmd, reduce_op, reduce_res, rows_ok=rows_ok
+        )
         values = values.reshape(on_true.shape)
         valid = None if valid is None else valid.reshape(on_true.shape)
         return emit(values, valid, dtype or on_true.dtype, Buffer.SBUF, mask, dst)
@@ -397,22 +405,27 @@ class SelectInstructions:
         """Keep elements whose free index ``range_start + f`` satisfies both comparisons
         with the per-partition bounds, else ``on_false_value``; optional reduction."""
         name = "nisa.range_select"
+        if current_run().options.target == "trn1":  # nki-facts §4: trn2 and newer only
+            raise NkiConstraintError(
+                "err_invalid_operand", f"{name} needs NeuronCore-v3 (trn2); not on trn1"
+            )
         t = require_on_chip(on_true_tile, name, "on_true_tile")
         c0 = _ops.BINARY[_ops.resolve(comp_op0, name)][0]
         c1 = _ops.BINARY[_ops.resolve(comp_op1, name)][0]
         b0, b0_ok = per_partition(bound0, t.partitions, name, "bound0")
         b1, b1_ok = per_partition(bound1, t.partitions, name, "bound1")
-        if b0_ok is not None or b1_ok is not None:
-            raise NkiConstraintError(
-                "err_uninitialized_index", f"{name}: the bounds hold uninitialised elements"
-            )
+        # a partition whose bound is undefined (a row past the end) selects nothing defined:
+        # its elements and its reduction are undefined, as an activation's undefined bias makes
+        # them, and any read of them is caught where it happens
+        bounds_ok = all_valid(b0_ok, b1_ok)
         index = np.float32(range_start) + np.arange(t.free_size, dtype=np.float32)[None, :]
         pred = c0(index, b0) & c1(index, b1)
         pred = np.broadcast_to(pred, (t.partitions, t.free_size))
         off = float(np.finfo(np.float32).min) if on_false_value is None else on_false_value
+        # one tile streams in: the predicate is the engine's own index compare, not a tile
         return self.select_values_reduce(
             name, pred, t, off, reduce_cmd=reduce_cmd, reduce_res=reduce_res,
-            reduce_op=reduce_op, dtype=dtype, mask=mask, dst=dst,
+            reduce_op=reduce_op, dtype=dtype, mask=mask, dst=dst, streams=1, rows_ok=bounds_ok,
         )  # fmt: skip
 
     def local_gather(

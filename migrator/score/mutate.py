@@ -191,6 +191,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mutant",
         _sub(r"(\w+_hot) = nl\.equal\(col_ids, (\w+)\)", r"\1 = nl.equal(col_ids, nl.add(\2, 1))"),
     ),
+    # a label's logit picked one column off (trn2's range select on the index as a bound)
+    Mutation(
+        "label_pick_shifted",
+        "mutant",
+        _sub(
+            r"(\w+_at_\w+_col) = nl\.copy\((\w+), dtype=nl\.float32\)",
+            r"\1 = nl.copy(nl.add(\2, 1), dtype=nl.float32)",
+        ),
+    ),
     # scans: runs of the wrong length (a block size misread), so runs overlap or leave gaps
     Mutation(
         "wrong_run_length",

@@ -49,8 +49,9 @@ def cross_entropy_fwd(logits, labels):
         logits_row = nl.load(logits[i_p, i_f], mask=rows_ok)
         # logits[i, labels[i]]: the element whose column is the row's index (compare with the column numbers, select, sum)
         logits_at_labels = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
-        logits_at_labels_hot = nl.equal(col_ids, labels_col)  # the one-hot row of the index
-        nisa.activation_reduce(op=nl.copy, data=nl.where(logits_at_labels_hot, logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_labels)
+        # one VectorE pass: keep the column equal to the index, -inf elsewhere, max along the row
+        logits_at_labels_col = nl.copy(labels_col, dtype=nl.float32)  # the index as a float bound
+        nisa.range_select(on_true_tile=logits_row, comp_op0=nl.greater_equal, comp_op1=nl.less_equal, bound0=logits_at_labels_col, bound1=logits_at_labels_col, reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=logits_at_labels, reduce_op=nl.max, on_false_value=float("-inf"))
         # max along the row: max_{q < C} logits[i, q]
         red0 = nl.max(logits_row, axis=1, keepdims=True)
         # sum along the row: sum_{k < C} exp(logits[i, k] - (max_{q < C} logits[i, q]))

@@ -53,7 +53,9 @@ def fused_classifier(logits, dlosses, targets):
         # logits[i, targets[i]]: the element whose column is the row's index (compare with the column numbers, select, sum)
         logits_at_targets = nl.ndarray((P_TILE, 1), dtype=nl.float32, buffer=nl.sbuf)
         logits_at_targets_hot = nl.equal(col_ids, targets_col)  # the one-hot row of the index
-        nisa.activation_reduce(op=nl.copy, data=nl.where(logits_at_targets_hot, logits_row, 0.0), reduce_op=nl.add, reduce_res=logits_at_targets)
+        # one VectorE pass: keep the column equal to the index, -inf elsewhere, max along the row
+        logits_at_targets_col = nl.copy(targets_col, dtype=nl.float32)  # the index as a float bound
+        nisa.range_select(on_true_tile=logits_row, comp_op0=nl.greater_equal, comp_op1=nl.less_equal, bound0=logits_at_targets_col, bound1=logits_at_targets_col, reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=logits_at_targets, reduce_op=nl.max, on_false_value=float("-inf"))
         # max along the row: max_{q < V} logits[i, q]
         red0 = nl.max(logits_row, axis=1, keepdims=True)
         # sum along the row: sum_{k < V} exp(logits[i, k] - (max_{q < V} logits[i, q]))

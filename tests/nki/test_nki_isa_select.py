@@ -577,3 +577,80 @@ def test_loop_reduce_accumulates_into_the_assigned_tile():
 
     with pytest.raises(NotImplementedError, match="loop_reduce"):
         run_kernel(rebinding, x)
+
+
+def _label_pick(a, lab):
+    """A row's element at its label: range_select between equal bounds, -inf elsewhere."""
+    rows = a.shape[0]
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(a.shape[1])[None, :]
+    ok = i_p < rows
+    t = nl.load(a[i_p, i_f], mask=ok)
+    b = nl.copy(nl.load(lab[i_p, nl.arange(1)[None, :]], mask=ok), dtype=nl.float32)
+    res = nl.ndarray((128, 1), dtype=nl.float32)
+    nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less_equal,
+                      bound0=b, bound1=b, reduce_cmd=nisa.reduce_cmd.reset_reduce,
+                      reduce_res=res, reduce_op=np.max, on_false_value=float("-inf"))  # fmt: skip
+    out = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[i_p, nl.arange(1)[None, :]], value=res, mask=ok)
+    return out
+
+
+def test_range_select_picks_a_label_and_keeps_minus_infinity():
+    x = RNG.standard_normal((100, 40)).astype(F32)
+    x[3, :] = -np.inf  # a whole row of -inf logits: the pick is -inf, not the fill's minimum
+    x[5, 7] = -np.inf  # -inf elsewhere in a row does not reach its pick (a product would: NaN)
+    lab = RNG.integers(0, 40, (100, 1)).astype(np.int32)
+    lab[5] = 8
+    # rows 100..127 had no label (undefined bounds): their picks are undefined, not an error,
+    # and the masked store never reads them
+    out = run_kernel(_label_pick, x, lab, options=EmulatorOptions(uninit_outputs="raise"))[0]
+    np.testing.assert_array_equal(out[:, 0], x[np.arange(100), lab[:, 0]])
+
+
+def test_range_select_is_no_trn1_instruction():
+    x = RNG.standard_normal((100, 40)).astype(F32)
+    lab = RNG.integers(0, 40, (100, 1)).astype(np.int32)
+    with pytest.raises(NkiConstraintError, match="trn2"):
+        run_kernel(_label_pick, x, lab, options=EmulatorOptions(target="trn1"))
+
+
+def test_a_pick_from_undefined_bounds_is_caught_where_it_is_read():
+    x = RNG.standard_normal((100, 40)).astype(F32)
+    lab = RNG.integers(0, 40, (100, 1)).astype(np.int32)
+
+    def unmasked(a, lab):
+        i_p = nl.arange(128)[:, None]
+        ok = i_p < a.shape[0]
+        t = nl.load(a[i_p, nl.arange(40)[None, :]], mask=ok)
+        b = nl.copy(nl.load(lab[i_p, nl.arange(1)[None, :]], mask=ok), dtype=nl.float32)
+        res = nl.ndarray((128, 1), dtype=nl.float32)
+        nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal, comp_op1=np.less_equal,
+                          bound0=b, bound1=b, reduce_cmd=nisa.reduce_cmd.reset_reduce,
+                          reduce_res=res, reduce_op=np.max)  # fmt: skip
+        return stored(nl.add(res, 1.0))  # all 128 partitions, 28 of them undefined
+
+    with pytest.raises(NkiConstraintError, match="never written"):
+        run_kernel(unmasked, x, lab, options=EmulatorOptions(uninit_outputs="raise"))
+
+
+def test_range_select_streams_one_tile_where_select_reduce_streams_two():
+    from migrator.nki import profile
+
+    x = RNG.standard_normal((128, 2048)).astype(F32)
+    bounds = np.full((128, 1), 5.0, F32)
+    pred = np.ones((128, 2048), np.uint8)
+
+    def by_range(a, b):
+        t, lo = nl.load(a), nl.load(b)
+        return stored(nisa.range_select(on_true_tile=t, comp_op0=np.greater_equal,
+                                        comp_op1=np.less, bound0=lo, bound1=lo))  # fmt: skip
+
+    def by_predicate(a, p):
+        dst = nl.ndarray((128, 2048), dtype=nl.float32)
+        nisa.select_reduce(dst=dst, predicate=nl.load(p), on_true=nl.load(a), on_false=0.0)
+        return stored(dst)
+
+    r = profile(by_range, x, bounds).engines["vector"].busy_us
+    s = profile(by_predicate, x, pred).engines["vector"].busy_us
+    assert r == pytest.approx(s / 2, rel=0.05)

@@ -78,12 +78,18 @@ def test_the_gradient_lifts_to_a_select_by_the_label(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("api", ["legacy", "new"])
-def test_a_fused_classifier_migrates_as_one_row_kernel(tmp_path: Path, api: str) -> None:
-    (k,) = migrate(_task(tmp_path), out_dir=tmp_path / api, nki_api=api).kernels
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_a_fused_classifier_migrates_as_one_row_kernel(
+    tmp_path: Path, api: str, target: str
+) -> None:
+    (k,) = migrate(_task(tmp_path), out_dir=tmp_path / api, nki_api=api, target=target).kernels
     assert (k.family, k.status) == ("rows", "complete"), k.diagnostics
     assert k.check is not None and k.check.ok
     src = k.nki_source or ""
-    assert "nl.equal(col_ids, targets_col)" in src
+    assert "nl.equal(col_ids, targets_col)" in src  # the gradient's one-hot row
+    # the loss's pick: one range select on trn2 (a VectorE pass, no -inf * 0), which trn1 lacks
+    assert ("nisa.range_select(" in src) == (target == "trn2")
+    assert ("data=nl.where(logits_at_targets_hot" in src) == (target == "trn1")
     # one exp-sum per row, not one per spelling of its variables
     assert src.count("op=nl.exp") == 1
 
