@@ -254,7 +254,8 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
                 params[s.cuda_param] = expr  # else: an expression that uses it is refused
         else:
             params[s.cuda_param] = s.name
-    cuda_params = {p.name for p in k.params}
+    # (a tensor may name a file-scope `__constant__` table the host fills: an input too)
+    cuda_params = {p.name for p in k.params} | {c.name for c in tu.constants}
     for t in spec.tensors:
         if t.cuda_param not in cuda_params:
             raise PlanError(

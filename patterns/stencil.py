@@ -288,5 +288,5 @@ def plan_kernel(match: MatchResult, tu: TranslationUnit, k: Kernel, spec: TaskSp
 STENCIL_LOCALS = frozenset({
     "w", "wts", "weights", "w_row", "w_all", "tap", "acc", "halo", "src", "idx", "shift",
     "first", "last", "done", "count", "rows", "cols", "n", "j", "t", "r", "col", "i_p", "i_f",
-    "i_h", "s_p", "s_h", "inside", "dy", "dx", "ty", "ft", "width", "dx_low", "row_offsets",
+    "i_h", "s_p", "s_h", "inside", "dy", "dx", "ty", "ft", "width", "dx_low", "row_offsets", "wk",
 })  # fmt: skip

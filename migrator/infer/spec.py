@@ -156,6 +156,7 @@ def infer_spec(
         size_names -= _FORMULA_FUNCTIONS  # (`select(...)` of an inlined helper: no size)
         tensors.append({"name": py_name(p.name), "param": p.name, "role": p.role,
                         "dtype": dtype, "shape": shape})  # fmt: skip
+    tensors += _constant_tables(tu, k)
     for p in k.params:
         if p.pointer_depth:
             continue
@@ -347,6 +348,28 @@ def infer_spec(
     if _leaves_before_a_shuffle(k):
         spec = _defined_sets(spec, launch_only | in_block)
     return _written_before_read(spec, k)
+
+
+def _constant_tables(tu: TranslationUnit, k: Kernel) -> list[dict[str, Any]]:
+    """`__constant__ float w[17];` without an initializer, read by the kernel: the host fills
+    it (`cudaMemcpyToSymbol`), so it is an input of the task. Left as the zeros static storage
+    starts with, a convolution's weights would make every output 0, and the check would
+    compare zeros with zeros."""
+    read = {a.array for a in k.accesses if a.kind == "read" and a.space == "constant"}
+    tables = []
+    for c in tu.constants:
+        if c.space != "constant" or c.has_initializer or c.name not in read:
+            continue
+        dtype = DTYPES.get(c.elem_type)
+        if dtype is None or not c.dims or any(d is None for d in c.dims):
+            raise InferenceError(
+                f"__constant__ {c.elem_type} {c.name}{''.join(f'[{t}]' for t in c.dims_text)}:"
+                " the host fills it, and its type or size is not known here; name it as an"
+                " input tensor in a spec (param = the symbol)"
+            )
+        tables.append({"name": py_name(c.name), "param": c.name, "role": "in", "dtype": dtype,
+                       "shape": [str(d) for d in c.dims]})  # fmt: skip
+    return tables
 
 
 def _leaves_before_a_shuffle(k: Kernel) -> bool:

@@ -715,8 +715,8 @@ class Fitter:
         try:
             upto = self.index(x, names, np.array(counts, dtype=np.int64), gathers=False)
         except LiftError:
-            raise LiftError(f"{why}, and no affine (or div/mod) map of the coordinates gives "
-                            "the count") from None  # fmt: skip
+            raise RaggedCount(f"{why}, and no affine (or div/mod) map of the coordinates gives "
+                              "the count") from None  # fmt: skip
         var = next(self.red_names)
         body = [({**env, var: kk}, item) for env, g in per
                 for kk, item in enumerate(g[gi][1])]  # fmt: skip
@@ -1228,7 +1228,19 @@ def _one_form(
             f"(the most common covers {common[0][1]} of {len(insts)} sampled)"
         )
     if expr is None:
-        expr = fitter.node(insts)
+        try:
+            expr = fitter.node(insts)
+        except RaggedCount:
+            padded = (
+                None
+                if agrees is None
+                else _padded_window(
+                    c, tensor, names, insts, picked, Fitter(c, shapes, sizes, ints), agrees
+                )
+            )
+            if padded is None:
+                raise
+            expr, fitter = padded
     if sources is not None:
         sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
         sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
@@ -1250,6 +1262,60 @@ def _promote_singletons(c: Canonicaliser, insts: list[Inst]) -> list[Inst] | Non
         return c.key(t)[0].replace("*", "")
 
     return out if len({shape(t) for _, t in out}) == 1 else None
+
+
+class RaggedCount(LiftError):
+    """A reduction's number of terms follows the element in no way an index map gives."""
+
+
+def _padded_window(
+    c: Canonicaliser,
+    tensor: str,
+    names: list[str],
+    insts: list[Inst],
+    picked: list[int],
+    fitter: Fitter,
+    agrees: Callable[[Assign, list[int]], bool],
+) -> tuple[Expr, Fitter] | None:
+    """A window with fewer terms near the edges (a convolution whose taps past the image
+    read 0, `(x >= 0) ? src[x] : 0`, and so vanish from the trace): the form fitted where the
+    window is whole, its loads that move with both an output coordinate and the reduction
+    read as zero padding, then checked numerically at the edge elements. None if that is not
+    what the elements compute."""
+    leaves = [len(c.key(t)[1]) for _, t in insts]
+    keep = [n == max(leaves) for n in leaves]
+    if sum(keep) < 2 or all(keep):
+        return None
+    try:
+        expr = fitter.node([x for x, k in zip(insts, keep, strict=True) if k])
+    except LiftError:
+        return None
+    padded = _pad_window_loads(expr, set(names), frozenset())
+    if padded is expr:
+        return None
+    others = [int(i) for i, k in zip(picked, keep, strict=True) if not k]
+    if not agrees(Assign(tensor=tensor, vars=names, expr=padded), others):
+        return None
+    return padded, fitter
+
+
+def _pad_windows_of(m: IndexMap, outs: set[str], reduced: frozenset[str]) -> bool:
+    used = {t.var for t in m.terms}
+    return m.gather is None and bool(used & outs) and bool(used & reduced)
+
+
+def _pad_window_loads(e: Expr, outs: set[str], reduced: frozenset[str]) -> Expr:
+    """`e` with every load whose index adds a reduction variable to an output coordinate
+    (a window's tap) zero-padded; `e` itself where there is none."""
+    if e.kind == "load":
+        if any(_pad_windows_of(m, outs, reduced) for m in e.index):
+            return e.model_copy(update={"pad": 0.0})
+        return e
+    inner = reduced | {e.var} if e.kind == "reduce" and e.var else reduced
+    args = [_pad_window_loads(a, outs, inner) for a in e.args]
+    if all(a is b for a, b in zip(args, e.args, strict=True)):
+        return e
+    return e.model_copy(update={"args": args})
 
 
 class PartialTrace(LiftError):

@@ -127,6 +127,9 @@ class Expr(_Model):
     # a range that depends on the element (`k < (i % 256) + 1`, a prefix sum): the reduction
     # runs over `var < upto`, evaluated at the output coordinates; `extent` is then None
     upto: IndexMap | None = None
+    # a load whose index may leave the tensor (a convolution's window at the image's edges):
+    # the value read there (0.0: zero padding); None: the index never leaves it
+    pad: Number | None = None
 
     def walk(self) -> list[Expr]:
         out = [self]
@@ -137,7 +140,10 @@ class Expr(_Model):
     def render(self) -> str:
         k = self.kind
         if k == "load":
-            return f"{self.tensor}[{', '.join(i.render() for i in self.index)}]"
+            at = ", ".join(i.render() for i in self.index)
+            if self.pad is not None:  # `zeropad(x)[i, j + k - 8]`: 0 outside x
+                return f"{'zeropad' if self.pad == 0 else f'pad{self.pad}'}({self.tensor})[{at}]"
+            return f"{self.tensor}[{at}]"
         if k == "const":
             return str(self.value)
         if k == "param":
@@ -376,6 +382,13 @@ def _eval(
         idx = [_index(m, env, sizes, tensors) for m in e.index]
         if len(idx) != arr.ndim:
             raise LiftError(f"{e.tensor} has {arr.ndim} dimensions, the load {len(idx)}")
+        if e.pad is not None:  # the pad value outside the tensor
+            inside = np.ones(np.broadcast_shapes(*(np.shape(ix) for ix in idx)), dtype=bool)
+            for ix, n in zip(idx, arr.shape, strict=True):
+                inside &= (ix >= 0) & (ix < n)
+            at = tuple(np.clip(ix, 0, n - 1) for ix, n in zip(idx, arr.shape, strict=True))
+            got = np.asarray(arr[at], dtype=np.float64)
+            return np.where(inside, got, np.float64(value_of(e.pad, sizes)))
         for d, (ix, n) in enumerate(zip(idx, arr.shape, strict=True)):
             if np.any(ix < 0) or np.any(ix >= n):
                 raise LiftError(f"{e.render()} reads outside {e.tensor} (dimension {d})")
