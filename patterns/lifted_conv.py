@@ -84,6 +84,12 @@ def weighted_window(program: Program, tu: TranslationUnit, k: Kernel, spec: Task
         taps.append((_affine_at(rows_off, env), _affine_at(cols_off, env), flat))
     p.constants = {"P_TILE": PMAX, "F_TILE": ELEMENTWISE_FREE}
     row_offsets = len({dy for dy, _, _ in taps})
+    span = max(dy for dy, _, _ in taps) - min(dy for dy, _, _ in taps)
+    # a window down the columns (one column offset, a row offset per tap): a banded matrix
+    # product on TensorE, the rows of a tile and the `span` rows past them contracted against
+    # a band built once from the weights, where taps on VectorE would load the tile per tap
+    banded = (len({dx for _, dx, _ in taps}) == 1 and row_offsets == len(taps) >= 3
+              and 0 < span < PMAX)  # fmt: skip
     p.notes = {
         "weights": note(k.span, f"the {math.prod(w_shape)} weights of {w.tensor}: one [1, n] "
                         "load, broadcast to the partitions as per-partition scalars"),
@@ -93,12 +99,16 @@ def weighted_window(program: Program, tu: TranslationUnit, k: Kernel, spec: Task
         "halo_shifted": note(k.span, "each tap a slice of its row offset's window, zero "
                              "outside the image"),
         "store": _lift_note(k, program),
+        "band": note(k.span, f"{n_taps} taps down the columns as one banded matrix product: "
+                     f"out_tile = band^T @ rows (128 rows and the {span} past them, zero "
+                     "outside the image), the band w[p - m] built once from the weights; as in "
+                     "any product, a non-finite pixel reaches every output row of its tile"),
     }  # fmt: skip
     p.fields.update({
         "uses_isa": True,  # fused multiply-add taps (nisa.scalar_tensor_tensor)
         "dims": 2, "x": xt.name, "out": out.var, "n": xt.shape[0], "rows": xt.shape[0],
         "cols": xt.shape[1], "weights": [], "weight_tensor": wt.name,
-        "n_taps": math.prod(w_shape), "taps": taps,
+        "n_taps": math.prod(w_shape), "taps": taps, "banded": banded,
         "constant_notes": {"P_TILE": "partitions per tile", "F_TILE": "elements per partition"},
     })  # fmt: skip
     return p

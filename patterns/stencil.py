@@ -289,4 +289,6 @@ STENCIL_LOCALS = frozenset({
     "w", "wts", "weights", "w_row", "w_all", "tap", "acc", "halo", "src", "idx", "shift",
     "first", "last", "done", "count", "rows", "cols", "n", "j", "t", "r", "col", "i_p", "i_f",
     "i_h", "s_p", "s_h", "inside", "dy", "dx", "ty", "ft", "width", "dx_low", "row_offsets", "wk",
+    "dy_low", "span", "i_q", "i_s", "i_m", "diff_a", "diff_b", "band_a", "band_b", "c_f", "s_c",
+    "s_a", "s_b", "rows_a", "rows_b",
 })  # fmt: skip

@@ -88,9 +88,42 @@ def unparen(node: Node) -> Node:
     return node
 
 
+def _comparisons_read_as_templates(tree: Tree, data: bytes) -> list[tuple[int, int]]:
+    """`(x < w && y >= 0)` is read by tree-sitter-cuda as the assignment `x<w && y> = 0`
+    (a template `x<...>` assigned to): the (start, end) bytes of each such `x` whose `<` is
+    spaced (`x < w`). An assignment to a template whose `>` touches its `=` is no C++."""
+    found: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "assignment_expression":
+            continue
+        left, op = node.child_by_field_name("left"), node.child_by_field_name("operator")
+        if left is None or op is None or left.type != "template_function":
+            continue
+        name = left.child_by_field_name("name")
+        if name is None or name.type != "identifier":
+            continue
+        if data[op.start_byte - 1 : op.end_byte] != b">=":
+            continue
+        if data[name.end_byte : name.end_byte + 3] == b" < ":
+            found.append((name.start_byte, name.end_byte))
+    return found
+
+
 def parse_preprocessed(pre: Preprocessed) -> ParsedSource:
     data = _untangle_templates(pre.text).encode("utf-8")
     tree = new_parser().parse(data)
+    for _ in range(64):  # (each pass parenthesises the names it finds, then parses again)
+        spots = _comparisons_read_as_templates(tree, data)
+        if not spots:
+            break
+        buf = bytearray(data)
+        for start, end in spots:  # `x < w` -> `(x)<w`: the same width, every column kept
+            buf[start : end + 3] = b"(" + data[start:end] + b")<"
+        data = bytes(buf)
+        tree = new_parser().parse(data)
     parsed = ParsedSource(pre=pre, tree=tree, source_bytes=data, diagnostics=list(pre.diagnostics))
     errors = syntax_errors(parsed)
     if errors:

@@ -1300,8 +1300,13 @@ def _padded_window(
 
 
 def _pad_windows_of(m: IndexMap, outs: set[str], reduced: frozenset[str]) -> bool:
+    """A window's coordinate: an output coordinate plus a reduction variable (`j + k - 8`).
+    Not `-i + k + 5`: a window that was nowhere whole at the traced sizes, fitted as the
+    weights slid over every input row (a larger trace shows the window)."""
     used = {t.var for t in m.terms}
-    return m.gather is None and bool(used & outs) and bool(used & reduced)
+    own = [t for t in m.terms if t.var in outs]
+    return (m.gather is None and bool(used & reduced) and len(own) == 1 and own[0].coef == 1
+            and own[0].div is None and own[0].mod is None)  # fmt: skip
 
 
 def _pad_window_loads(e: Expr, outs: set[str], reduced: frozenset[str]) -> Expr:

@@ -231,6 +231,20 @@ MUTATIONS: tuple[Mutation, ...] = (
             r"value=\1",
         ),
     ),
+    # weighted windows: the weights read in reverse tap order (a convolution taken for a
+    # correlation); a banded product's band one row off
+    Mutation(
+        "taps_reversed",
+        "mutant",
+        _sub(
+            r"w_all\[(:|0:span), w : w \+ 1\]", r"w_all[\1, N_TAPS - 1 - w : N_TAPS - w]", count=0
+        ),
+    ),  # fmt: skip
+    Mutation(
+        "band_row_shifted",
+        "mutant",
+        _sub(r"operand0=float\(dy - dy_low\)", "operand0=float(dy - dy_low + 1)", count=0),
+    ),
     # pooling: a window tap left out; the window's rows read without the output row's stride
     Mutation(
         "dropped_window_tap",

@@ -88,6 +88,10 @@ def _build(spec: TaskSpec, workdir: Path) -> ctypes.CDLL:
     src = cu.read_text(encoding="utf-8")
     func, params = _host_launcher(src, spec.kernel.name)
     tensors = {t.cuda_param: i for i, t in enumerate(spec.tensors)}
+    # a host pointer the launcher copies into a `__constant__` table: that table's tensor
+    for sym, host in re.findall(r"cudaMemcpyToSymbol\(\s*(\w+)\s*,\s*(\w+)", src):
+        if sym in tensors:
+            tensors[host] = tensors[sym]
     scalars = {s.cuda_param: i for i, s in enumerate(spec.scalars)}
     args = []
     for name, decl in params:

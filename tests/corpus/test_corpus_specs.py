@@ -88,8 +88,15 @@ def test_source_has_kernel_and_launch(spec: TaskSpec) -> None:
 
 
 def test_params_match_kernel_signature(spec: TaskSpec) -> None:
-    params = kernel_params(spec.cuda_source_path().read_text(encoding="utf-8"), spec.kernel.name)
+    src = spec.cuda_source_path().read_text(encoding="utf-8")
+    params = kernel_params(src, spec.kernel.name)
+    # an input may be a `__constant__` table the host fills (`cudaMemcpyToSymbol(sym, ...)`)
+    symbols = set(re.findall(r"__constant__\s+\w+\s+(\w+)\s*\[[^\]=;]*\]\s*;", src))
     for t in spec.tensors:
+        if t.cuda_param in symbols and t.cuda_param not in params:
+            assert t.role == "in", f"tensor {t.name}: a __constant__ table is an input"
+            assert re.search(rf"cudaMemcpyToSymbol\(\s*{t.cuda_param}\b", src), t.name
+            continue
         assert t.cuda_param in params, f"tensor {t.name}: no kernel parameter {t.cuda_param!r}"
         assert "*" in params[t.cuda_param], f"tensor {t.name}: {params[t.cuda_param]!r}"
         if t.role == "in":
@@ -100,6 +107,7 @@ def test_params_match_kernel_signature(spec: TaskSpec) -> None:
         assert s.cuda_param in params, f"scalar {s.name}: no kernel parameter {s.cuda_param!r}"
         assert "*" not in params[s.cuda_param], f"scalar {s.name} is a pointer"
     covered = {t.cuda_param for t in spec.tensors} | {s.cuda_param for s in spec.scalars}
+    covered -= symbols - set(params)
     assert set(params) == covered, f"kernel parameters not in the spec: {set(params) - covered}"
 
 

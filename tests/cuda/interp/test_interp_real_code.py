@@ -840,3 +840,24 @@ def test_several_declarators_in_one_declaration_are_separate_variables(krun: Run
     krun(src, "scalars", 1, 4, out=out)
     even, odd = 1 + 10 + 300 + 5000 + 21 + 7e4 + 9e5, 2 + 20 + 300 + 5000 + 21 + 7e4 + 9e5
     assert out.tolist() == [even, odd, even, odd]
+
+
+def test_a_comparison_chain_read_as_a_template_is_a_comparison(krun: Runner) -> None:
+    """tree-sitter-cuda reads `(x < w && y >= 0 && ...)` as the assignment `x<w && y> = 0...`
+    (a template `x<...>` assigned to); the front end parenthesises `(x)<w` at the same width,
+    so the kernel computes the comparison and every column stays where it was."""
+    src = """
+    __global__ void k(float* out, const float* img, int w, int h) {
+        int x = threadIdx.x - 2, y = threadIdx.x % 7 - 3;
+        out[threadIdx.x] = (x < w && y >= 0 && y < h) ? img[threadIdx.x] : -1.0f;
+    }"""
+    parsed = parse_text(src)
+    assert "template_function" not in str(parsed.root)
+    line = next(t for t in parsed.source_bytes.decode().splitlines() if "? img" in t)
+    assert line.index("? img") == next(t for t in src.splitlines() if "? img" in t).index("? img")
+    img = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    krun(src, "k", 1, 32, out=out, img=img, w=20, h=2)
+    t = np.arange(32)
+    x, y = t - 2, t % 7 - 3
+    np.testing.assert_array_equal(out, np.where((x < 20) & (y >= 0) & (y < 2), img, -1.0))
