@@ -290,5 +290,6 @@ STENCIL_LOCALS = frozenset({
     "first", "last", "done", "count", "rows", "cols", "n", "j", "t", "r", "col", "i_p", "i_f",
     "i_h", "s_p", "s_h", "inside", "dy", "dx", "ty", "ft", "width", "dx_low", "row_offsets", "wk",
     "dy_low", "span", "i_q", "i_s", "i_m", "diff_a", "diff_b", "band_a", "band_b", "c_f", "s_c",
-    "s_a", "s_b", "rows_a", "rows_b",
+    "s_a", "s_b", "rows_a", "rows_b", "band", "rows_x", "res", "r0", "c0", "rs", "cs", "sr0",
+    "sr1", "sc0", "sc1", "win", "term",
 })  # fmt: skip
