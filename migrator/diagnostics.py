@@ -325,7 +325,7 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "HISTOGRAM",
         "warning",
         "high",
-        "atomic {op} into {array} at a data-dependent index (histogram)",
+        "{op} into {array} at a data-dependent index (histogram)",
         "Where the lifter verifies the bin as a function of one integer key (key, key % m, "
         "masks, shifts; at most 512 bins), cuda2nki emits compare-and-count: bins in int32, "
         "matches per bin along the free axis, partitions summed by a ones-vector matmul. "

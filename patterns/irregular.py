@@ -6,6 +6,8 @@ found (with a C2N2xxx diagnostic at the CUDA line), so nothing is dropped silent
 
 from __future__ import annotations
 
+import re
+
 from migrator.patterns.registry import MatchResult, Priority
 
 from migrator import diagnostics as diag
@@ -22,9 +24,15 @@ class IrregularMatcher:
         for a in k.accesses:
             if a.kind == "atomic" and not a.indices[0].affine:
                 op = next((r.op for r in k.reductions if r.target == a.array), "update")
-                found.append(diag.make("HISTOGRAM", a.span, op=op, array=a.array))
+                found.append(diag.make("HISTOGRAM", a.span, op=f"atomic {op}", array=a.array))
                 reasons.append(f"histogram: atomic {op} into {a.array}[{a.indices[0].text}]")
                 break
+        if not any(d.id == "C2N2003" for d in found):
+            counters = _private_counters(tu, k)
+            if counters is not None:
+                span, where, how = counters
+                found.append(diag.make("HISTOGRAM", span, array=where, op=how))
+                reasons.append(f"histogram: counters in {where} incremented at a key's bin")
         doubling = [lp for lp in k.loops if lp.kind == "doubling"]
         # a bitonic network: a halving stride loop inside a doubling size loop, stages
         # separated by barriers over shared memory (also written without XOR partners, as
@@ -108,6 +116,49 @@ class IrregularMatcher:
         return MatchResult(
             family=self.family, kernel=k.name, matched=False, reasons=reasons, diagnostics=found
         )
+
+
+def _private_counters(tu: TranslationUnit, k: Kernel) -> tuple[diag.Span, str, str] | None:
+    """Counters incremented at a data-dependent index, by hand or by atomics in a helper
+    (sub-histograms kept per thread or per warp in shared memory, cuda-samples' histogram64
+    and histogram256): `s[data]++` in the kernel, or a
+    `__device__` helper that increments `base[key * T]` where the key is a loaded value, passed
+    down through helpers (`addWord(base, data.x)` -> `addByte(base, (data >> 2) & 0x3F)`), not
+    a thread index (`sdata[tid] += ...` of a reduction helper). The span and the counters'
+    name, and how they are counted; or None."""
+    for a in k.accesses:
+        if a.kind == "update" and a.space == "shared" and not all(i.affine for i in a.indices):
+            return a.span, f"shared {a.array}", _NO_ATOMICS
+    by_name = {f.name: f for f in tu.kernels}
+    plain = {v.name for v in k.index_vars if v.expr.affine} | {lp.var for lp in k.loops if lp.var}
+    plain |= {p.name for p in k.params} | _THREAD_WORDS
+    todo, seen = [(k, plain, set())], set()
+    while todo:
+        f, known, data = todo.pop()
+        for c in f.calls:
+            g = by_name.get(c.name)
+            if g is None or g is f or g.name in seen:
+                continue
+            seen.add(g.name)
+            passed = set()
+            for p, arg in zip(g.params, c.args, strict=False):
+                names = set(re.findall(r"[A-Za-z_]\w*", arg))
+                if not p.pointer_depth and ("[" in arg or names & data or names - known):
+                    passed.add(p.name)
+            pointers = {p.name for p in g.params if p.pointer_depth}
+            for a in g.accesses:
+                used = {n for i in a.indices for n in re.findall(r"[A-Za-z_]\w*", i.text)}
+                if a.kind in ("update", "atomic") and a.array in pointers and used & passed:
+                    keys = ", ".join(sorted(used & passed))
+                    how = "atomic add" if a.kind == "atomic" else _NO_ATOMICS
+                    return a.span, f"{a.array} (in {g.name}, at the key {keys})", how
+            if passed:
+                todo.append((g, {p.name for p in g.params} | _THREAD_WORDS, passed))
+    return None
+
+
+_NO_ATOMICS = "increment (per-thread counters, no atomics)"
+_THREAD_WORDS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "x", "y", "z"})
 
 
 def _with_callees(tu: TranslationUnit, k: Kernel) -> list[Kernel]:
