@@ -19,7 +19,8 @@ contract"). A spec is a TOML file next to the `.cu` (``<stem>.toml``)::
 
     [[tensors]]                    # spec order = calling order
     name = "x"
-    role = "in"                    # in | out | inout
+    role = "in"                    # in | out | inout | scratch (working memory of the
+                                   # CUDA original: see `Role`)
     dtype = "float32"
     shape = ["N"]                  # size names or expressions
     param = "x"                    # CUDA pointer parameter (defaults to name)
@@ -61,7 +62,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 CONTRACT_VERSION = "1.0"
 
-Role = Literal["in", "out", "inout"]
+# `scratch`: working memory the CUDA original needs and nobody reads afterwards (per-block
+# partial sums and the counter a "last block" reduction keeps): the CUDA kernel gets it filled
+# as `[inputs]` says (zeros by default: what the host's cudaMemset leaves), the NKI kernel does
+# not get it, and its final contents are not compared
+Role = Literal["in", "out", "inout", "scratch"]
 DTYPES = (
     "float32",
     "float16",
@@ -327,6 +332,15 @@ class TaskSpec(_Frozen):
     @property
     def outputs_in_order(self) -> list[TensorSpec]:
         return [t for t in self.tensors if t.role in ("out", "inout")]
+
+    @property
+    def scratch_tensors(self) -> list[TensorSpec]:
+        return [t for t in self.tensors if t.role == "scratch"]
+
+    def scratch_fill(self, tensor: TensorSpec) -> float:
+        """What a scratch tensor holds before the launch: its `fill` value, else 0."""
+        d = self.inputs.get(tensor.name)
+        return float(d.value) if d is not None and d.dist == "fill" and d.value is not None else 0.0
 
     @property
     def value_scalars(self) -> list[ScalarSpec]:

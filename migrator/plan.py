@@ -213,6 +213,7 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
             shape=[size_expr_to_python(d) for d in t.shape],
         )
         for t in spec.tensors
+        if t.role != "scratch"  # (the CUDA original's working memory: no NKI argument)
     ]
     # a dimension an input has whole (`B * T`) is read from that input, so the sizes inside
     # it need not be known one by one
@@ -222,6 +223,8 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
     sizes: dict[str, str] = {}
     needed: set[str] = set()
     for t in spec.tensors:  # where a size is used other than inside a whole dimension
+        if t.role == "scratch":
+            continue
         for d in t.shape:
             if size_expr_to_python(d) not in whole:
                 needed |= set(re.findall(r"[A-Za-z_]\w*", str(d)))
@@ -257,7 +260,7 @@ def bind(tu: TranslationUnit, k: Kernel, spec: TaskSpec, family: str, variant: s
     # (a tensor may name a file-scope `__constant__` table the host fills: an input too)
     cuda_params = {p.name for p in k.params} | {c.name for c in tu.constants}
     for t in spec.tensors:
-        if t.cuda_param not in cuda_params:
+        if t.cuda_param not in cuda_params and t.role != "scratch":
             raise PlanError(
                 diag.make(
                     "NOT_EMITTED",

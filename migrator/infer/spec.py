@@ -68,7 +68,7 @@ DEFAULT_1D, DEFAULT_2D = 65536, 256
 
 
 SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
-ROLE_ORDER = {"in": 0, "inout": 1, "out": 2}  # the contract's order of tensors
+ROLE_ORDER = {"in": 0, "inout": 1, "out": 2, "scratch": 3}  # the contract's order of tensors
 
 
 def infer_spec(
@@ -131,6 +131,7 @@ def infer_spec(
     ties: dict[str, str] = {}  # kernel parameter used as a leading dimension -> row extent
     unshaped: list[str] = []  # tensors whose indices do not show their extent
     null_args: list[str] = []  # `NULL` / `nullptr` at the launch: no tensor, a null pointer
+    scratch = _last_block_buffers(k)
     for p in k.params:
         if not p.pointer_depth:
             continue
@@ -154,7 +155,8 @@ def infer_spec(
             shape = []
         size_names |= {n for d in shape for n in re.findall(r"[A-Za-z_]\w*", d)}
         size_names -= _FORMULA_FUNCTIONS  # (`select(...)` of an inlined helper: no size)
-        tensors.append({"name": py_name(p.name), "param": p.name, "role": p.role,
+        role = "scratch" if p.name in scratch else p.role
+        tensors.append({"name": py_name(p.name), "param": p.name, "role": role,
                         "dtype": dtype, "shape": shape})  # fmt: skip
     tensors += _constant_tables(tu, k)
     for p in k.params:
@@ -348,6 +350,30 @@ def infer_spec(
     if _leaves_before_a_shuffle(k):
         spec = _defined_sets(spec, launch_only | in_block)
     return _written_before_read(spec, k)
+
+
+_RESULT_USED = re.compile(r"=\s*atomic(?:Add|Inc)\s*\(|atomic(?:Add|Inc)\s*\([^;]*\)\s*[=!<>]=?")
+
+
+def _last_block_buffers(k: Kernel) -> set[str]:
+    """Pointer parameters holding the counter of a "last block" reduction: an atomicAdd on
+    the buffer whose old value the kernel keeps (`flag = atomicAdd(count, 1)`, then `flag ==
+    gridDim.x - 1`: the last block to finish sums the others' partials, which the same buffer
+    holds). Working memory of the launch, not a result: `role = "scratch"` (llm.c's
+    layernorm_backward kernels 5-7 pass `scratch`, which the host frees unread)."""
+    pointers = {p.name for p in k.params if p.pointer_depth}
+    read = {a.array for a in k.accesses if a.kind == "read" and a.space == "global"}
+    found: set[str] = set()
+    for a in k.accesses:
+        if a.kind != "atomic" or a.array not in pointers or a.array not in read:
+            continue
+        try:
+            line = Path(a.span.file).read_text(encoding="utf-8").splitlines()[a.span.line - 1]
+        except (OSError, IndexError):
+            continue
+        if _RESULT_USED.search(line) and "gridDim" in _kernel_text(k):
+            found.add(a.array)
+    return found
 
 
 def _constant_tables(tu: TranslationUnit, k: Kernel) -> list[dict[str, Any]]:
@@ -597,13 +623,13 @@ def _memset_inputs(
     for t in data["tensors"]:
         host = host_of.get(t["param"], "")
         made = _torch_fill(host, site.host_values)
-        if made is not None and t["role"] in ("in", "inout"):
+        if made is not None and t["role"] in ("in", "inout", "scratch"):
             # `l = torch::zeros({B, nh, N})`, `m = torch::full(..., -INFINITY)` passed as
             # `l.data_ptr<float>()`: the whole tensor holds the value
             data.setdefault("inputs", {})[t["name"]] = {"dist": "fill", "value": made}
             continue
         written = site.fills.get(host)
-        if t["role"] not in ("in", "inout") or written is None:
+        if t["role"] not in ("in", "inout", "scratch") or written is None:
             continue
         item = np_dtype(t["dtype"]).itemsize
         try:  # (a memset of part of the buffer leaves the rest as it was: no fill)

@@ -20,7 +20,7 @@ from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
 from migrator.cuda.interp.span import Span, put, span_of, take
-from migrator.cuda.interp.traced import OBJECT, Packed, TraceEscape, unpack
+from migrator.cuda.interp.traced import OBJECT, Packed, Sym, TraceEscape, unpack
 from migrator.cuda.interp.values import Val, lanes
 
 if TYPE_CHECKING:
@@ -294,7 +294,10 @@ def load(m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object) -> 
 def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | None = None) -> Val:
     """Values at `flat` for the access's active lanes (the others hold poison)."""
     data = acc.buf.data
-    if acc.packed:  # traced: each value is a group of buffer elements
+    plain = _plain_through_view(acc, data, flat, ct) if acc.packed and acc.pack == 1 else None
+    if plain is not None:
+        values = plain
+    elif acc.packed:  # traced: each value is a group of buffer elements
         parts = [data[flat + j] for j in range(acc.pack)]
         values = np.empty(flat.size, dtype=object)
         for i in range(flat.size):
@@ -306,6 +309,24 @@ def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | N
     out = np.full(m.geo.n, poison(data.dtype, m.options.uninit), dtype=data.dtype)
     out[acc.idx] = values
     return Val(ct, out)
+
+
+def _plain_through_view(
+    acc: Access, data: np.ndarray, flat: np.ndarray, ct: CType
+) -> np.ndarray | None:
+    """Numbers, not traced values, read from a traced buffer through another type of the same
+    width: a counter kept in a float buffer (`*(unsigned*)(shared + 2 * C) = atomicAdd(...)`,
+    then compared with `gridDim.x - 1`) reads as the number stored there. Traced buffers hold
+    values, not bytes: the counter's atomics add by value, and the only other numbers there
+    are the host's fill (zeros), so the value is the reading. None where any is traced."""
+    raw = data[flat]
+    want = ct.dtype
+    if want is None or want == OBJECT or any(isinstance(x, (Sym, Packed)) for x in raw):
+        return None
+    try:
+        return np.asarray(raw.tolist(), dtype=np.float64).astype(want)
+    except (TypeError, ValueError):
+        return None
 
 
 def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> None:

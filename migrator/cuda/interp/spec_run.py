@@ -115,6 +115,9 @@ def kernel_args(
             dt = np_dtype(t.dtype)
             fill = out_fill if is_float(dt) else 0
             args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=dt)
+        elif t.role == "scratch":  # the original's working memory, as the host left it
+            fill = spec.scratch_fill(t)
+            args[t.cuda_param] = np.full(spec.shape_of(t, sz), fill, dtype=np_dtype(t.dtype))
         else:
             args[t.cuda_param] = ins[t.name].copy()
     for s in spec.scalars:
