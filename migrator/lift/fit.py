@@ -44,7 +44,7 @@ _FUNCS = {"exp", "exp2", "log", "log2", "sqrt", "tanh", "sin", "cos", "erf", "ab
 _NARY = ("sum", "prod", "max", "min")
 _OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 MAX_NODES = 5000  # program nodes one fit may build (Fitter.node)
-MAX_CANON_WORK = 2_000_000  # operands one Canonicaliser may copy (100x a real GEMM or norm)
+MAX_CANON_WORK = 2_000_000  # operands copied per form fitted (100x a real GEMM or norm)
 MAX_KEY_SIZE = 1_000_000  # characters plus input elements of one expression's structure key
 # a max starting from -1e30 / -FLT_MAX / -INFINITY, or from what `cudaMemset(m, -10000.0f, n)`
 # leaves (0xF0 bytes: -5.97e29): no operand (no value the tasks draw comes near)
@@ -1186,6 +1186,9 @@ def _one_form(
     computed) under the tensor's name, each reduction's under `tensor/variable`. `unwritten`:
     the flat elements the kernel never writes, when known from elsewhere (a trace of some
     blocks only leaves others NaN too); else the NaN elements of `values`."""
+    # (the canonical-form budget is per form fitted: a label's gradient fits the rows' form,
+    # then the picked elements' and the others' apart, each over its own rows' running sums)
+    c.work = 0
     shape = values.shape
     if len(shape) > len(OUT_VARS):
         raise LiftError(f"{tensor} has more than {len(OUT_VARS)} dimensions")

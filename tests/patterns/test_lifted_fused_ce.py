@@ -117,3 +117,33 @@ def test_flat_tensors_lift_to_the_label_select_and_view_as_rows(tmp_path: Path) 
     shapes = {t.name: [str(d) for d in t.shape] for t in vspec.tensors}
     assert shapes["logits"] == ["N", "V"] and shapes["dlosses"] == ["N"]
     assert "dlogits[i, j] = (j == targets[i] ?" in program.render()
+
+
+def test_the_canonical_form_budget_is_per_form_fitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gradient's rows are fitted once, then (the label's elements computed differently)
+    its picked and other elements apart: each fit gets the whole budget. Shared across them,
+    llm.c's fused_classifier_kernel4 (a running max and sum per thread) ran out at the third."""
+    import migrator.lift.fit as fit
+    import migrator.lift.lifter as lifter
+
+    spent: list[int] = []
+    one_form = fit._one_form
+
+    def counted(c, *args, **kwargs):  # type: ignore[no-untyped-def]
+        c.work = 0  # what each fit needs on its own
+        try:
+            return one_form(c, *args, **kwargs)
+        finally:
+            spent.append(c.work)
+
+    monkeypatch.setattr(fit, "_one_form", counted)
+    assert lift_task(load_spec(_task(tmp_path).with_suffix(".toml"))).ok
+    limit = max(spent) + 1
+    assert sum(spent) > limit  # (one budget for all the fits would not do)
+    monkeypatch.setattr(fit, "_one_form", one_form)
+    monkeypatch.setattr(fit, "MAX_CANON_WORK", limit)
+    monkeypatch.setattr(lifter, "_LIFTS", {})  # (lifted again, not from the memo)
+    result = lift_task(load_spec(tmp_path / "fused_ce.toml"))
+    assert result.ok, result.error
