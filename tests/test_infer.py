@@ -1260,3 +1260,35 @@ def test_ragged_size_sets_of_whole_vector_rows_are_rounded_not_dropped(tmp_path:
     spec = load_spec(next((tmp_path / "out").glob("*.toml")))
     assert spec.relations == ["width % 4 == 0"] and len(spec.size_sets) == 2
     assert all(s["width"] % 4 == 0 for s in spec.all_size_sets())
+
+
+ASSERTED = """#include <cassert>
+__global__ void column_sums(float* sums, const float* x, int rows, int cols) {
+  // one warp per column: lane 0 of each warp adds its column (the launch covers cols / 32 blocks)
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  float s = 0.0f;
+  for (int r = 0; r < rows; ++r) s += x[r * cols + c];
+  sums[c] = sums[c] + s;
+}
+void launch(float* sums, const float* x, int rows, int cols) {
+  assert(cols % 32 == 0 && rows > 0);
+  if (rows > 100000) { assert(rows % 8 == 0); }
+  column_sums<<<cols / 32, 32>>>(sums, x, rows, cols);
+}
+"""
+
+
+def test_the_launchers_asserts_are_relations(tmp_path: Path) -> None:
+    """`assert(cols % 32 == 0 && rows > 0)` before the launch: its equalities hold at every
+    launch (an assert in a branch the launch is not in says nothing): no size set leaves
+    columns past the last whole block unwritten (the in-place sums would keep their input
+    there, and the lifter would see two different expressions)."""
+    src = tmp_path / "asserted.cu"
+    src.write_text(ASSERTED)
+    tu = analyze_file(src)
+    assert tu.launch_sites[0].requires == ["cols % 32 == 0"]
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.relations == ["cols % 32 == 0"]
+    assert all(s["cols"] % 32 == 0 for s in spec.all_size_sets())
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics

@@ -653,6 +653,12 @@ def _host_requirements(parsed: ParsedSource, fn: Node, at: Node) -> list[str]:
     (a refusal of anything else says nothing a size set must obey)."""
     out: list[str] = []
     for n in _walk_in_order(fn):
+        if n.type == "call_expression" and n.end_byte <= at.start_byte:
+            # `assert(OC % 32 == 0 && C % 8 == 0)` before the launch: each equality holds
+            for rel in _asserted(parsed, n, fn, at):
+                if rel not in out:
+                    out.append(rel)
+            continue
         if n.type != "if_statement" or n.end_byte > at.start_byte or _contains(n, at):
             continue
         if n.parent is None or not _contains(n.parent, at):
@@ -673,6 +679,37 @@ def _host_requirements(parsed: ParsedSource, fn: Node, at: Node) -> list[str]:
                 rel = f"{m.group(1).strip()} == {m.group(2).strip()}"
                 if rel not in out:
                     out.append(rel)
+    return out
+
+
+_ASSERTS = frozenset({"assert", "TORCH_CHECK", "CHECK", "static_assert"})
+_EQUAL = re.compile(r"([\w\s%*+\-]+?)\s*==\s*([\w\s%*+\-]+)")
+
+
+def _asserted(parsed: ParsedSource, call: Node, fn: Node, at: Node) -> list[str]:
+    """The equalities an `assert(...)` in the launching function's own block states (`OC %
+    32 == 0`), where it runs whenever the launch does (not in a branch the launch is not in)."""
+    name = call.child_by_field_name("function")
+    args = call.child_by_field_name("arguments")
+    if name is None or args is None or parsed.text(name).strip() not in _ASSERTS:
+        return []
+    node = call.parent
+    while node is not None and node is not fn and not _contains(node, at):
+        if node.type in ("if_statement", "for_statement", "while_statement", "do_statement",
+                         "switch_statement", "lambda_expression"):  # fmt: skip
+            return []
+        node = node.parent
+    if not args.named_children:
+        return []
+    text = " ".join(parsed.text(args.named_children[0]).split())
+    text = re.sub(r"\((\w+)\)", r"\1", text).removeprefix("(").removesuffix(")").strip()
+    if "||" in text:
+        return []
+    out = []
+    for part in text.split("&&"):
+        m = _EQUAL.fullmatch(part.strip().removeprefix("(").removesuffix(")").strip())
+        if m is not None:
+            out.append(f"{m.group(1).strip()} == {m.group(2).strip()}")
     return out
 
 
