@@ -1292,3 +1292,44 @@ def test_the_launchers_asserts_are_relations(tmp_path: Path) -> None:
     assert all(s["cols"] % 32 == 0 for s in spec.all_size_sets())
     (k,) = migrate(src, out_dir=tmp_path / "out").kernels
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+
+
+SETTLED = """__host__ __device__ int pow2_at_most(int n) {
+  while ((n & (n - 1)) > 0) n = n & (n - 1);
+  return n;
+}
+__global__ void row_sums(float* out, const float* x, int cols) {
+  extern __shared__ float part[];
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) s += x[blockIdx.x * cols + c];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k /= 2) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+void launch(float* out, const float* x, int rows, int cols, int threads) {
+  threads = pow2_at_most(threads);
+  row_sums<<<rows, threads, threads * sizeof(float)>>>(out, x, cols);
+}
+int main() {
+  int threads = 200;
+  launch(nullptr, nullptr, 100, 300, threads);
+}
+"""
+
+
+def test_a_launch_size_a_helper_settles_at_run_time_is_a_size(tmp_path: Path) -> None:
+    """`threads = pow2_at_most(threads)`, a helper with a loop (nothing the host helpers
+    inline): the host settles the block size at run time, so it is a size of its own (a
+    launch-only one), where inference gave up on the helper's name."""
+    src = tmp_path / "settled.cu"
+    src.write_text(SETTLED)
+    spec = infer_spec(analyze_file(src), analyze_file(src).global_kernels[0])
+    assert spec.launch.block == ["threads"]
+    threads = spec.sizes["threads"]
+    assert all(s["threads"] == threads for s in spec.all_size_sets())
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics

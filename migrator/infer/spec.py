@@ -113,6 +113,12 @@ def infer_spec(
     chosen = {n for n, v in values.items() if v.startswith("<conditional")}
     # `const int N = x.size(0);` (a torch binding): a size only the tensor knows at run time
     chosen |= {n for n, v in values.items() if _RUNTIME_SIZE.search(v)}
+    # `block_size = largestPowerOfTwoLessOrEqual(block_size);` through a helper with a loop
+    # (none the host helpers inline): the host settles it at run time, a size of its own
+    settled = {n for n, v in values.items()
+               if (m := re.fullmatch(rf"(\w+)\s*\(\s*\(?{re.escape(n)}\)?\s*\)", v))
+               and m.group(1) not in tu.host_helpers}  # fmt: skip
+    chosen |= settled
     for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
         values.setdefault(name, value)
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
@@ -184,7 +190,7 @@ def infer_spec(
     unused = {n: v for n, v in literal.items() if n not in size_names}
     # a launch set under a branch is its values' text; one a tensor's size sets at run time
     # (`nh = Q.size(1)`, used only by the grid) stays a size of its own
-    branched = {n for n in chosen - size_names if not _RUNTIME_SIZE.search(values[n])}
+    branched = {n for n in chosen - size_names - settled if not _RUNTIME_SIZE.search(values[n])}
     host_params -= set(unused) | branched
     launch_host = _Host(
         {**host.host, **{n: str(v) for n, v in unused.items()},
