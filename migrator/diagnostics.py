@@ -109,6 +109,14 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "Pass the file that defines the __global__ kernel (a file of __device__ helpers is "
         "migrated with the kernel that includes it); check that no #if hides the kernel.",
     ),
+    DiagnosticKind(
+        "C2N0010",
+        "UNKNOWN_KERNEL",
+        "error",
+        "none",
+        "no __global__ kernel named {kernel} in {path} (its kernels: {known})",
+        "Pass --kernel with one of the names listed, or leave it out to migrate every kernel.",
+    ),
     # --- C2N1xxx: CUDA front end ------------------------------------------------------------
     DiagnosticKind(
         "C2N1001",

@@ -119,6 +119,12 @@ def migrate(
 
         raise SourceError([diag.make("NO_GLOBAL_KERNEL", path=str(source))])
     out = Path(out_dir) if out_dir else Path(source).parent
+    if kernel and kernel not in {k.name for k in tu.global_kernels}:  # the user's input
+        from migrator.cuda.source import SourceError
+
+        known = ", ".join(k.name for k in tu.global_kernels)
+        raise SourceError([diag.make("UNKNOWN_KERNEL", path=str(source), kernel=kernel,
+                                     known=known)])  # fmt: skip
     kernels = [tu.kernel(kernel)] if kernel else tu.global_kernels
     results = [_migrate_kernel(tu, k, task, out, target, check, options) for k in kernels]
     return Migration(

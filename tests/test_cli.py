@@ -228,6 +228,10 @@ def test_newcomer_rough_edges_no_kernel_a_directory_and_a_closed_pipe(tmp_path: 
         assert r.returncode == 2 and "C2N0009" in r.stderr and "Traceback" not in r.stderr
     r = run(str(tmp_path))
     assert r.returncode == 2 and "is a directory" in r.stderr and "migrate batch" in r.stderr
+    # a --kernel the file does not define: the kernels it does define, no internal error
+    r = run(str(CORPUS / "vector_add.cu"), "--kernel", "vector_sub", "-o", str(tmp_path / "k"))
+    assert r.returncode == 2 and "C2N0010" in r.stderr and "vector_add_kernel" in r.stderr
+    assert "internal error" not in r.stderr and not (tmp_path / "k").exists()
     (tmp_path / "vector_add.cu").write_text((CORPUS / "vector_add.cu").read_text())
     r = run(str(tmp_path / "vector_add.cu"), "-o", str(tmp_path / "made" / "here"), "--no-check")
     assert r.returncode in (0, 1) and (tmp_path / "made" / "here" / "vector_add_nki.py").is_file()
