@@ -358,6 +358,7 @@ def infer_spec(
     return _written_before_read(spec, k)
 
 
+_LAST_BLOCK = re.compile(r"gridDim\s*\.\s*[xyz]\s*-\s*1\b")  # the last ticket
 _RESULT_USED = re.compile(r"=\s*atomic(?:Add|Inc)\s*\(|atomic(?:Add|Inc)\s*\([^;]*\)\s*[=!<>]=?")
 
 
@@ -377,7 +378,7 @@ def _last_block_buffers(k: Kernel) -> set[str]:
             line = Path(a.span.file).read_text(encoding="utf-8").splitlines()[a.span.line - 1]
         except (OSError, IndexError):
             continue
-        if _RESULT_USED.search(line) and "gridDim" in _kernel_text(k):
+        if _RESULT_USED.search(line) and _LAST_BLOCK.search(_kernel_text(k)):
             found.add(a.array)
     return found
 

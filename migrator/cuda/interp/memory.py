@@ -315,18 +315,24 @@ def _plain_through_view(
     acc: Access, data: np.ndarray, flat: np.ndarray, ct: CType
 ) -> np.ndarray | None:
     """Numbers, not traced values, read from a traced buffer through another type of the same
-    width: a counter kept in a float buffer (`*(unsigned*)(shared + 2 * C) = atomicAdd(...)`,
-    then compared with `gridDim.x - 1`) reads as the number stored there. Traced buffers hold
-    values, not bytes: the counter's atomics add by value, and the only other numbers there
-    are the host's fill (zeros), so the value is the reading. None where any is traced."""
+    integer width: a counter kept in a float buffer (`*(unsigned*)(shared + 2 * C) =
+    atomicAdd(...)`, then compared with `gridDim.x - 1`) reads as the number stored there.
+    Traced buffers hold values, not bytes: the counter's atomics add by value. A whole number
+    read as bits elsewhere would only make the fit fail: the program is verified against
+    untraced runs. None where any is traced, or not a small whole number."""
     raw = data[flat]
     want = ct.dtype
-    if want is None or want == OBJECT or any(isinstance(x, (Sym, Packed)) for x in raw):
+    if want is None or want.kind not in "iu" or any(isinstance(x, (Sym, Packed)) for x in raw):
         return None
     try:
-        return np.asarray(raw.tolist(), dtype=np.float64).astype(want)
+        vals = np.asarray(raw.tolist(), dtype=np.float64)
     except (TypeError, ValueError):
         return None
+    # (only small whole numbers, as counters hold: a fill such as -5.96e29 read as int4 by a
+    # 128-bit copy stays an opaque group, its bits restored when it is stored back)
+    if not (np.all(vals == np.round(vals)) and np.all(np.abs(vals) < 2**31)):
+        return None
+    return vals.astype(want)
 
 
 def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> None:
