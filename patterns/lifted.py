@@ -957,9 +957,12 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                                for n in row_read[a.tensor])):  # fmt: skip
                     raise _NoFit(f"{a.tensor} is no sum of a column over every row")
                 banks = -(-int(value_of(cols, sset)) // MOVING_FMAX) * len(sums)
-                if banks > PSUM_BANKS:
+                # (one bank more for the product each `acc += nl.matmul(...)` makes before it
+                # is added: the legacy dialect's accumulation)
+                if banks > PSUM_BANKS - 1:
                     raise _NoFit(f"column sums of {int(value_of(cols, sset))} columns need "
-                                 f"{banks} PSUM banks (at {sset}); {PSUM_BANKS} exist")  # fmt: skip
+                                 f"{banks} PSUM banks (at {sset}) beside the one each product "
+                                 f"takes; {PSUM_BANKS} exist")  # fmt: skip
         if narrow:
             raise _NoFit("column sums of rows padded past their length")
         # the sums add thousands of rows in fp32, as the CUDA original does after `(float)x`:
@@ -978,6 +981,21 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             needle = f"nl.exp(nl.subtract({red['exp_of']}, {red['bias_of']}))"
             for st in stores:
                 st["expr"] = st["expr"].replace(needle, f"{red['var']}_e")
+    # a term the row's reductions, stores and column sums compute alike, computed once per tile
+    # before them (a layer norm's backward reads `(x - mean) * rstd` in all three)
+    later = {red["var"] for red in pre} | {f"{red['var']}_e" for red in pre}
+    later |= {pk["var"] for pk in picks} | {f"{pk['var']}_hot" for pk in picks}
+    common, texts = _row_common(
+        [red["expr"] for red in pre if "exp_of" not in red]
+        + [st["expr"] for st in stores] + [cs["expr"] for cs in sums], later)  # fmt: skip
+    it = iter(texts)
+    for red in pre:
+        if "exp_of" not in red:
+            red["expr"] = next(it)
+    for st in stores:
+        st["expr"] = next(it)
+    for cs in sums:
+        cs["expr"] = next(it)
     # names of whole-row tiles: anything else a store reads is one value per row ([P, 1])
     wide = [v["var"] for v in row_loads.values() if v["kind"] == "row"]
     wide += [f"{red['var']}_e" for red in pre if "exp_of" in red] + ["col_ids"]
@@ -992,6 +1010,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "rows": r_rows, "cols": cols if row_tensor in reshaped or narrow else x.shape[1],
         "narrow": narrow,  # the first `cols` columns of wider rows
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
+        "row_common": common,
         "col_ids": bool(uses_cols), "col_sums": sums, "W_C": MOVING_FMAX,
         "uses_isa": bool(picks) or bool(uses_cols) or bool(sums)
         or any("exp_of" in q for q in pre),
@@ -1130,6 +1149,24 @@ def _masked_add(expr: str, wide: list[str]) -> str:
                      f"op1=nl.add, operand1={x}, dtype=nl.float32)")  # fmt: skip
             return _masked_add(expr.replace(call, fused), wide)
     return expr
+
+
+def _row_common(texts: list[str], later: set[str]) -> tuple[list[dict[str, str]], list[str]]:
+    """Calls two or more of the row program's expressions make (or one makes twice) that read
+    none of the values computed after the loads (`later`: reductions, picks), bound to locals
+    (largest first) that every expression then reads: the engines compute each once per
+    tile. The locals, the rewritten expressions."""
+    out: list[dict[str, str]] = []
+    while True:
+        calls = [c for t in texts for c in _calls(t)]
+        shared = [c for c in set(calls) if calls.count(c) > 1
+                  and not set(re.findall(r"\b\w+\b", c)) & later]  # fmt: skip
+        if not shared:
+            return out, texts
+        c = max(shared, key=len)
+        name = f"rc{len(out)}"
+        out.append({"var": name, "expr": c})
+        texts = [t.replace(c, name) for t in texts]
 
 
 def _hoisted(expr: str, prefix: str) -> tuple[list[tuple[str, str]], str]:

@@ -31,7 +31,7 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp",
              "attention_fwd", "attention_causal_online", "attention_mha",
              "avgpool_2x2", "histogram", "fused_classifier", "separable_rows",
-             "separable_cols"]  # fmt: skip
+             "separable_cols", "layernorm_backward"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"bitonic_sort": "C2N2005", "stencil_2d_5pt": "C2N2001"}
 # a family claims them, its planner names the part it cannot emit (C2N2006)
@@ -40,7 +40,8 @@ GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "m
                   "transpose_tiled", "reduce_sum_shared", "stencil_1d", "conv2d_3x3",
                   "embedding", "cross_entropy", "scan_block", "attention_fwd",
                   "attention_causal_online", "attention_mha", "avgpool_2x2",
-                  "histogram", "fused_classifier", "separable_rows", "separable_cols"]  # fmt: skip
+                  "histogram", "fused_classifier", "separable_rows", "separable_cols",
+                  "layernorm_backward"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)

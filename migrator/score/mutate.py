@@ -231,6 +231,20 @@ MUTATIONS: tuple[Mutation, ...] = (
             r"value=\1",
         ),
     ),
+    # column sums beside a row program: rows past the end summed too; the old value dropped
+    Mutation(
+        "column_sum_past_the_end",
+        "mutant",
+        _sub(r"(cs\d+_t) = nl\.where\(row_ok, (.+), 0\.0, dtype=nl\.float32\)$", r"\1 = \2"),
+    ),
+    Mutation(
+        "column_sum_old_value_dropped",
+        "mutant",
+        _sub(
+            r"value=nl\.add\((cs\d+_acc\[cc\]), nl\.load\(\w+\[i_c\]\)\)",
+            r"value=nl.copy(\1, dtype=nl.float32)",
+        ),
+    ),  # fmt: skip
     # weighted windows: the weights read in reverse tap order (a convolution taken for a
     # correlation); a banded product's band one row off
     Mutation(

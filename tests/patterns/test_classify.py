@@ -86,6 +86,8 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     # with guarded loads and complete from their lifted (zero-padded) window
     ("separable_rows", "separable_rows_kernel"): None,
     ("separable_cols", "separable_cols_kernel"): None,
+    # a row program beside column sums by atomics: complete from its lifted program
+    ("layernorm_backward", "layernorm_backward_kernel"): None,
     ("col_sum", "col_sum_kernel"): None,
     ("mean_rows_cg", "mean_rows_cg_kernel"): None,
     ("sigmoid_vec4", "sigmoid_vec4_kernel"): None,
