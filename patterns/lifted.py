@@ -215,6 +215,10 @@ class _Renderer:
                     self.dims.setdefault(text, f"{arg.name}.shape[{j}]")
         # (a scalar named by a Python keyword is the NKI kernel's `name_`, as bind renames it)
         self.params = {s.name: s.nki_kwarg for s in spec.scalars if s.value is not None}
+        # a rule whose tiles are rows sets it: which factors are one value per row ([P, 1]),
+        # multiplied together before they meet a whole row (one full-row instruction for each
+        # row-wide factor, not one for each factor after the first row-wide one)
+        self.per_row: Callable[[Expr], bool] | None = None
         self.by_key: dict[str, Expr] = {}
         self.reduced: dict[str, str] = {}  # key of a reduce node -> NKI expression
 
@@ -265,7 +269,10 @@ class _Renderer:
             return acc
         if e.op == "select" and (split := select_as_difference(e)) is not None:
             return self.convert(split)  # (before its branches are converted as they stand)
-        op, args = e.op or "", [self.convert(a) for a in e.args]
+        ordered = e.args
+        if e.op == "*" and self.per_row is not None:
+            ordered = sorted(e.args, key=lambda a: not self.per_row(a))  # type: ignore[misc]
+        op, args = e.op or "", [self.convert(a) for a in ordered]
         if op in ("+", "*"):
             acc = args[0]
             for a in args[1:]:
@@ -892,6 +899,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         raise Untranslatable(f"the coordinate {m.render()} (a column or a row's index)")
 
     r = _Renderer(p, spec, tile_of, coord_of)
+    r.per_row = _one_per_row
     pre: list[dict[str, str]] = []
     stores = []
     try:
@@ -1149,6 +1157,18 @@ def _masked_add(expr: str, wide: list[str]) -> str:
                      f"op1=nl.add, operand1={x}, dtype=nl.float32)")  # fmt: skip
             return _masked_add(expr.replace(call, fused), wide)
     return expr
+
+
+def _one_per_row(e: Expr) -> bool:
+    """Whether `e` is one value per row of a row program: constants, scalars, loads at the row
+    alone (`rstd[i]`) and reductions along the row, no load at a column."""
+    if e.kind == "reduce":
+        return True
+    if e.kind == "load":
+        return all({t.var for t in m.terms} <= {"i"} and m.gather is None for m in e.index)
+    if e.kind == "coord":
+        return all({t.var for t in m.terms} <= {"i"} for m in e.index)
+    return all(_one_per_row(a) for a in e.args)
 
 
 def _row_common(texts: list[str], later: set[str]) -> tuple[list[dict[str, str]], list[str]]:

@@ -81,7 +81,8 @@ def test_a_causal_softmax_backward_migrates_as_a_zero_masked_row_program(
     src = k.nki_source or ""
     assert "0.0, y_row)" in src and 'float("-inf")' not in src  # masked with 0, not -inf
     # the output column's factor multiplies the row's sum, outside it
-    assert "nl.multiply(y_row, red0)" in src
+    # (the row's sum first: one value per row meets the row tile once)
+    assert "nl.multiply(red0, y_row)" in src
 
 
 ROWS_FIRST = """// softmax backward, a thread per causal row: its dot product, then each column
