@@ -333,10 +333,6 @@ class TaskSpec(_Frozen):
     def outputs_in_order(self) -> list[TensorSpec]:
         return [t for t in self.tensors if t.role in ("out", "inout")]
 
-    @property
-    def scratch_tensors(self) -> list[TensorSpec]:
-        return [t for t in self.tensors if t.role == "scratch"]
-
     def scratch_fill(self, tensor: TensorSpec) -> float:
         """What a scratch tensor holds before the launch: its `fill` value, else 0."""
         d = self.inputs.get(tensor.name)

@@ -29,6 +29,7 @@ from migrator.contract import (
 )
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.ir import Kernel, TranslationUnit
+from migrator.cuda.source import SourceError
 from migrator.emit import has_template, render
 from migrator.lift import LiftResult
 from migrator.nkiexpr import Untranslatable
@@ -115,13 +116,9 @@ def migrate(
         })  # fmt: skip
         task = task.model_copy(update={"kernel": kernel_ref})
     if not tu.global_kernels:  # a header of helpers, host code only: the user's input
-        from migrator.cuda.source import SourceError
-
         raise SourceError([diag.make("NO_GLOBAL_KERNEL", path=str(source))])
     out = Path(out_dir) if out_dir else Path(source).parent
     if kernel and kernel not in {k.name for k in tu.global_kernels}:  # the user's input
-        from migrator.cuda.source import SourceError
-
         known = ", ".join(k.name for k in tu.global_kernels)
         raise SourceError([diag.make("UNKNOWN_KERNEL", path=str(source), kernel=kernel,
                                      known=known)])  # fmt: skip

@@ -110,6 +110,17 @@ class _NoFit(ValueError):
     pass
 
 
+def _the_output(program: Program, rank: int | None = None) -> Assign:
+    """The program's one assignment, of `rank` output coordinates where given (1: a vector,
+    2: a matrix); _NoFit for any other."""
+    if len(program.assigns) != 1:
+        raise _NoFit("more than one output")
+    a = program.assigns[0]
+    if rank is not None and len(a.vars) != rank:
+        raise _NoFit(f"the output is not a {'vector' if rank == 1 else 'matrix'}")
+    return a
+
+
 def _clip(s: str, n: int = 240) -> str:
     s = s.replace("\n", "; ")
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -592,9 +603,7 @@ def _scan(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     """A running sum along rows: `out[i, j] = sum_{k < j + 1} x[i, k]`, or over a flat array in
     runs of L (`out[i] = sum_{k < (i % L) + 1} x[k + L*(i // L)]`, one CUDA block's scan each):
     the rows on the partitions, each scanned along the free axis by one instruction."""
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     e = a.expr
     if e.kind != "reduce" or e.upto is None or e.op != "sum":
         raise _NoFit("not a running sum")
@@ -640,9 +649,7 @@ def _scan(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
 
 # --- transpose ---------------------------------------------------------------------------------
 def _transpose(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     e = a.expr
     if e.kind == "load" and len(a.vars) > 2:
         return _transposed_axes(a, tu, k, spec)
@@ -694,11 +701,7 @@ def _transposed_axes(a: Assign, tu: TranslationUnit, k: Kernel, spec: TaskSpec) 
 
 # --- matmul ------------------------------------------------------------------------------------
 def _matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) != 2:
-        raise _NoFit("the output is not a matrix")
+    a = _the_output(program, 2)
     reds = _reduces(a.expr)
     if len(reds) != 1 or reds[0].op != "sum":
         raise _NoFit("not exactly one sum")
@@ -993,9 +996,9 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     # before them (a layer norm's backward reads `(x - mean) * rstd` in all three)
     later = {red["var"] for red in pre} | {f"{red['var']}_e" for red in pre}
     later |= {pk["var"] for pk in picks} | {f"{pk['var']}_hot" for pk in picks}
-    common, texts = _row_common(
+    common, texts = _hoisted(
         [red["expr"] for red in pre if "exp_of" not in red]
-        + [st["expr"] for st in stores] + [cs["expr"] for cs in sums], later)  # fmt: skip
+        + [st["expr"] for st in stores] + [cs["expr"] for cs in sums], "rc", later)  # fmt: skip
     it = iter(texts)
     for red in pre:
         if "exp_of" not in red:
@@ -1009,8 +1012,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     wide += [f"{red['var']}_e" for red in pre if "exp_of" in red] + ["col_ids"]
     for n, st in enumerate(stores):  # a value a store computes twice, computed once
         # (the legacy dialect's nisa calls return their tile; the new one's write a dst)
-        st["legacy_locals"], st["legacy"] = _hoisted(_masked_add(st["expr"], wide), f"v{n}_")
-        st["locals"], st["expr"] = _hoisted(st["expr"], f"v{n}_")
+        st["legacy_locals"], (st["legacy"],) = _hoisted([_masked_add(st["expr"], wide)], f"v{n}_")
+        st["locals"], (st["expr"],) = _hoisted([st["expr"]], f"v{n}_")
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
     p.fields.update({
@@ -1018,7 +1021,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "rows": r_rows, "cols": cols if row_tensor in reshaped or narrow else x.shape[1],
         "narrow": narrow,  # the first `cols` columns of wider rows
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
-        "row_common": common,
+        "row_common": [{"var": name, "expr": call} for name, call in common],
         "col_ids": bool(uses_cols), "col_sums": sums, "W_C": MOVING_FMAX,
         "uses_isa": bool(picks) or bool(uses_cols) or bool(sums)
         or any("exp_of" in q for q in pre),
@@ -1171,37 +1174,25 @@ def _one_per_row(e: Expr) -> bool:
     return all(_one_per_row(a) for a in e.args)
 
 
-def _row_common(texts: list[str], later: set[str]) -> tuple[list[dict[str, str]], list[str]]:
-    """Calls two or more of the row program's expressions make (or one makes twice) that read
-    none of the values computed after the loads (`later`: reductions, picks), bound to locals
-    (largest first) that every expression then reads: the engines compute each once per
-    tile. The locals, the rewritten expressions."""
-    out: list[dict[str, str]] = []
-    while True:
-        calls = [c for t in texts for c in _calls(t)]
-        shared = [c for c in set(calls) if calls.count(c) > 1
-                  and not set(re.findall(r"\b\w+\b", c)) & later]  # fmt: skip
-        if not shared:
-            return out, texts
-        c = max(shared, key=len)
-        name = f"rc{len(out)}"
-        out.append({"var": name, "expr": c})
-        texts = [t.replace(c, name) for t in texts]
-
-
-def _hoisted(expr: str, prefix: str) -> tuple[list[tuple[str, str]], str]:
-    """`expr` with each call it makes more than once bound to a local first (largest first):
-    the engines then compute it once (the two branches of a select share most of their work)."""
+def _hoisted(
+    texts: list[str], prefix: str, later: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """`texts` with each call they make more than once in all (one expression twice: the two
+    branches of a select share most of their work; several alike: a row's reductions, stores
+    and column sums) bound to a local first, largest first: the engines compute it once.
+    `later`: names computed after the locals are bound (a row's reductions), which a bound call
+    may not read. The (local, call) pairs and the rewritten texts."""
     lines: list[tuple[str, str]] = []
     while True:
-        calls = _calls(expr)
-        repeated = [c for c in set(calls) if calls.count(c) > 1 and c != expr]
+        calls = [c for t in texts for c in _calls(t)]
+        repeated = [c for c in set(calls) if calls.count(c) > 1
+                    and not set(re.findall(r"\b\w+\b", c)) & later]  # fmt: skip
         if not repeated:
-            return lines, expr
+            return lines, texts
         c = max(repeated, key=len)
         name = f"{prefix}{len(lines)}"
         lines.append((name, c))
-        expr = expr.replace(c, name)
+        texts = [t.replace(c, name) for t in texts]
 
 
 def _exp_sum(red: Expr, r: _Renderer) -> tuple[str, str] | None:
@@ -1396,9 +1387,7 @@ def _carrying_tensor(p: Plan, name: str, carried: Expr | None) -> Any:
 
 
 def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     o = spec.tensor_named(a.tensor)
     if spec.shape_of(o, spec.sizes) != (1,):
         raise _NoFit(f"{a.tensor} is not a single value")
@@ -1432,11 +1421,7 @@ def _total(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> 
 
 
 def _columns(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) != 1:
-        raise _NoFit("the output is not a vector")
+    a = _the_output(program, 1)
     j = a.vars[0]
     body, kv, carried = _sum_plus_old(a, lambda ld: _reads(ld, j), "a sum down the columns")
     p = _bind(tu, k, spec, "reduction", "columns")

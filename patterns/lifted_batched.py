@@ -22,6 +22,7 @@ from migrator.patterns.lifted import (
     _NoFit,
     _Renderer,
     _tensor,
+    _the_output,
     _unit_var,
 )
 
@@ -34,9 +35,7 @@ MAX_COLS = 512  # output columns: one PSUM bank of fp32 per partition
 
 
 def batched_matmul(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     if len(a.vars) < 3:
         raise _NoFit("not a batch of matrices")
     e = a.expr

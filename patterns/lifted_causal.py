@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
-from migrator.patterns.lifted import _NoFit, _reduces, _rows, note
+from migrator.patterns.lifted import _NoFit, _reduces, _rows, _the_output, note
 
 from migrator.contract import TaskSpec, make_inputs
 from migrator.cuda.ir import Kernel, TranslationUnit
@@ -36,9 +36,7 @@ MAX_CHECK_ELEMENTS = 2_000_000  # output elements x row length of the equality c
 
 
 def causal_rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     e = _masked_past_the_range(a, spec) or a.expr
     compared = e.kind == "op" and e.op == "select" and e.name == ">"
     if not (compared and all(x.kind == "coord" for x in e.args[:2]) and e.args[2].kind == "const"):

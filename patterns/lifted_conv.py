@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from migrator.patterns.lifted import _bind, _lift_note, _NoFit, _tensor
+from migrator.patterns.lifted import _bind, _lift_note, _NoFit, _tensor, _the_output
 from migrator.patterns.stencil import STENCIL_LOCALS
 
 from migrator.contract import TaskSpec
@@ -29,11 +29,7 @@ MAX_TAPS = 64  # taps combined one VectorE instruction each
 
 
 def weighted_window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) != 2:
-        raise _NoFit("the output is not a matrix")
+    a = _the_output(program, 2)
     i, j = a.vars
     e, red_vars = a.expr, []
     while e.kind == "reduce" and e.op == "sum":

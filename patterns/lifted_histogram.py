@@ -23,6 +23,7 @@ from migrator.patterns.lifted import (
     _reads,
     _sum_plus_old,
     _tensor,
+    _the_output,
 )
 
 from migrator.contract import InputDist, TaskSpec, int_range
@@ -36,11 +37,7 @@ EXACT_FP32 = 1 << 24  # integers fp32 holds exactly (arithmetic ALU ops go throu
 
 
 def histogram(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) != 1:
-        raise _NoFit("the output is not a vector")
+    a = _the_output(program, 1)
     (i,) = a.vars
     hit, kv, carried = _sum_plus_old(a, lambda ld: _reads(ld, i), "a count")
     if not (hit.kind == "op" and hit.op == "select" and hit.name == "=="

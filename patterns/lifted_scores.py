@@ -26,6 +26,7 @@ from migrator.patterns.lifted import (
     _NoFit,
     _Renderer,
     _tensor,
+    _the_output,
     _unit_var,
 )
 
@@ -38,9 +39,7 @@ KEY_TILE = 512  # keys per score matmul: one 2 KiB PSUM bank of fp32 per partiti
 
 
 def scores(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
+    a = _the_output(program)
     if len(a.vars) < 2:
         raise _NoFit("the output is not a matrix (or a batch of them)")
     *batch, m, n = a.vars

@@ -20,6 +20,7 @@ from migrator.patterns.lifted import (
     _NoFit,
     _Renderer,
     _tensor,
+    _the_output,
     reduce_key,
 )
 
@@ -34,11 +35,7 @@ _COMBINE = {"sum": "add", "max": "maximum", "min": "minimum"}  # the nl operatio
 
 
 def window(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> Plan:
-    if len(program.assigns) != 1:
-        raise _NoFit("more than one output")
-    a = program.assigns[0]
-    if len(a.vars) != 2:
-        raise _NoFit("the output is not a matrix")
+    a = _the_output(program, 2)
     i, j = a.vars
     outer = _outermost(a.expr)
     if len(outer) != 1:

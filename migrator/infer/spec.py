@@ -368,17 +368,22 @@ def _last_block_buffers(k: Kernel) -> set[str]:
     gridDim.x - 1`: the last block to finish sums the others' partials, which the same buffer
     holds). Working memory of the launch, not a result: `role = "scratch"` (llm.c's
     layernorm_backward kernels 5-7 pass `scratch`, which the host frees unread)."""
+    if not _LAST_BLOCK.search(_kernel_text(k)):
+        return set()
     pointers = {p.name for p in k.params if p.pointer_depth}
     read = {a.array for a in k.accesses if a.kind == "read" and a.space == "global"}
+    lines: dict[str, list[str]] = {}  # per file (an atomic may sit in an inlined helper)
     found: set[str] = set()
     for a in k.accesses:
         if a.kind != "atomic" or a.array not in pointers or a.array not in read:
             continue
-        try:
-            line = Path(a.span.file).read_text(encoding="utf-8").splitlines()[a.span.line - 1]
-        except (OSError, IndexError):
-            continue
-        if _RESULT_USED.search(line) and _LAST_BLOCK.search(_kernel_text(k)):
+        if a.span.file not in lines:
+            try:
+                lines[a.span.file] = Path(a.span.file).read_text(encoding="utf-8").splitlines()
+            except OSError:
+                lines[a.span.file] = []
+        text = lines[a.span.file]
+        if 0 < a.span.line <= len(text) and _RESULT_USED.search(text[a.span.line - 1]):
             found.add(a.array)
     return found
 

@@ -1234,13 +1234,10 @@ def _one_form(
         try:
             expr = fitter.node(insts)
         except RaggedCount:
-            padded = (
-                None
-                if agrees is None
-                else _padded_window(
-                    c, tensor, names, insts, picked, Fitter(c, shapes, sizes, ints), agrees
-                )
-            )
+            if agrees is None:
+                raise
+            padded = _padded_window(c, tensor, names, insts, picked,
+                                    Fitter(c, shapes, sizes, ints), agrees)  # fmt: skip
             if padded is None:
                 raise
             expr, fitter = padded

@@ -88,11 +88,9 @@ def trace_run(
     for t in spec.tensors:
         shape = spec.shape_of(t, sz)
         shapes[t.name] = shape
-        if t.role == "scratch" and not _is_float(t.dtype):  # (a counter: no values to trace)
-            args[t.cuda_param] = np.full(shape, spec.scratch_fill(t), dtype=np_dtype(t.dtype))
-            continue
-        if t.role == "scratch":  # working memory: the values the kernel stores are traced
-            args[t.cuda_param] = np.full(shape, spec.scratch_fill(t), dtype=object)
+        if t.role == "scratch":  # working memory: the floats the kernel stores there are traced
+            held = object if _is_float(t.dtype) else np_dtype(t.dtype)  # (a counter: numbers)
+            args[t.cuda_param] = np.full(shape, spec.scratch_fill(t), dtype=held)
             continue
         if not _is_float(t.dtype):
             ints.add(t.name)

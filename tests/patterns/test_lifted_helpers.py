@@ -36,7 +36,7 @@ def test_a_one_hot_term_fuses_but_a_max_num_select_keeps_its_nan_handling() -> N
 
 
 def test_a_call_made_twice_is_bound_once() -> None:
-    lines, expr = _hoisted("nl.add(nl.exp(a), nl.multiply(nl.exp(a), b))", "v_")
+    lines, (expr,) = _hoisted(["nl.add(nl.exp(a), nl.multiply(nl.exp(a), b))"], "v_")
     assert lines == [("v_0", "nl.exp(a)")] and expr == "nl.add(v_0, nl.multiply(v_0, b))"
 
 
