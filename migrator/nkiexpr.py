@@ -242,15 +242,43 @@ def render(
     activations: bool = True,
     fuse: bool = False,
     bind: Callable[[str], str] | None = None,
+    scalar: Callable[[Expr], bool] | None = None,
+    wide: Callable[[Expr], bool] | None = None,
+    dtype: str | None = None,
 ) -> str:
     """NKI source for `e`; `load_names` names the tile holding each load, `params` renames.
 
     fuse: two arithmetic ops with scalar operands become one legacy `nisa.tensor_scalar`, and
     `(x op s) op y` one `nisa.scalar_tensor_tensor` (one Vector engine pass instead of two).
     bind: where the caller can emit statements before the expression, `bind(source)` assigns
-    a value the expression needs twice to a local and returns its name (the maxNum select)."""
+    a value the expression needs twice to a local and returns its name (the maxNum select).
+    scalar, wide: for fusion where tiles have other shapes than the output's (a row program):
+    which leaves (loads, params) are one value per partition ([P, 1], a legal scalar operand)
+    and which are whole tiles; an instruction's data and tensor operand must reach a whole
+    tile, and anything neither (a [1, F] row vector) is not fused. dtype: the fused
+    instructions' output type (the nl ops they replace compute in fp32 from mixed operands)."""
     casts = _FLOAT_CASTS | (float_casts or set())
     nan_reaches = _nan_reaches(e)
+
+    def is_scalar(n: Expr) -> bool:
+        if scalar is None:
+            return _scalar_only(n)
+        if n.kind == "const":
+            return n.dtype != "bool"
+        if n.kind in ("param", "load"):
+            return scalar(n)
+        if n.kind in ("binary", "unary", "cast", "call"):
+            return bool(n.args) and all(is_scalar(x) for x in n.args)
+        return False
+
+    def is_wide(n: Expr) -> bool:
+        if wide is None:
+            return True
+        if n.kind in ("param", "load"):
+            return wide(n)
+        return any(is_wide(x) for x in n.args)
+
+    out_type = f", dtype={dtype}" if dtype else ""
 
     def clamp_select(n: Expr) -> bool | None:
         """For fmaxf/fminf against a constant: whether it renders as a select on the comparison
@@ -286,31 +314,33 @@ def render(
         if view is None:
             return None
         fn, x, y = view
-        if _scalar_only(x) == _scalar_only(y):
+        sx, sy = is_scalar(x), is_scalar(y)
+        if sx == sy:
             return None
-        return (fn, y, x, True) if _scalar_only(x) else (fn, x, y, False)
+        tile, s = (y, x) if sx else (x, y)
+        return (fn, tile, s, sx) if is_wide(tile) else None
 
     def fused(n: Expr) -> str | None:
         view = two_operand(n)
         if view is None:
             return None
         fn, a, b = view
-        sa, sb = _scalar_only(a), _scalar_only(b)
+        sa, sb = is_scalar(a), is_scalar(b)
         if sa and sb:
             return None
         if not sa and not sb:  # (data op0 scalar) op1 other
             for t, other, t_left in ((a, b, True), (b, a, False)):
-                if not (t_left or fn not in _ORDERED):
+                if not (t_left or fn not in _ORDERED) or not is_wide(other):
                     continue
                 inner = one_scalar(t)
                 if inner is None:
                     continue
-                fn0, data, scalar, scalar_left = inner
+                fn0, data, s, scalar_left = inner
                 if scalar_left and fn0 in _ORDERED:
                     continue
                 return (
                     f"nisa.scalar_tensor_tensor(data={go(data)}, op0={fn0}, "
-                    f"operand0={go(scalar)}, op1={fn}, operand1={go(other)})"
+                    f"operand0={go(s)}, op1={fn}, operand1={go(other)}{out_type})"
                 )
             return None
         s1, t, s1_left = (a, b, True) if sa else (b, a, False)
@@ -322,7 +352,7 @@ def render(
         s0_left, s1_left = s0_left and fn0 in _ORDERED, s1_left and fn in _ORDERED
         return (f"nisa.tensor_scalar({go(data)}, op0={fn0}, operand0={go(s0)}, "
                 f"reverse0={s0_left}, op1={fn}, operand1={go(s1)}, "
-                f"reverse1={s1_left})")  # fmt: skip
+                f"reverse1={s1_left}{out_type})")  # fmt: skip
 
     done: dict[int, str] = {}  # per node: a subexpression the renders below reach many times
 

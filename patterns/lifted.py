@@ -231,6 +231,7 @@ class _Renderer:
         # row-wide factor, not one for each factor after the first row-wide one)
         self.per_row: Callable[[Expr], bool] | None = None
         self.by_key: dict[str, Expr] = {}
+        self.tiles: set[str] = set()  # params that name a tile (a coordinate's), no scalar
         self.reduced: dict[str, str] = {}  # key of a reduce node -> NKI expression
 
     def number(self, v: Any) -> CExpr:
@@ -256,6 +257,7 @@ class _Renderer:
                 raise Untranslatable(f"the coordinate {e.render()} (a mask by position)")
             name = self.coord_of(e)
             self.params.setdefault(name, name)
+            self.tiles.add(name)
             return CExpr(kind="param", name=name, text=name)
         if k == "load":
             key = e.render()
@@ -270,8 +272,11 @@ class _Renderer:
             self.params.setdefault(name, name)
             return CExpr(kind="param", name=name, text=name)
         if e.op == "+":  # `x + (-1 * y)` as `x - y`
-            pos = [self.convert(a) for a in e.args if negated(a) is None]
-            neg = [self.convert(n) for a in e.args if (n := negated(a)) is not None]
+            terms = e.args
+            if self.per_row is not None:  # a row's values added last: one fused instruction
+                terms = sorted(e.args, key=lambda a: self.per_row(negated(a) or a))  # type: ignore[misc]
+            pos = [self.convert(a) for a in terms if negated(a) is None]
+            neg = [self.convert(n) for a in terms if (n := negated(a)) is not None]
             acc = pos[0] if pos else CExpr(kind="unary", op="-", args=[neg.pop(0)], text="-")
             for a in pos[1:]:
                 acc = CExpr(kind="binary", op="+", args=[acc, a], text="+")
@@ -307,8 +312,25 @@ class _Renderer:
 
     def render(self, e: Expr, fuse: bool = False) -> str:
         c = self.convert(e)
+        if not (fuse and self.per_row is not None):
+            return nkiexpr.render(c, lambda ld: self.tile_of(self.by_key[ld.name or ""]),
+                                  self.params, fuse=fuse)  # fmt: skip
+        per_row = self.per_row
+
+        def scalar(n: CExpr) -> bool:  # [P, 1]: a row's statistic, reduction or scalar
+            if n.kind == "load":
+                return per_row(self.by_key[n.name or ""])
+            return n.name not in self.tiles
+
+        def wide(n: CExpr) -> bool:  # a whole row tile, [P, F]
+            if n.kind != "load":
+                return False
+            ld = self.by_key[n.name or ""]
+            return len(ld.index) == 2 and _unit_var(ld.index[1]) not in (None, "i")
+
         return nkiexpr.render(c, lambda ld: self.tile_of(self.by_key[ld.name or ""]),
-                              self.params, fuse=fuse)  # fmt: skip
+                              self.params, fuse=True, scalar=scalar, wide=wide,
+                              dtype="nl.float32")  # fmt: skip
 
 
 def reduce_key(e: Expr) -> str:
@@ -918,6 +940,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                 try:
                     fused = _exp_sum(red, r)
                     body = r.render(red.args[0]) if fused is None else ""
+                    body_legacy = r.render(red.args[0], fuse=True) if fused is None else ""
                 finally:
                     axis.pop()
                 if fused is not None:
@@ -931,6 +954,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                     {
                         "var": var,
                         "expr": f"{fn}({body}, axis=1, keepdims=True)",
+                        "legacy": f"{fn}({body_legacy}, axis=1, keepdims=True)",
                         "note": note_,
                     }
                 )
@@ -938,6 +962,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             out = _tensor(p, a.tensor)
             dst = ref(out.var) if a.tensor in reshaped else out.var
             stores.append({"tensor": out.name, "var": dst, "expr": r.render(a.expr),
+                           "legacy": r.render(a.expr, fuse=True),
                            "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
         sums = []
@@ -949,7 +974,8 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             if not row_read[a.tensor]:
                 raise _NoFit(f"{a.tensor}: the column sum reads no row of a tile")
             out = _carrying_tensor(p, a.tensor, carried)
-            sums.append({"var": f"cs{len(sums)}", "expr": r.render(term), "out": out.var,
+            sums.append({"var": f"cs{len(sums)}", "expr": r.render(term),
+                         "legacy": r.render(term, fuse=True), "out": out.var,
                          "out_in": out.name if carried is not None else None,
                          "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:
@@ -984,35 +1010,40 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
     for pk in picks:  # the one-hot row a pick makes serves the stores that compare alike
         for st in stores:
             for needle in (f"nl.equal(col_ids, {pk['ids']})", f"nl.equal({pk['ids']}, col_ids)"):
-                st["expr"] = st["expr"].replace(needle, f"{pk['var']}_hot")
+                for d in ("expr", "legacy"):
+                    st[d] = st[d].replace(needle, f"{pk['var']}_hot")
         # trn2 picks by a range select, no one-hot row: it is made only where a store reads it
-        pk["hot"] = any(f"{pk['var']}_hot" in st["expr"] for st in stores)
+        pk["hot"] = any(f"{pk['var']}_hot" in st[d] for st in stores for d in ("expr", "legacy"))
     for red in pre:  # the exp tile a fused exp-and-sum makes serves the stores that read it
         if "exp_of" in red:
             needle = f"nl.exp(nl.subtract({red['exp_of']}, {red['bias_of']}))"
             for st in stores:
-                st["expr"] = st["expr"].replace(needle, f"{red['var']}_e")
+                for d in ("expr", "legacy"):
+                    st[d] = st[d].replace(needle, f"{red['var']}_e")
     # a term the row's reductions, stores and column sums compute alike, computed once per tile
-    # before them (a layer norm's backward reads `(x - mean) * rstd` in all three)
+    # before them (a layer norm's backward reads `(x - mean) * rstd` in all three); each
+    # dialect's own (the legacy one fuses a row's scalars into its instructions)
     later = {red["var"] for red in pre} | {f"{red['var']}_e" for red in pre}
     later |= {pk["var"] for pk in picks} | {f"{pk['var']}_hot" for pk in picks}
-    common, texts = _hoisted(
-        [red["expr"] for red in pre if "exp_of" not in red]
-        + [st["expr"] for st in stores] + [cs["expr"] for cs in sums], "rc", later)  # fmt: skip
-    it = iter(texts)
-    for red in pre:
-        if "exp_of" not in red:
-            red["expr"] = next(it)
-    for st in stores:
-        st["expr"] = next(it)
-    for cs in sums:
-        cs["expr"] = next(it)
+    common: dict[str, list[tuple[str, str]]] = {}
+    for d in ("expr", "legacy"):
+        common[d], texts = _hoisted(
+            [red[d] for red in pre if "exp_of" not in red]
+            + [st[d] for st in stores] + [cs[d] for cs in sums], "rc", later)  # fmt: skip
+        it = iter(texts)
+        for red in pre:
+            if "exp_of" not in red:
+                red[d] = next(it)
+        for st in stores:
+            st[d] = next(it)
+        for cs in sums:
+            cs[d] = next(it)
     # names of whole-row tiles: anything else a store reads is one value per row ([P, 1])
     wide = [v["var"] for v in row_loads.values() if v["kind"] == "row"]
     wide += [f"{red['var']}_e" for red in pre if "exp_of" in red] + ["col_ids"]
     for n, st in enumerate(stores):  # a value a store computes twice, computed once
         # (the legacy dialect's nisa calls return their tile; the new one's write a dst)
-        st["legacy_locals"], (st["legacy"],) = _hoisted([_masked_add(st["expr"], wide)], f"v{n}_")
+        st["legacy_locals"], (st["legacy"],) = _hoisted([_masked_add(st["legacy"], wide)], f"v{n}_")
         st["locals"], (st["expr"],) = _hoisted([st["expr"]], f"v{n}_")
     p.constants = {"P_TILE": PMAX, "MAX_ROW": MAX_ROW_FREE}
     p.notes = {"rows": note(k.span, "one row per partition; each reduction along the free axis")}
@@ -1021,9 +1052,14 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
         "rows": r_rows, "cols": cols if row_tensor in reshaped or narrow else x.shape[1],
         "narrow": narrow,  # the first `cols` columns of wider rows
         "loads": list(row_loads.values()), "reduces": pre, "stores": stores, "picks": picks,
-        "row_common": [{"var": name, "expr": call} for name, call in common],
+        "row_common": [{"var": name, "expr": call} for name, call in common["expr"]],
+        "row_common_legacy": [{"var": name, "expr": call} for name, call in common["legacy"]],
         "col_ids": bool(uses_cols), "col_sums": sums, "W_C": MOVING_FMAX,
         "uses_isa": bool(picks) or bool(uses_cols) or bool(sums)
+        or any("nisa." in x for st in stores
+               for x in (st["legacy"], *dict(st["legacy_locals"]).values()))
+        or any("nisa." in rc for _, rc in common["legacy"])
+        or any("nisa." in red.get("legacy", "") for red in pre)
         or any("exp_of" in q for q in pre),
         "constant_notes": {"P_TILE": "rows per tile, one per partition (nl.tile_size.pmax)",
                            "MAX_ROW": "longest row kept whole on a partition (32 KiB fp32)"},
@@ -1184,15 +1220,28 @@ def _hoisted(
     may not read. The (local, call) pairs and the rewritten texts."""
     lines: list[tuple[str, str]] = []
     while True:
-        calls = [c for t in texts for c in _calls(t)]
+        # (a call inside a bound one counts too: `x - mean` in a shared `dy * (x - mean)`)
+        calls = [c for t in [*texts, *(b for _, b in lines)] for c in _calls(t)]
         repeated = [c for c in set(calls) if calls.count(c) > 1
                     and not set(re.findall(r"\b\w+\b", c)) & later]  # fmt: skip
         if not repeated:
-            return lines, texts
+            break
         c = max(repeated, key=len)
         name = f"{prefix}{len(lines)}"
-        lines.append((name, c))
+        lines = [(n, b.replace(c, name)) for n, b in lines] + [(name, c)]
         texts = [t.replace(c, name) for t in texts]
+    ordered: list[tuple[str, str]] = []  # each local after the locals it reads
+    while len(ordered) < len(lines):
+        names = {n for n, _ in lines} - {n for n, _ in ordered}
+        ordered += [(n, b) for n, b in lines if n in names
+                    and not set(re.findall(r"\b\w+\b", b)) & (names - {n})]  # fmt: skip
+    # numbered in the order they are computed
+    new = {n: f"{prefix}{j}" for j, (n, _) in enumerate(ordered)}
+
+    def renamed(t: str) -> str:
+        return re.sub(rf"\b{re.escape(prefix)}\d+\b", lambda m: new.get(m[0], m[0]), t)
+
+    return [(new[n], renamed(b)) for n, b in ordered], [renamed(t) for t in texts]
 
 
 def _exp_sum(red: Expr, r: _Renderer) -> tuple[str, str] | None:

@@ -170,3 +170,66 @@ def test_constants_spelled_by_their_bits_are_numbers(body: str, expected: str) -
     """<math.h> spells INFINITY and NAN as `__int_as_float(bits)`: a float of the kernel, not a
     call NKI lacks (and inf and nan have no Python literal)."""
     assert _nki(body) == expected
+
+
+ROW_KERNEL = """import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def k(x, b):
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x_tile = nl.load(x)
+    b_tile = nl.load(b)
+    s_tile = nl.load(x[:, 0:1])  # one value per partition
+    w_tile = nl.load(b[0:1, :])  # a row vector, broadcast along the partitions
+    nl.store(out, value={expr})
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "instructions"),
+    [
+        ("(x[i] - s[i]) * s[i] * 0.5f", ["nisa.tensor_scalar"]),
+        ("(x[i] - s[i]) * (s[i] * 2.0f) + b[i]", ["nisa.scalar_tensor_tensor"]),
+        ("x[i] * s[i] + b[i] + s[i]", ["nisa.scalar_tensor_tensor"]),  # then one nl.add
+        ("s[i] - x[i] * s[i]", ["nisa.tensor_scalar"]),  # reversed operand
+        ("x[i] * s[i] + w[i]", []),  # a [1, F] row vector is no instruction's tile operand
+        ("w[i] * s[i] + x[i]", []),  # nor its data
+    ],
+)
+def test_one_value_per_partition_fuses_as_a_scalar_operand(
+    body: str, instructions: list[str], tmp_path
+) -> None:
+    """A row program's per-row values ([P, 1]) are legal scalar operands of the fused
+    instructions; row vectors are neither scalars nor tiles there, so they stay as nl ops."""
+    import numpy as np
+
+    import migrator.nki as mn
+
+    src = (
+        "__global__ void k(const float* x, const float* b, const float* s, const float* w, "
+        f"float* y) {{\n  int i = threadIdx.x;\n  y[i] = {body};\n}}\n"
+    )
+    (st,) = analyze_text(src, "t.cu").kernel("k").stores
+    tiles = {"x": "x_tile", "b": "b_tile", "s": "s_tile", "w": "w_tile"}
+    plain = render(st.value, lambda ld: tiles[ld.name or ""], {})
+    fused = render(st.value, lambda ld: tiles[ld.name or ""], {}, fuse=True,
+                   scalar=lambda n: n.kind != "load" or n.name == "s",
+                   wide=lambda n: n.kind == "load" and n.name in ("x", "b"),
+                   dtype="nl.float32")  # fmt: skip
+    assert [c for c in ("nisa.tensor_scalar", "nisa.scalar_tensor_tensor") if c in fused] == (
+        instructions
+    ), fused
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((128, 64)).astype(np.float32)
+    outs = []
+    for i, expr in enumerate((plain, fused)):
+        f = tmp_path / f"k{i}.py"
+        f.write_text(ROW_KERNEL.format(expr=expr))
+        out, _ = mn.run_kernel(mn.load_kernel_module(f).k, x, b)
+        outs.append(np.asarray(out))
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6, atol=1e-6)

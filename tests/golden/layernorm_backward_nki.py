@@ -59,17 +59,18 @@ def layernorm_backward(dy, x, weight, mean, rstd, dweight, dbias):
         mean_col = mean_col_all[i_q, t + i_1]
         dy_row = nl.load(dy[i_p, i_f], mask=rows_ok)
         x_row = nl.load(x[i_p, i_f], mask=rows_ok)
-        rc0 = nl.multiply(nl.multiply(rstd_col, dy_row), nl.subtract(x_row, mean_col))  # read by several of the row's results
-        rc1 = nl.multiply(dy_row, weight_vec)  # read by several of the row's results
+        rc0 = nl.multiply(dy_row, weight_vec)  # read by several of the row's results
+        rc1 = nl.subtract(x_row, mean_col)  # read by several of the row's results
+        rc2 = nisa.scalar_tensor_tensor(data=dy_row, op0=nl.multiply, operand0=rstd_col, op1=nl.multiply, operand1=rc1, dtype=nl.float32)  # read by several of the row's results
         # sum along the row: sum_{k < C} (dy[i, k] * rstd[i] * (x[i, k] - mean[i]) * weight[k])
-        red0 = nl.sum(nl.multiply(rc0, weight_vec), axis=1, keepdims=True)
+        red0 = nl.sum(nl.multiply(rc2, weight_vec), axis=1, keepdims=True)
         # sum along the row: sum_{q < C} (dy[i, q] * weight[q])
-        red1 = nl.sum(rc1, axis=1, keepdims=True)
+        red1 = nl.sum(rc0, axis=1, keepdims=True)
         # from layernorm_backward.cu:20 — lifted: dx[i, j] = rstd[i] * (((-1.0 / C) * rstd[i] * (x[i, j] - mean[i]) * (sum_{k < C} (dy[i, k] * rstd[i] * (x[i, k] - mean[i]) * weight[k]))) + ((-1.0 / C) * (sum_…
-        nl.store(dx[i_p, i_f], value=nl.multiply(rstd_col, nl.add(nl.add(nl.multiply(nl.multiply(nl.multiply((-1.0 / C), rstd_col), red0), nl.subtract(x_row, mean_col)), ((-1.0 / C) * red1)), rc1)), mask=rows_ok)
+        nl.store(dx[i_p, i_f], value=nisa.tensor_scalar(nisa.scalar_tensor_tensor(data=rc1, op0=nl.multiply, operand0=nl.multiply(nl.multiply((-1.0 / C), rstd_col), red0), op1=nl.add, operand1=rc0, dtype=nl.float32), op0=nl.add, operand0=((-1.0 / C) * red1), reverse0=False, op1=nl.multiply, operand1=rstd_col, reverse1=False, dtype=nl.float32), mask=rows_ok)
         row_ok = nl.less(nisa.iota(i_p, dtype=nl.int32), R)  # rows past the end add nothing
         # from layernorm_backward.cu:20 — lifted: dweight[i] = dweight[i] + (sum_{k < R} (dy[k, i] * rstd[k] * (x[k, i] - mean[k])))
-        cs0_t = nl.where(row_ok, rc0, 0.0, dtype=nl.float32)
+        cs0_t = nl.where(row_ok, rc2, 0.0, dtype=nl.float32)
         for cc in range(n_cc):
             i_c = cc * W_C + nl.arange(min(W_C, C - cc * W_C))[None, :]
             cs0_acc[cc] += nl.matmul(ones, cs0_t[i_a, i_c], transpose_x=True)

@@ -40,6 +40,18 @@ def test_a_call_made_twice_is_bound_once() -> None:
     assert lines == [("v_0", "nl.exp(a)")] and expr == "nl.add(v_0, nl.multiply(v_0, b))"
 
 
+def test_a_call_inside_a_bound_call_is_bound_too_and_computed_first() -> None:
+    # `x - m` is inside the shared product and in a second text: bound once, before the product
+    texts = [
+        "nl.sum(nl.multiply(nl.multiply(d, nl.subtract(x, m)), w))",
+        "nl.multiply(nl.multiply(d, nl.subtract(x, m)), g)",
+        "nl.add(nl.subtract(x, m), c)",
+    ]
+    lines, out = _hoisted(texts, "rc")
+    assert lines == [("rc0", "nl.subtract(x, m)"), ("rc1", "nl.multiply(d, rc0)")]
+    assert out == ["nl.sum(nl.multiply(rc1, w))", "nl.multiply(rc1, g)", "nl.add(rc0, c)"]
+
+
 def test_a_factor_at_the_output_column_comes_out_of_a_row_sum() -> None:
     # sum_k y[i, k] * y[i, j]: inside the sum the row tile runs over k, so y[i, j] is taken out
     body = Expr(
