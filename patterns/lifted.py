@@ -1476,22 +1476,77 @@ def _columns(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -
     p = _bind(tu, k, spec, "reduction", "columns")
     out = _carrying_tensor(p, a.tensor, carried)
 
+    body, views = _leading_axes_as_rows(body, kv, j, spec, p)
+
     def check(ld: Expr, t: Any, first: list[Any]) -> None:
-        if not _reads(ld, kv, j) or len(t.shape) != 2:
+        shape = views.get(t.name, t.shape)
+        if not _reads(ld, kv, j) or len(shape) != 2:
             raise Untranslatable(f"{ld.render()} is not a 2-D tensor read at [{kv}, {j}]")
-        if first and t.shape != first[0].shape:
+        if first and shape != views.get(first[0].name, first[0].shape):
             raise Untranslatable(f"{ld.render()}: operands of different shapes")
 
     term, loads, first = _summed_term(p, spec, body, check)
+    rows, cols = views.get(first[0].name, first[0].shape)
+    # a tensor whose leading axes are the summed rows is read through its 2-D view
+    loads = {(f"{n}.reshape(({views[n][0]}, {views[n][1]}))" if n in views else n): v
+             for n, v in loads.items()}  # fmt: skip
     p.constants = {"P_TILE": PMAX, "F_TILE": MOVING_FMAX}
     why = ("a sum down the columns: row tiles on the partitions, summed across them by a "
            "ones-vector matmul that accumulates in PSUM")  # fmt: skip
     p.notes = {"reduce": note(k.span, why)}
     p.fields.update({
-        "variant": "columns", "term": term, "loads": loads, "rows": first[0].shape[0],
-        "cols": first[0].shape[1], "out": out.var, "op": "sum",
+        "variant": "columns", "term": term, "loads": loads, "rows": rows,
+        "cols": cols, "out": out.var, "op": "sum",
         "out_in": out.name if carried is not None else None,
         "constant_notes": {"P_TILE": "rows per tile (partitions)",
                            "F_TILE": "columns per PSUM accumulation"},
     })  # fmt: skip
     return p
+
+
+def _leading_axes_as_rows(
+    body: Expr, kv: str, j: str, spec: TaskSpec, p: Plan
+) -> tuple[Expr, dict[str, tuple[str, str]]]:
+    """A column sum's loads of an N-D tensor (N > 2) whose leading axes the summed variable
+    runs through in order (`dout[k // T, k % T, j]` over `[B, T, OC]`) as loads of its
+    [rows, last axis] view at `[k, j]`: (the body, tensor -> (rows, columns) of its view, as
+    the NKI kernel spells the sizes). Each coordinate is checked against the row's unravelled
+    index at every size set."""
+    import numpy as np
+
+    views: dict[str, tuple[str, str]] = {}
+
+    def flat(ld: Expr) -> bool:
+        t = spec.tensor_named(ld.tensor or "")
+        n = len(ld.index)
+        if n < 3 or len(t.shape) != n or not _is_var(ld.index[-1], j):
+            return False
+        for m in ld.index[:-1]:
+            if m.gather is not None or m.const != 0 or len(m.terms) != 1:
+                return False
+            term = m.terms[0]
+            if term.var != kv or term.coef != 1:
+                return False
+        for sset in spec.all_size_sets():
+            dims = [int(value_of(d, sset)) for d in t.shape[:-1]]
+            ks = np.arange(min(math.prod(dims), 1 << 14))
+            want = np.unravel_index(ks, dims)
+            for m, w in zip(ld.index[:-1], want, strict=True):
+                (term,) = m.terms
+                got = ks if term.div is None else ks // int(value_of(term.div, sset))
+                got = got if term.mod is None else got % int(value_of(term.mod, sset))
+                if not np.array_equal(got, w):
+                    return False
+        return True
+
+    def rewrite(e: Expr) -> Expr:
+        if e.kind != "load":
+            return e.model_copy(update={"args": [rewrite(a) for a in e.args]})
+        if not flat(e):
+            return e
+        t = _tensor(p, e.tensor)
+        lead = [str(d) if re.fullmatch(r"\w+", str(d)) else f"({d})" for d in t.shape[:-1]]
+        views[t.name] = (" * ".join(lead), str(t.shape[-1]))
+        return e.model_copy(update={"index": [_unit_map(kv), _unit_map(j)]})
+
+    return rewrite(body), views

@@ -787,7 +787,8 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
             if mask is not None:
                 skip = mask if at is None else mask.reshape(-1)[at]
                 ref64 = np.where(skip, mine, ref64)
-        scale = max(1.0, float(np.nanmax(np.abs(ref64))) if ref64.size else 1.0)
+        finite = np.abs(ref64[~np.isnan(ref64)])  # (all NaN: nothing to scale by)
+        scale = max(1.0, float(finite.max()) if finite.size else 1.0)
         tol = 1e-5 * scale if np_dtype(t.dtype).itemsize >= 4 else 1e-2 * scale
         if not is_float(t.dtype):
             tol = 0.0  # integers (counts, indices) agree exactly or not at all

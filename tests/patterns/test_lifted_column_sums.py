@@ -75,3 +75,38 @@ def test_column_sum_terms_read_rows_columns_and_row_values() -> None:
     with pytest.raises(_NoFit):
         _as_row_tile(_ld("dy", _m(("k", 1)), IndexMap(terms=[Term(var="j", coef=1)], const=1)),
                      "j", None, set())  # fmt: skip
+
+
+BIAS_3D = Path(__file__).resolve().parents[1] / "data" / "bias_grad_3d.cu"
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_a_column_sum_over_leading_axes_reads_the_rows_of_a_view(tmp_path: Path, api: str) -> None:
+    """`grad[(b * T + s) * C + c]` summed over b and s: the [B, T, C] tensor's leading axes are
+    the summed rows (`grad[k // T, k % T, c]`), read through its [B * T, C] view."""
+    k = migrate(BIAS_3D, out_dir=tmp_path, nki_api=api).kernels[0]
+    assert (k.status, k.family) == ("complete", "reduction"), [d.message for d in k.diagnostics]
+    assert k.check is not None and k.check.ok
+    assert "grad.reshape((batch * steps, ch))" in (k.nki_source or "")
+
+
+def test_leading_axes_must_unravel_the_summed_index_in_order() -> None:
+    """`x[k % B, k // B, j]` runs the axes in the other order: no [rows, C] view reads it."""
+    from migrator.patterns.lifted import _leading_axes_as_rows
+
+    from migrator.contract import TaskSpec
+
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"}, "sizes": {"B": 3, "T": 5, "C": 7},
+        "tensors": [{"name": "x", "role": "in", "dtype": "float32", "shape": ["B", "T", "C"]},
+                    {"name": "y", "role": "out", "dtype": "float32", "shape": ["C"]}],
+        "launch": {"grid": [1], "block": [32]},
+    })  # fmt: skip
+
+    def ld(*maps: IndexMap) -> Expr:
+        return _ld("x", *maps, _m(("j", 1)))
+
+    swapped = [IndexMap(terms=[Term(var="k", coef=1, mod="B")]),
+               IndexMap(terms=[Term(var="k", coef=1, div="B")])]  # fmt: skip
+    body, views = _leading_axes_as_rows(ld(*swapped), "k", "j", spec, None)  # type: ignore[arg-type]
+    assert views == {} and body == ld(*swapped)  # left as it is: the rule then refuses it

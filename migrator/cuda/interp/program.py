@@ -8,6 +8,7 @@ Built once per `ParsedSource` and reused by every batch of blocks. Host function
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from tree_sitter import Node
@@ -40,7 +41,7 @@ class Function:
     def is_kernel(self) -> bool:
         return "__global__" in self.qualifiers
 
-    @property
+    @cached_property
     def params(self) -> list[Node]:
         decl = function_declarator(self.node)
         assert decl is not None
@@ -52,7 +53,7 @@ class Function:
             if c.type in ("parameter_declaration", "optional_parameter_declaration")
         ]
 
-    @property
+    @cached_property
     def body(self) -> Node:
         body = self.node.child_by_field_name("body")
         assert body is not None

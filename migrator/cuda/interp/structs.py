@@ -41,6 +41,8 @@ class StructInfo:
     bindings: dict[str, Binding] = field(default_factory=dict)  # template parameters
     statics: dict[str, Val] = field(default_factory=dict)
     type: CType | None = None  # set once the fields are known
+    # member functions by (name, arity): found once, called in every loop iteration
+    members: dict[tuple[str, int], Function | None] = field(default_factory=dict)
 
     def names(self) -> dict[str, Binding]:
         """Names a member body sees besides its fields: template parameters, statics, and
@@ -191,6 +193,12 @@ class StructMixin:
         info = self.struct_info.get(t.name)
         if info is None:
             return None
+        key = (name, arity)
+        if key not in info.members:
+            info.members[key] = self._member_function(info, name, arity)
+        return info.members[key]
+
+    def _member_function(self: Machine, info: StructInfo, name: str, arity: int) -> Function | None:
         found = [
             c
             for c in info.body.named_children
