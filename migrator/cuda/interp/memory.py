@@ -143,8 +143,16 @@ def _resolve(
         return _resolve_packed(m, buf, off, idx, ctype, node, write, pack)
     if ctype.scalar.dtype == OBJECT and buf.elem.dtype != OBJECT:
         # traced values through a view of an untyped buffer (`extern __shared__ char p[]`
-        # holding float4s): they have no bytes to put there
-        raise TraceEscape(f"traced {ctype} values stored in the {buf.elem} buffer {buf.name!r}")
+        # holding float4s): they have no bytes, so the buffer's bytes become slots of that
+        # type (only once, and only while no plain value was put there)
+        view = _traced_view(m, buf, ctype.scalar, node)
+        byte = off * buf.elem.size
+        bad_align = (byte % (view.elem.size * w)) != 0
+        if bad_align.any():
+            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
+        buf, off = view, byte // view.elem.size
+    elif buf.elem.dtype != OBJECT and OBJECT in ((buf.base or buf).views or {}):
+        raise TraceEscape(f"the bytes of traced values in {buf.name!r} read as {ctype}")
     if buf.elem.dtype == OBJECT and ctype.scalar.dtype != OBJECT:
         # traced floats read through a vector of their own type (`float4` over floats): the
         # same values, no bytes to view; another type of the same width (`int4` over floats,
@@ -212,6 +220,33 @@ def _resolve_packed(
     else:
         flat = off
     return Access(buf, idx, flat, None, ctype, node, pack, packed=True)
+
+
+def _traced_view(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
+    """A byte buffer's slots for traced values of type `elem` (a shared `char` buffer that
+    holds float4s): one object array beside the bytes, which nothing may read as bytes after
+    (`_resolve`). Only a byte buffer no plain store has written: its bytes would be lost."""
+    base = buf.base or buf
+    hit = (base.views or {}).get(OBJECT)
+    if hit is not None:
+        if hit.elem.name != elem.name:
+            raise TraceEscape(f"traced {hit.elem} and {elem} values in the buffer {base.name!r}")
+        return hit
+    row_bytes = base.size * base.elem.size
+    if base.elem.size != 1 or row_bytes % elem.size or base.space == "global":
+        raise TraceEscape(f"traced {elem} values stored in the {buf.elem} buffer {buf.name!r}")
+    if any(v is not base for v in (base.views or {}).values()) or (
+        base.init is not None and base.init.any()
+    ):
+        raise TraceEscape(f"traced {elem} values stored beside plain values in {buf.name!r}")
+    per_row = row_bytes // elem.size
+    rows = base.data.size // base.size if base.size else 0
+    data = np.full(per_row * rows, np.nan, dtype=OBJECT)
+    view = Buffer(base.name, base.space, data, elem, per_row, base.per, base=base)
+    if base.views is None:
+        base.views = {}
+    base.views[OBJECT] = view
+    return view
 
 
 def view_of(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
