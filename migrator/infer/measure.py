@@ -206,11 +206,15 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
 _PROBE_VALUES: dict[tuple[Any, int], Any] = {}
 
 
-def _probe_values(dt: Any, high: int, n: int, rng: Any, cover: bool = False) -> Any:
+def _probe_values(
+    dt: Any, high: int, n: int, rng: Any, cover: bool = False, writable: bool = True
+) -> Any:
     """`n` input values (integers in [0, high), floats normal) — a copy of a block drawn once
     per dtype, since four-million-element draws would dominate a measurement. `cover`: every
     integer is high - 1, so every gather reaches its table's last row (the extent then is
-    the table's, exactly)."""
+    the table's, exactly). Not `writable` (a tensor the kernel only reads): a read-only view
+    of the block, not a copy (sixteen-megabyte copies were seconds of an attention's
+    measurement); a store into it fails the run rather than change the block."""
     import numpy as np
 
     block = _PROBE_VALUES.get((dt, high, cover))
@@ -223,7 +227,11 @@ def _probe_values(dt: Any, high: int, n: int, rng: Any, cover: bool = False) -> 
         else:
             block = rng.standard_normal(m, dtype=np.float32).astype(dt)
         _PROBE_VALUES[(dt, high, cover)] = block
-    return block[:n].copy()
+    if writable:
+        return block[:n].copy()
+    view = block[:n]
+    view.flags.writeable = False
+    return view
 
 
 _PROBES: dict[tuple[Any, ...], dict[str, int]] = {}  # recent probe runs (their reach)
@@ -275,9 +283,10 @@ def _probe_once(
         if t["role"] == "out":  # its values are never read: zeros cost no copy (calloc)
             args[t["param"]] = np.zeros(n_el, dtype=dt)
         elif isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
-            args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True)
+            args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True,
+                                             writable=t["role"] != "in")  # fmt: skip
         else:
-            args[t["param"]] = _probe_values(dt, high, n_el, rng)
+            args[t["param"]] = _probe_values(dt, high, n_el, rng, writable=t["role"] != "in")
     for sc in data["scalars"]:
         args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
     for p in data["launch"].get("null_args", []):
