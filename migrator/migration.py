@@ -306,14 +306,27 @@ def _lifted_plan(
     # a data-dependent read the program gathers through is emitted (indirect DMA): no gap
     tables = {x.tensor for a in result.program.assigns for x in a.expr.walk()
               if x.kind == "load" and any(m.gather is not None for m in x.index)}  # fmt: skip
+    scattered: set[str] = set()  # rows written where an id says: an atomic DMA, no gap
+    if plan.family == "scatter":
+        scattered = {t.cuda_param for t in spec.outputs_in_order} | {
+            a.tensor for a in result.program.assigns
+        }
     km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")
-                      and not (d.id == "C2N2002" and d.args.get("array") in tables)
+                      and not (d.id == "C2N2002" and d.args.get("array") in tables | scattered)
                       and not (d.id == "C2N2004" and plan.family == "scan")
-                      and not (d.id == "C2N2003" and plan.family == "histogram")]  # fmt: skip
+                      and not (d.id == "C2N2003"
+                               and plan.family in ("histogram", "scatter"))]  # fmt: skip
     km.constructs += [Construct(cuda=f"data-dependent read of {t} (gather)",
                                 nki="indirect DMA: index tile on the partition axis", mapped=True,
                                 line=k.span.line if k.span else None)
                       for t in sorted(tables)]  # fmt: skip
+    km.constructs += [Construct(cuda=f"add at data-dependent rows of {t} (scatter-add)",
+                                nki="atomic read-modify-write DMA (nl.atomic_rmw), id tile on "
+                                "the partition axis", mapped=True,
+                                line=k.span.line if k.span else None)
+                      for t in sorted(o["tensor"] for o in plan.fields.get("outs", [])
+                                      if plan.family == "scatter"
+                                      and o["kind"] == "ids")]  # fmt: skip
     km.diagnostics.append(diag.make("LIFTED", k.span, kernel=k.name,
                                     program=_clip(result.program.render(), 200),
                                     sizes=_clip(sizes, 160)))  # fmt: skip

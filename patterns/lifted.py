@@ -78,11 +78,12 @@ def plan_program(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpe
     from migrator.patterns.lifted_conv import padded_loads, weighted_window
     from migrator.patterns.lifted_histogram import histogram
     from migrator.patterns.lifted_permute import permute
+    from migrator.patterns.lifted_scatter import scatter
     from migrator.patterns.lifted_scores import scores
     from migrator.patterns.lifted_window import window
 
     plain = (histogram, _map, _transpose, permute, _matmul, attention, scores, batched_matmul,
-             window, weighted_window, _rows, _total, _columns)  # fmt: skip
+             window, weighted_window, _rows, _total, _columns, scatter)  # fmt: skip
     rules = (causal_rows, _scan, attention, batched_matmul) if ragged else plain
     if padded_loads(program):  # (reads past an input that give 0: a rule that pads them)
         rules = (weighted_window,)

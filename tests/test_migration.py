@@ -31,7 +31,7 @@ SUPPORTED = ["vector_add", "saxpy", "gelu", "scale_2d_pitch", "reduce_sum_shared
              "col_sum", "embedding", "cross_entropy", "scan_block", "scan_warp",
              "attention_fwd", "attention_causal_online", "attention_mha",
              "avgpool_2x2", "histogram", "fused_classifier", "separable_rows",
-             "separable_cols", "layernorm_backward"]  # fmt: skip
+             "separable_cols", "layernorm_backward", "embedding_backward"]  # fmt: skip
 # no family claims them: a skeleton, with the structure named where there is one to name
 UNSUPPORTED = {"bitonic_sort": "C2N2005", "stencil_2d_5pt": "C2N2001"}
 # a family claims them, its planner names the part it cannot emit (C2N2006)
@@ -41,7 +41,7 @@ GOLDEN_KERNELS = ["vector_add", "scale_2d_pitch", "softmax_row", "layernorm", "m
                   "embedding", "cross_entropy", "scan_block", "attention_fwd",
                   "attention_causal_online", "attention_mha", "avgpool_2x2",
                   "histogram", "fused_classifier", "separable_rows", "separable_cols",
-                  "layernorm_backward"]  # fmt: skip
+                  "layernorm_backward", "embedding_backward"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stem", SUPPORTED)
@@ -263,7 +263,9 @@ def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     assert "for bt in nl.affine_range(batch)" in (k.nki_source or "")
 
 
-NEW_DIALECT = SUPPORTED
+# (the embedding's backward adds rows at repeated ids: the new dialect's scatter DMA,
+# `dma_compute`, takes unique indices only, so it stays legacy, reported as C2N2012)
+NEW_DIALECT = [s for s in SUPPORTED if s != "embedding_backward"]
 
 
 @pytest.mark.parametrize("stem", NEW_DIALECT)

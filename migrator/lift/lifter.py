@@ -55,6 +55,7 @@ from migrator.lift.program import (
     magnitude,
     value_of,
 )
+from migrator.lift.scatter import fit_scatter
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
@@ -617,8 +618,20 @@ def _fit_trace(
             assigns.append(fit_counts(name, values, tr.inputs.get(name), keys))
             continue
         ints = {n: tr.inputs[n] for n in tr.int_tensors if n in tr.inputs}
-        assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
-                                    unwritten.get(name), ints, agrees))  # fmt: skip
+        try:
+            assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
+                                        unwritten.get(name), ints, agrees))  # fmt: skip
+        except LiftError as e:
+            if not ints:
+                raise
+            # rows of an input added where an integer input says (an embedding's backward)
+            numbers = np.array([float(getattr(x, "v", x)) for x in values.reshape(-1)])
+            floats = {n: v for n, v in tr.inputs.items() if n not in tr.int_tensors}
+            try:
+                assigns.append(fit_scatter(name, numbers, tr.inputs.get(name), tr.shapes,
+                                           floats, ints))  # fmt: skip
+            except LiftError:
+                raise e from None
     return Program(assigns=assigns)
 
 

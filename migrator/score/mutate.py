@@ -288,6 +288,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         "mutant",
         _sub(r"nl\.bitwise_and\(key, (\d+),", r"nl.bitwise_and(key, \1 // 2,"),
     ),
+    # scatter-adds: the running gradient dropped; rows added at their row number instead of
+    # their id; position rows one position off
+    Mutation(
+        "scatter_old_dropped",
+        "mutant",
+        _sub(
+            r"nl\.store\((\w+_rows)\[i_r, i_f\], value=old,",
+            r"nl.store(\1[i_r, i_f], value=nl.multiply(old, 0.0),",
+            count=0,
+        ),
+    ),  # fmt: skip
+    Mutation(
+        "scatter_by_row_number",
+        "mutant",
+        _sub(
+            r"(ids(\d+))\[i_q, 0\] = nl\.load\(\w+\.reshape\(\(K,\)\)\[i_p\], mask=ok\)",
+            r"\1[i_q, 0] = nl.mod(nisa.iota(i_p, dtype=nl.int32), R\2, dtype=nl.int32)",
+        ),
+    ),  # fmt: skip
+    Mutation(
+        "scatter_positions_shifted",
+        "mutant",
+        _sub(
+            r"nl\.mod\(nisa\.iota\(i_p, dtype=nl\.int32\), (R\d+),",
+            r"nl.mod(nisa.iota(i_p + 1, dtype=nl.int32), \1,",
+        ),
+    ),  # fmt: skip
     # --- correct variants ---------------------------------------------------------------------
     Mutation(
         "smaller_free_tile",

@@ -18,7 +18,7 @@ from migrator.contract import TaskSpec, load_spec, make_inputs, np_dtype
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 SPEC_PATHS = sorted(CORPUS.glob("*.toml"))
 FAMILIES = {"elementwise", "reduction", "rowwise", "matmul", "transpose", "stencil", "scan",
-            "attention", "histogram"}  # fmt: skip
+            "attention", "histogram", "scatter"}  # fmt: skip
 # kernels kept in the corpus to exercise diagnostics: no automatic migration exists
 UNSUPPORTED_FAMILIES = {"sort"}
 MAX_THREADS_PER_BLOCK = 1024

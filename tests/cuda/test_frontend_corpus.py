@@ -204,6 +204,14 @@ EXPECT: dict[str, dict[str, Any]] = {
             ("dbias", "atomic"),
         },
     },
+    "embedding_backward": {
+        "kernel": "embedding_bwd_kernel",
+        "roles": {"dwte": "inout", "dwpe": "inout", "dout": "in", "tokens": "in",
+                  "B": "scalar", "T": "scalar", "C": "scalar"},  # fmt: skip
+        "barriers": 0,
+        "loops": ["grid_stride"],
+        "reductions": {("dwte", "atomic"), ("dwpe", "atomic")},
+    },
     "separable_rows": {
         "kernel": "separable_rows_kernel",
         "roles": {"img": "in", "out": "out", "width": "scalar", "height": "scalar"},

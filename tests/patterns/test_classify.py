@@ -88,6 +88,9 @@ UNSUPPORTED: dict[tuple[str, str], str | None] = {
     ("separable_cols", "separable_cols_kernel"): None,
     # a row program beside column sums by atomics: complete from its lifted program
     ("layernorm_backward", "layernorm_backward_kernel"): None,
+    # rows added at token ids by atomics (and at positions): a scatter-add, from its lifted
+    # program (atomic read-modify-write DMAs)
+    ("embedding_backward", "embedding_bwd_kernel"): None,
     ("col_sum", "col_sum_kernel"): None,
     ("mean_rows_cg", "mean_rows_cg_kernel"): None,
     ("sigmoid_vec4", "sigmoid_vec4_kernel"): None,
