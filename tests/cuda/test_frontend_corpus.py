@@ -206,8 +206,15 @@ EXPECT: dict[str, dict[str, Any]] = {
     },
     "embedding_backward": {
         "kernel": "embedding_bwd_kernel",
-        "roles": {"dwte": "inout", "dwpe": "inout", "dout": "in", "tokens": "in",
-                  "B": "scalar", "T": "scalar", "C": "scalar"},  # fmt: skip
+        "roles": {
+            "dwte": "inout",
+            "dwpe": "inout",
+            "dout": "in",
+            "tokens": "in",
+            "B": "scalar",
+            "T": "scalar",
+            "C": "scalar",
+        },  # fmt: skip
         "barriers": 0,
         "loops": ["grid_stride"],
         "reductions": {("dwte", "atomic"), ("dwpe", "atomic")},
