@@ -10,8 +10,11 @@ DMA that takes a row index per partition and adds every contribution to a repeat
 the rows are loaded once and added into every output at their row: the id tile for a gather's
 rows, the row number modulo R (iota) for a sum over a leading axis. An id outside [0, rows) is an
 error of the emulator (an out-of-bounds DMA on the device); the CUDA original writes out of
-bounds there too. The new `nki` dialect's `dma_compute` requires unique indices in one
-instruction, so only the legacy dialect is emitted for now.
+bounds there too. The new `nki` dialect's scatter DMA (`dma_compute`) requires unique indices
+in one instruction, so there the rows are summed on TensorE instead: per tile of 128 output rows,
+the ids' one-hot rows (ids compared with the tile's row numbers) times the input's rows, in PSUM
+over the input's row tiles, plus the old value (work grows with the output's rows: fine for
+positions and vocabularies of thousands, slower than the atomics for a 50k vocabulary).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from migrator.patterns.lifted import (
 from migrator.contract import TaskSpec
 from migrator.cuda.ir import Kernel, TranslationUnit
 from migrator.lift.program import Expr, IndexMap, Program, value_of
-from migrator.plan import PMAX, Plan, note
+from migrator.plan import MOVING_FMAX, PMAX, Plan, note
 
 MAX_COLS = 8192  # a tile of rows of x holds whole rows (32 KiB of fp32 per partition)
 SAMPLES = 64  # positions per size set at which each index map is checked
@@ -92,7 +95,7 @@ def scatter(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
             if ids.nl_dtype not in ("nl.int32", "nl.uint32"):
                 raise _NoFit(f"{ids.name} is not a tensor of 32-bit integers")
         outs.append(entry)
-    p.constants = {"P_TILE": PMAX, "MAX_COLS": MAX_COLS}
+    p.constants = {"P_TILE": PMAX, "MAX_COLS": MAX_COLS, "F_TILE": MOVING_FMAX}
     p.notes = {
         "old": note(k.span, "each output starts from its old value (zeros where it has none)"),
         "rows": note(k.span, "128 rows of the scattered tensor per tile, one per partition, "
@@ -101,13 +104,21 @@ def scatter(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) ->
                     "DMA, every contribution to a repeated id summed"),
         "mod": note(k.span, "rows added at their position modulo the output's rows (a sum over "
                     "the leading axis), by the same DMA"),
+        "new_dialect": note(k.span, "the new dialect's scatter DMA (dma_compute) takes unique "
+                            "indices only, and ids repeat: per tile of output rows, the one-hot "
+                            "rows of the ids times the input's rows on TensorE, accumulated "
+                            "in PSUM over the input's row tiles"),
+        "ids_new": note(k.span, "each row's id, made relative to this tile of output rows"),
+        "mod_new": note(k.span, "each row's position modulo the output's rows (iota)"),
     }  # fmt: skip
     p.fields.update({
         "summary": _clip("; ".join(a.render() for a in program.assigns), 300),
         "x": x.name, "k_rows_expr": rows_of(x.shape), "cols": c_nki,
         "outs": outs, "uses_isa": any(o["kind"] == "mod" for o in outs),
+        "x_f32": x.nl_dtype == "nl.float32",
         "constant_notes": {"P_TILE": "rows per tile (partitions)",
-                           "MAX_COLS": "longest row kept whole on a partition"},
+                           "MAX_COLS": "longest row kept whole on a partition",
+                           "F_TILE": "columns per PSUM accumulation (new dialect)"},
     })  # fmt: skip
     return p
 

@@ -263,9 +263,7 @@ def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     assert "for bt in nl.affine_range(batch)" in (k.nki_source or "")
 
 
-# (the embedding's backward adds rows at repeated ids: the new dialect's scatter DMA,
-# `dma_compute`, takes unique indices only, so it stays legacy, reported as C2N2012)
-NEW_DIALECT = [s for s in SUPPORTED if s != "embedding_backward"]
+NEW_DIALECT = SUPPORTED
 
 
 @pytest.mark.parametrize("stem", NEW_DIALECT)

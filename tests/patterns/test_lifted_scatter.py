@@ -32,10 +32,15 @@ def test_scatter_adds_migrate_and_check(tmp_path: Path, kernel: str) -> None:
         assert "nl.mod(nisa.iota(i_p, dtype=nl.int32), R1" in src
 
 
-def test_the_new_dialect_falls_back_to_legacy_and_says_so(tmp_path: Path) -> None:
-    (k,) = migrate(KERNEL, kernel="embedding_backward_cols", out_dir=tmp_path,
-                   nki_api="new").kernels  # fmt: skip
-    assert k.status == "partial" and any(d.id == "C2N2012" for d in k.diagnostics)
+@pytest.mark.parametrize("kernel", ["embedding_backward", "embedding_backward_cols"])
+def test_the_new_dialect_sums_repeated_ids_on_tensor_e(tmp_path: Path, kernel: str) -> None:
+    """The new dialect's scatter DMA takes unique indices only: the rows are summed by one-hot
+    matmuls instead (repeated ids add up in PSUM)."""
+    (k,) = migrate(KERNEL, kernel=kernel, out_dir=tmp_path, nki_api="new").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    src = k.nki_source or ""
+    assert "nisa.nc_matmul(dst=acc[0:vs, 0:cs], stationary=hot[0:ks, 0:vs]" in src
+    assert "nl.atomic_rmw(" not in src and "nisa.dma_compute(" not in src
 
 
 def _spec() -> TaskSpec:
