@@ -146,11 +146,7 @@ def _resolve(
         # holding float4s): they have no bytes, so the buffer's bytes become slots of that
         # type (only once, and only while no plain value was put there)
         view = _traced_view(m, buf, ctype.scalar, node)
-        byte = off * buf.elem.size
-        bad_align = (byte % (view.elem.size * w)) != 0
-        if bad_align.any():
-            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
-        buf, off = view, byte // view.elem.size
+        buf, off = view, _offsets_in(m, buf, view, off, w, idx, write, node)
     elif buf.elem.dtype != OBJECT and OBJECT in ((buf.base or buf).views or {}):
         raise TraceEscape(f"the bytes of traced values in {buf.name!r} read as {ctype}")
     if buf.elem.dtype == OBJECT and ctype.scalar.dtype != OBJECT:
@@ -163,11 +159,7 @@ def _resolve(
             return _resolve_packed(m, buf, off, idx, ctype, node, write, 1)
     elif ctype.scalar.dtype != buf.elem.dtype:  # the same bytes read as another type
         view = view_of(m, buf, ctype.scalar, node)
-        byte = off * buf.elem.size
-        bad_align = (byte % (view.elem.size * w)) != 0
-        if bad_align.any():
-            m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
-        buf, off = view, byte // view.elem.size
+        buf, off = view, _offsets_in(m, buf, view, off, w, idx, write, node)
     last = buf.size - w  # last valid start offset
     if w > 1:
         bad_align = (off % w) != 0
@@ -220,6 +212,25 @@ def _resolve_packed(
     else:
         flat = off
     return Access(buf, idx, flat, None, ctype, node, pack, packed=True)
+
+
+def _offsets_in(
+    m: Machine,
+    buf: Buffer,
+    view: Buffer,
+    off: np.ndarray,
+    w: int,
+    idx: np.ndarray | None,
+    write: bool,
+    node: object,
+) -> np.ndarray:
+    """Offsets into `buf` (its elements) as offsets into `view` (another element type over the
+    same bytes); an access off the view's alignment is reported."""
+    byte = off * buf.elem.size
+    bad_align = (byte % (view.elem.size * w)) != 0
+    if bad_align.any():
+        m.oob(node, buf, off, bad_align, idx, write, misaligned=True)
+    return byte // view.elem.size
 
 
 def _traced_view(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
