@@ -20,8 +20,6 @@ import neuronxcc.nki.language as nl
 
 P_TILE = 128  # rows per tile (partitions)
 MAX_COLS = 8192  # longest row kept whole on a partition
-F_TILE = 512  # columns per PSUM accumulation (new dialect)
-
 
 @nki.jit
 def embedding_bwd(dout, tokens, dwte, dwpe):
