@@ -21,6 +21,7 @@ import neuronxcc.nki.language as nl
 P_TILE = 128  # rows per tile (partitions)
 MAX_COLS = 8192  # longest row kept whole on a partition
 
+
 @nki.jit
 def embedding_bwd(dout, tokens, dwte, dwpe):
     B = dout.shape[0]
