@@ -172,21 +172,13 @@ def test_constants_spelled_by_their_bits_are_numbers(body: str, expected: str) -
     assert _nki(body) == expected
 
 
-ROW_KERNEL = """import neuronxcc.nki as nki
-import neuronxcc.nki.isa as nisa
-import neuronxcc.nki.language as nl
-
-
-@nki.jit
-def k(x, b):
-    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-    x_tile = nl.load(x)
-    b_tile = nl.load(b)
-    s_tile = nl.load(x[:, 0:1])  # one value per partition
-    w_tile = nl.load(b[0:1, :])  # a row vector, broadcast along the partitions
-    nl.store(out, value={expr})
-    return out
-"""
+# the same kernel with one value per partition and a row vector besides the whole tiles
+ROW_KERNEL = KERNEL.replace(
+    "    b_tile = nl.load(b)\n",
+    "    b_tile = nl.load(b)\n"
+    "    s_tile = nl.load(x[:, 0:1])  # one value per partition\n"
+    "    w_tile = nl.load(b[0:1, :])  # a row vector, broadcast along the partitions\n",
+)
 
 
 @pytest.mark.parametrize(
