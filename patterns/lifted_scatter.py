@@ -151,9 +151,8 @@ def _part(a: Any, spec: TaskSpec) -> dict[str, Any]:
             raise _NoFit(f"the compared coordinate {m.render()} is no row of the output")
         if out_rank == 2 and t.div is not None:
             raise _NoFit(f"the compared coordinate {m.render()} is no row of the output")
-        cols = spec.tensor_named(a.tensor).shape[1] if out_rank == 2 else t.div
-        if cols is None:
-            raise _NoFit("a flat output scattered by one element per id")
+        # (a flat output compared at i itself: one element per id, a weighted histogram)
+        cols = spec.tensor_named(a.tensor).shape[1] if out_rank == 2 else (t.div or 1)
         return {"a": a, "kind": "ids", "kv": kv, "key": key, "ids": key.tensor, "x": x.tensor,
                 "load": x, "row": m, "cols": cols, "carried": carried}  # fmt: skip
     if body.kind == "load":

@@ -92,10 +92,10 @@ def _assign(
         row = IndexMap(terms=[Term(coef=1, var="i")])
         col = IndexMap(terms=[Term(coef=1, var="j")])
         own = [row, IndexMap(terms=[Term(coef=1, var="j")])]
-    elif len(out_shape) == 1:
+    elif len(out_shape) == 1:  # flat rows (one element each: a weighted histogram)
         vars_ = ["i"]
-        row = IndexMap(terms=[Term(coef=1, var="i", div=cols)])
-        col = IndexMap(terms=[Term(coef=1, var="i", mod=cols)])
+        row = IndexMap(terms=[Term(coef=1, var="i", div=cols if cols > 1 else None)])
+        col = IndexMap(terms=[Term(coef=1, var="i", mod=cols)] if cols > 1 else [])
         own = [IndexMap(terms=[Term(coef=1, var="i")])]
     else:
         raise LiftError(f"{name} of shape {out_shape} is not rows of {cols} scattered by id")
@@ -105,6 +105,8 @@ def _assign(
         x_index = [*_unravel("k", x_shape[:-1]), col]
     elif len(x_shape) == 1:  # flat rows of C
         x_index = [IndexMap(terms=[Term(coef=cols, var="k"), *col.terms])]
+    elif len(x_shape) >= 2 and cols == 1:  # one element per row: the whole tensor, flat
+        x_index = _unravel("k", x_shape)
     else:
         raise LiftError(f"{x} of shape {x_shape} is not rows of {cols}")
     x_load = Expr(kind="load", tensor=x, index=x_index)

@@ -74,3 +74,27 @@ def test_a_sum_over_the_leading_rows_is_checked_against_its_model() -> None:
     shifted = _pos_sum(IndexMap(terms=[Term(coef="T", var="k"), Term(coef=1, var="i")], const=1))
     with pytest.raises(_NoFit):
         _check(_part(shifted, spec), spec, "C", spec.tensor_named("x"))
+
+
+WEIGHTED_HISTOGRAM = """#include <cuda_runtime.h>
+// a weighted histogram: each key's bin gets its weight (a segment sum by key)
+__global__ void weighted_hist(float* hist, const int* keys, const float* w, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&hist[keys[i]], w[i]);
+}
+void launch(float* hist, const int* keys, const float* w, int n) {
+    weighted_hist<<<(n + 255) / 256, 256>>>(hist, keys, w, n);
+}
+"""
+
+
+@pytest.mark.parametrize("api", ["legacy", "new"])
+def test_a_weighted_histogram_is_a_scatter_of_one_element_rows(tmp_path: Path, api: str) -> None:
+    (tmp_path / "wh.cu").write_text(WEIGHTED_HISTOGRAM)
+    (k,) = migrate(tmp_path / "wh.cu", out_dir=tmp_path / api, nki_api=api).kernels
+    assert (k.status, k.family) == ("complete", "scatter"), [d.message for d in k.diagnostics]
+    assert k.check is not None and k.check.ok
+    assert k.lifted is not None and k.lifted.program is not None
+    assert (
+        k.lifted.program.render() == "hist[i] = hist[i] + (sum_{k < n} ((keys[k] == i ? w[k] : 0)))"
+    )
