@@ -306,13 +306,12 @@ def _lifted_plan(
     # a data-dependent read the program gathers through is emitted (indirect DMA): no gap
     tables = {x.tensor for a in result.program.assigns for x in a.expr.walk()
               if x.kind == "load" and any(m.gather is not None for m in x.index)}  # fmt: skip
-    scattered: set[str] = set()  # rows written where an id says: an atomic DMA, no gap
-    if plan.family == "scatter":
-        scattered = {t.cuda_param for t in spec.outputs_in_order} | {
-            a.tensor for a in result.program.assigns
-        }
+    # rows written where an id says (a scatter-add): an atomic DMA, no gap either
+    scattered = sorted(o["tensor"] for o in plan.fields.get("outs", []) if o["kind"] == "ids"
+                       ) if plan.family == "scatter" else []  # fmt: skip
+    arrays = tables | {spec.tensor_named(t).cuda_param for t in scattered}
     km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2001", "C2N2006")
-                      and not (d.id == "C2N2002" and d.args.get("array") in tables | scattered)
+                      and not (d.id == "C2N2002" and d.args.get("array") in arrays)
                       and not (d.id == "C2N2004" and plan.family == "scan")
                       and not (d.id == "C2N2003"
                                and plan.family in ("histogram", "scatter"))]  # fmt: skip
@@ -324,9 +323,7 @@ def _lifted_plan(
                                 nki="atomic read-modify-write DMA (nl.atomic_rmw), id tile on "
                                 "the partition axis", mapped=True,
                                 line=k.span.line if k.span else None)
-                      for t in sorted(o["tensor"] for o in plan.fields.get("outs", [])
-                                      if plan.family == "scatter"
-                                      and o["kind"] == "ids")]  # fmt: skip
+                      for t in scattered]  # fmt: skip
     km.diagnostics.append(diag.make("LIFTED", k.span, kernel=k.name,
                                     program=_clip(result.program.render(), 200),
                                     sizes=_clip(sizes, 160)))  # fmt: skip

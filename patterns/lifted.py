@@ -311,6 +311,10 @@ class _Renderer:
             return CExpr(kind="call", op=_CALL[op], args=args, text=op)
         raise Untranslatable(f"the operation {op} has no NKI rendering")
 
+    def dialects(self, e: Expr) -> dict[str, str]:
+        """`e` for each dialect: `expr` as plain nl ops (the new one), `legacy` fused."""
+        return {"expr": self.render(e), "legacy": self.render(e, fuse=True)}
+
     def render(self, e: Expr, fuse: bool = False) -> str:
         c = self.convert(e)
         if not (fuse and self.per_row is not None):
@@ -940,8 +944,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                 axis.append(red.var or "")
                 try:
                     fused = _exp_sum(red, r)
-                    body = r.render(red.args[0]) if fused is None else ""
-                    body_legacy = r.render(red.args[0], fuse=True) if fused is None else ""
+                    body = r.dialects(red.args[0]) if fused is None else {}
                 finally:
                     axis.pop()
                 if fused is not None:
@@ -951,19 +954,12 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
                     r.reduced[key] = var
                     continue
                 fn = {"sum": "nl.sum", "max": "nl.max", "min": "nl.min"}[red.op or ""]
-                pre.append(
-                    {
-                        "var": var,
-                        "expr": f"{fn}({body}, axis=1, keepdims=True)",
-                        "legacy": f"{fn}({body_legacy}, axis=1, keepdims=True)",
-                        "note": note_,
-                    }
-                )
+                reduced = {d: f"{fn}({text}, axis=1, keepdims=True)" for d, text in body.items()}
+                pre.append({"var": var, "note": note_, **reduced})
                 r.reduced[key] = var
             out = _tensor(p, a.tensor)
             dst = ref(out.var) if a.tensor in reshaped else out.var
-            stores.append({"tensor": out.name, "var": dst, "expr": r.render(a.expr),
-                           "legacy": r.render(a.expr, fuse=True),
+            stores.append({"tensor": out.name, "var": dst, **r.dialects(a.expr),
                            "index": "i_p, i_f" if len(a.vars) == 2 else "i_p",
                            "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
         sums = []
@@ -975,8 +971,7 @@ def _rows(program: Program, tu: TranslationUnit, k: Kernel, spec: TaskSpec) -> P
             if not row_read[a.tensor]:
                 raise _NoFit(f"{a.tensor}: the column sum reads no row of a tile")
             out = _carrying_tensor(p, a.tensor, carried)
-            sums.append({"var": f"cs{len(sums)}", "expr": r.render(term),
-                         "legacy": r.render(term, fuse=True), "out": out.var,
+            sums.append({"var": f"cs{len(sums)}", **r.dialects(term), "out": out.var,
                          "out_in": out.name if carried is not None else None,
                          "note": _lift_note(k, Program(assigns=[a]))})  # fmt: skip
     except Untranslatable as e:

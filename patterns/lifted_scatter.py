@@ -192,6 +192,7 @@ def _check(pt: dict[str, Any], spec: TaskSpec, width: Any, xt: Any) -> None:
     k is compared with the row) or at row b * R + p // C (mod: R the output's rows)."""
     a = pt["a"]
     o = spec.tensor_named(a.tensor)
+    red = next(e for e in a.expr.walk() if e.kind == "reduce")
     rng = np.random.default_rng(0)
     for sset in spec.all_size_sets():
         c = int(value_of(width, sset))
@@ -200,7 +201,6 @@ def _check(pt: dict[str, Any], spec: TaskSpec, width: Any, xt: Any) -> None:
         if c <= 0 or n_out % c or n_x % c:
             raise _NoFit(f"{a.tensor} or {xt.name} is not whole rows of {c} (at {sset})")
         rows, k_rows = n_out // c, n_x // c
-        red = next(e for e in a.expr.walk() if e.kind == "reduce")
         extent = int(value_of(red.extent, sset))
         p = rng.integers(0, n_out, SAMPLES)
         kk = rng.integers(0, extent, SAMPLES)

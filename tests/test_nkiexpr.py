@@ -83,22 +83,31 @@ def test_fused_scalar_ops_compute_what_the_plain_ops_do(
 ) -> None:
     import numpy as np
 
-    import migrator.nki as mn
-
     e = _value(body)
     plain = render(e, lambda ld: f"{ld.name}_tile", {})
     fused = render(e, lambda ld: f"{ld.name}_tile", {}, fuse=True)
     assert (instruction in fused) if instruction else ("nisa." not in fused)
-    rng = np.random.default_rng(3)
+    a, b = _emulated(KERNEL, (plain, fused), tmp_path, seed=3)
+    np.testing.assert_array_equal(a, b)
+
+
+def _emulated(kernel: str, exprs: tuple[str, ...], tmp_path, seed: int) -> list:  # type: ignore[no-untyped-def]
+    """The stored output of `kernel` with each of `exprs` as its value, in the emulator, on the
+    same random [128, 64] inputs x and b."""
+    import numpy as np
+
+    import migrator.nki as mn
+
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((128, 64)).astype(np.float32)
     b = rng.standard_normal((128, 64)).astype(np.float32)
     outs = []
-    for i, expr in enumerate((plain, fused)):
+    for i, expr in enumerate(exprs):
         f = tmp_path / f"k{i}.py"
-        f.write_text(KERNEL.format(expr=expr))
+        f.write_text(kernel.format(expr=expr))
         out, _ = mn.run_kernel(mn.load_kernel_module(f).k, x, b)
         outs.append(np.asarray(out))
-    np.testing.assert_array_equal(outs[0], outs[1])
+    return outs
 
 
 @pytest.mark.parametrize(
@@ -199,8 +208,6 @@ def test_one_value_per_partition_fuses_as_a_scalar_operand(
     instructions; row vectors are neither scalars nor tiles there, so they stay as nl ops."""
     import numpy as np
 
-    import migrator.nki as mn
-
     src = (
         "__global__ void k(const float* x, const float* b, const float* s, const float* w, "
         f"float* y) {{\n  int i = threadIdx.x;\n  y[i] = {body};\n}}\n"
@@ -215,13 +222,5 @@ def test_one_value_per_partition_fuses_as_a_scalar_operand(
     assert [c for c in ("nisa.tensor_scalar", "nisa.scalar_tensor_tensor") if c in fused] == (
         instructions
     ), fused
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((128, 64)).astype(np.float32)
-    b = rng.standard_normal((128, 64)).astype(np.float32)
-    outs = []
-    for i, expr in enumerate((plain, fused)):
-        f = tmp_path / f"k{i}.py"
-        f.write_text(ROW_KERNEL.format(expr=expr))
-        out, _ = mn.run_kernel(mn.load_kernel_module(f).k, x, b)
-        outs.append(np.asarray(out))
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6, atol=1e-6)
+    a, b = _emulated(ROW_KERNEL, (plain, fused), tmp_path, seed=5)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)

@@ -593,7 +593,7 @@ def _fit_trace(
 
     def agrees(a: Assign, flat: list[int]) -> bool:
         """The traced values of `a.tensor` at `flat`, as the assign computes them."""
-        want = np.array([float(getattr(x, "v", x)) for x in tr.outputs[a.tensor].reshape(-1)[flat]])
+        want = _numbers(tr.outputs[a.tensor].reshape(-1)[flat])
         if not tensors:
             tensors.update({n: np.asarray(v, dtype=np.float64) if n not in tr.int_tensors else v
                             for n, v in tr.inputs.items()})  # fmt: skip
@@ -625,14 +625,19 @@ def _fit_trace(
             if not ints:
                 raise
             # rows of an input added where an integer input says (an embedding's backward)
-            numbers = np.array([float(getattr(x, "v", x)) for x in values.reshape(-1)])
             floats = {n: v for n, v in tr.inputs.items() if n not in tr.int_tensors}
             try:
-                assigns.append(fit_scatter(name, numbers, tr.inputs.get(name), tr.shapes,
+                old = tr.inputs.get(name)
+                assigns.append(fit_scatter(name, _numbers(values.reshape(-1)), old, tr.shapes,
                                            floats, ints))  # fmt: skip
             except LiftError:
                 raise e from None
     return Program(assigns=assigns)
+
+
+def _numbers(values: np.ndarray) -> np.ndarray:
+    """Traced values (Syms) as the numbers their shadows hold, float64."""
+    return np.array([float(getattr(x, "v", x)) for x in values])
 
 
 def source_parts(

@@ -246,14 +246,10 @@ def _traced_view(m: Machine, buf: Buffer, elem: CType, node: object) -> Buffer:
     row_bytes = base.size * base.elem.size
     if base.elem.size != 1 or row_bytes % elem.size or base.space == "global":
         raise TraceEscape(f"traced {elem} values stored in the {buf.elem} buffer {buf.name!r}")
-    if any(v is not base for v in (base.views or {}).values()) or (
-        base.init is not None and base.init.any()
-    ):
+    if base.views or (base.init is not None and base.init.any()):  # (a plain view, or stores)
         raise TraceEscape(f"traced {elem} values stored beside plain values in {buf.name!r}")
-    per_row = row_bytes // elem.size
-    rows = base.data.size // base.size if base.size else 0
-    data = np.full(per_row * rows, np.nan, dtype=OBJECT)
-    view = Buffer(base.name, base.space, data, elem, per_row, base.per, base=base)
+    data = np.full(base.data.nbytes // elem.size, np.nan, dtype=OBJECT)
+    view = Buffer(base.name, base.space, data, elem, row_bytes // elem.size, base.per, base=base)
     if base.views is None:
         base.views = {}
     base.views[OBJECT] = view
