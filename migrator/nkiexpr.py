@@ -11,6 +11,7 @@ instead of a wrong kernel.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -141,17 +142,41 @@ def _key(e: Expr) -> str:
 
 
 def _evaluate(
-    e: Expr, var: Expr, x: np.ndarray, sizes: dict[int, tuple[int, int, int]] | None = None
+    e: Expr,
+    var: Expr,
+    x: np.ndarray,
+    sizes: dict[int, tuple[int, int, int]] | None = None,
+    shape: Callable[[Expr], int] | None = None,
+    memo: dict[int, np.ndarray | None] | None = None,
 ) -> np.ndarray | None:
     """`e` in float64 with each subtree equal to `var` as x; None if anything else is not
-    constant. `sizes` (`_sizes`): subtrees of another size are not compared."""
-    if e is var or ((sizes is None or sizes.get(id(e)) == sizes.get(id(var))) and e == var):
+    constant. `sizes` (`_sizes`): subtrees of another size are not compared; `shape`: a
+    number per structure, compared instead of the trees, and `memo` the values by structure
+    (a subtree the expression repeats is evaluated once)."""
+    if shape is not None and memo is not None:
+        k = shape(e)
+        if k not in memo:
+            memo[k] = _evaluate_node(e, var, x, sizes, shape, memo)
+        return memo[k]
+    return _evaluate_node(e, var, x, sizes, shape, memo)
+
+
+def _evaluate_node(
+    e: Expr,
+    var: Expr,
+    x: np.ndarray,
+    sizes: dict[int, tuple[int, int, int]] | None,
+    shape: Callable[[Expr], int] | None,
+    memo: dict[int, np.ndarray | None] | None,
+) -> np.ndarray | None:
+    if e is var or ((sizes is None or sizes.get(id(e)) == sizes.get(id(var))) and (
+            shape(e) == shape(var) if shape is not None else e == var)):  # fmt: skip
         return x
     if e.kind == "const" and e.dtype != "bool":
         return np.full_like(x, float(e.value or 0.0))
     if e.kind == "cast" or (e.kind == "call" and e.op in CONVERSIONS):
-        return _evaluate(e.args[0], var, x, sizes) if e.args else None
-    args = [_evaluate(a, var, x, sizes) for a in e.args]
+        return _evaluate(e.args[0], var, x, sizes, shape, memo) if e.args else None
+    args = [_evaluate(a, var, x, sizes, shape, memo) for a in e.args]
     if any(a is None for a in args):
         return None
     with np.errstate(all="ignore"):
@@ -179,8 +204,14 @@ def _sizes(e: Expr, out: dict[int, tuple[int, int, int]]) -> tuple[int, int, int
     return nodes, loads, ops
 
 
-def activation_of(e: Expr) -> tuple[str, Expr] | None:
-    """(nl activation, its operand) when `e` computes one activation of one subexpression."""
+# operations of an activation's spelling around its operand (tanh-GELU spelled out with its
+# constants computed, `sqrtf(2.0f / M_PI)`, is about 15)
+MAX_ACTIVATION_OPS = 48
+
+
+def activation_of(e: Expr, shape: Callable[[Expr], int] | None = None) -> tuple[str, Expr] | None:
+    """(nl activation, its operand) when `e` computes one activation of one subexpression.
+    `shape`: a number per structure (two subtrees are equal where theirs are)."""
     if e.kind not in ("binary", "call", "unary"):
         return None
     sizes: dict[int, tuple[int, int, int]] = {}
@@ -189,14 +220,18 @@ def activation_of(e: Expr) -> tuple[str, Expr] | None:
         return None  # a single op renders as itself
     # the operand reads an input, and its copies hold every load of `e` (so its loads divide
     # theirs), largest first
-    subtrees = sorted((n for n in e.walk()[1:] if sizes[id(n)][1] and not loads % sizes[id(n)][1]),
+    # ... and what is left of `e` besides those copies is no longer than an activation's
+    # spelling (each candidate is evaluated over all of `e`: BlackScholes' 4000-node option
+    # price tried every subtree of every subexpression, 3 s)
+    subtrees = sorted((n for n in e.walk()[1:] if sizes[id(n)][1] and not loads % sizes[id(n)][1]
+                       and ops - loads // sizes[id(n)][1] * sizes[id(n)][2] <= MAX_ACTIVATION_OPS),
                       key=lambda n: -sizes[id(n)][0])  # fmt: skip
     tried: list[Expr] = []
     for u in subtrees:
-        if any(u == t for t in tried):
+        if any((shape(u) == shape(t)) if shape is not None else u == t for t in tried):
             continue
         tried.append(u)
-        y = _evaluate(e, u, _SAMPLES, sizes)
+        y = _evaluate(e, u, _SAMPLES, sizes, shape, {} if shape is not None else None)
         if y is None or not np.isfinite(y).all():
             continue
         for name, f in _ACTIVATIONS.items():
@@ -355,6 +390,28 @@ def render(
                 f"reverse1={s1_left}{out_type})")  # fmt: skip
 
     done: dict[int, str] = {}  # per node: a subexpression the renders below reach many times
+    # activations by structure: a lifted expression repeats its subtrees (BlackScholes' d1 in
+    # every term of its polynomial), each a node of its own, recognised once
+    shapes: dict[int, int] = {}  # id(node) -> its structure's number
+    numbered: dict[tuple[Any, ...], int] = {}
+    acts: dict[int, tuple[str, tuple[int, ...]] | None] = {}
+
+    def shape(n: Expr) -> int:
+        got = shapes.get(id(n))
+        if got is None:
+            key = (n.kind, n.op, n.name, n.value, n.dtype, tuple(i.canonical for i in n.index),
+                   tuple(shape(a) for a in n.args))  # fmt: skip
+            got = shapes[id(n)] = numbered.setdefault(key, len(numbered))
+        return got
+
+    def activation(n: Expr) -> tuple[str, Expr] | None:
+        s = shape(n)
+        if s in acts:
+            hit = acts[s]
+            return None if hit is None else (hit[0], _at_path(n, hit[1]))
+        act = activation_of(n, shape)
+        acts[s] = None if act is None else (act[0], _path_to(n, act[1]))
+        return act
 
     def go(n: Expr) -> str:
         got = done.get(id(n))
@@ -364,7 +421,7 @@ def render(
 
     def _go(n: Expr) -> str:
         k = n.kind
-        act = activation_of(n) if activations else None
+        act = activation(n) if activations else None
         if act is not None:
             return f"{act[0]}({_strip_outer(go(act[1]))})"
         if fuse and k in ("binary", "call"):
@@ -426,6 +483,23 @@ def render(
         raise Untranslatable(f"{k} expression {n.text!r} ({n.op})")
 
     return _strip_outer(go(e))
+
+
+def _path_to(e: Expr, target: Expr) -> tuple[int, ...]:
+    """The argument positions that lead from `e` to the node `target` (by identity)."""
+    stack: list[tuple[Expr, tuple[int, ...]]] = [(e, ())]
+    while stack:
+        n, path = stack.pop()
+        if n is target:
+            return path
+        stack.extend((a, (*path, k)) for k, a in enumerate(n.args))
+    raise ValueError("the node is not within the expression")
+
+
+def _at_path(e: Expr, path: tuple[int, ...]) -> Expr:
+    for k in path:
+        e = e.args[k]
+    return e
 
 
 def _bit_pattern(n: Expr) -> float | None:

@@ -48,6 +48,17 @@ def test_near_misses_stay_as_written(body: str) -> None:
     assert "nl.silu" not in _nki(body) and "nl.gelu" not in _nki(body)
 
 
+def test_activations_of_a_big_expression_are_found_in_each_copy_once() -> None:
+    """A lifted expression repeats its subtrees (each copy a node of its own): each copy of an
+    activation is recognised, and an activation of a large operand too (the operand's own
+    operations are not the activation's, whatever MAX_ACTIVATION_OPS allows)."""
+    big = " + ".join(f"x[i] * {k}.5f" for k in range(30))  # 59 operations
+    body = f"(v / (1.0f + expf(-v))) * (v / (1.0f + expf(-v))) + 1.0f / (1.0f + expf(-({big})))"
+    out = _nki(body)
+    assert out.count("nl.silu(x_tile)") == 2 and out.count("nl.sigmoid(") == 1
+    assert "nl.exp" not in out
+
+
 KERNEL = """import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl

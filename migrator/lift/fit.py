@@ -74,6 +74,13 @@ class Canonicaliser:
         self.cond_ops: dict[tuple[str, int, int], tuple[Canon, Canon]] = {}
         self.decided: dict[int, tuple[tuple[str, int, int], Canon, Canon]] = {}
         self.merges: set[tuple[str, int, int]] = set()  # conditions that made a max / min
+        # hash-consing: a node built again from the same operands (by identity) is the node
+        # built before, so the structurally equal values of different lanes (each lane of a
+        # shuffle tree merges its own copy of every partial result) share their canonical
+        # trees, and the rewrites below (memoised by id) run once for all of them
+        self.shared: dict[tuple[Any, ...], tuple[tuple[Any, ...], Canon, bool]] = {}
+        # `_subtracting`'s rewrites, by (node, old, new) ids (the three kept with the entry)
+        self.substituted: dict[tuple[int, int, int], tuple[Canon, Canon, Canon, Canon]] = {}
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -89,9 +96,9 @@ class Canonicaliser:
     def _canon(self, x: Sym) -> Canon:
         op, a = x.op, x.args
         if op == "in":
-            return ("in", a[0], int(a[1]))
+            return self._consed(("in", a[0], int(a[1])), (), lambda: (("in", a[0], int(a[1])), 0))
         if op == "param":
-            return ("p", a[0])
+            return self._consed(("p", a[0]), (), lambda: (("p", a[0]), 0))
         if op in ("+", "-"):  # a chain of thousands of sequential additions: no recursion
             rows: set[tuple[int, int]] = set()
             return self.nary("sum", self._chain(x, rows), rows)
@@ -107,19 +114,54 @@ class Canonicaliser:
             inner = self(a[0])
             if inner[0] == "c":
                 return ("c", x.v)
-            if op == "exp":
-                inner = self._scaled_cancelled(inner)
-                if inner[0] == "c":
-                    return ("c", math.exp(inner[1]))
-            return (op, inner)
+            return self._consed((op,), (inner,), lambda: (self._func(op, inner), 0))
         if op == "pow":
-            return ("pow", self(a[0]), self(a[1]))
+            base, power = self(a[0]), self(a[1])
+            return self._consed(("pow",), (base, power), lambda: (("pow", base, power), 0))
         if op == "select":
             return self.select(a[0], self(a[1]), self(a[2]), self(a[3]), self(a[4]), x.at)
         raise LiftError(f"the traced operation {op!r} has no tensor-program form")
 
+    def _func(self, op: str, inner: Canon) -> Canon:
+        if op == "exp":
+            inner = self._scaled_cancelled(inner)
+            if inner[0] == "c":
+                return ("c", math.exp(inner[1]))
+            return self._consed(("exp",), (inner,), lambda: (("exp", inner), 0))
+        return (op, inner)
+
+    def _consed(
+        self,
+        head: tuple[Any, ...],
+        operands: tuple[Canon, ...],
+        build: Callable[[], tuple[Canon, int]],
+        rows: set[tuple[int, int]] | None = None,
+    ) -> Canon:
+        """The node `build()` makes of `operands` under `head`, or the one it made before of
+        the same operands (constants by value, the rest by identity: the operands are kept
+        with the entry, so an id is never a freed node's). `build` returns the node and 1
+        where the node is new and carries `rows` (its own source rows), 0 otherwise; a node
+        found again gains the rows of this spelling too."""
+        key = (*head, *(o if o[0] == "c" else id(o) for o in operands))
+        hit = self.shared.get(key)
+        if hit is not None and all(p is o or (o[0] == "c" and p == o)
+                                   for p, o in zip(hit[0], operands, strict=True)):  # fmt: skip
+            out = hit[1]
+            if rows and hit[2]:
+                self.rows.setdefault(id(out), set()).update(rows)
+            return out
+        out, fresh = build()
+        self.shared[key] = (operands, out, bool(fresh))
+        self.held.append(out)
+        return out
+
     def select(self, cmp: str, lhs: Canon, rhs: Canon, t: Canon, f: Canon,
                at: tuple[int, int] | None = None) -> Canon:  # fmt: skip
+        return self._consed(("sel", cmp), (lhs, rhs, t, f),
+                            lambda: (self._select(cmp, lhs, rhs, t, f, at), 0))  # fmt: skip
+
+    def _select(self, cmp: str, lhs: Canon, rhs: Canon, t: Canon, f: Canon,
+                at: tuple[int, int] | None = None) -> Canon:  # fmt: skip
         decided = _decided(cmp, lhs, rhs)
         if decided is not None:  # `-INFINITY > x`: a first step's comparison with the identity
             return t if decided else f
@@ -203,9 +245,11 @@ class Canonicaliser:
             out = self._div(*(self._branch(y, cond, taken, memo) for y in t[1:]))
         elif tag in _FUNCS:
             inner = self._branch(t[1], cond, taken, memo)
-            out = ("c", _FUNC_VALUES[tag](inner[1])) if inner[0] == "c" else (tag, inner)
+            out = ("c", _FUNC_VALUES[tag](inner[1])) if inner[0] == "c" else self._consed(
+                (tag,), (inner,), lambda: ((tag, inner), 0))  # fmt: skip
         else:  # pow
-            out = (tag, *(self._branch(y, cond, taken, memo) for y in t[1:]))
+            ops = tuple(self._branch(y, cond, taken, memo) for y in t[1:])
+            out = self._consed((tag,), ops, lambda: ((tag, *ops), 0))
         memo[id(t)] = out
         return out
 
@@ -251,10 +295,15 @@ class Canonicaliser:
         return self.nary("prod", [("c", -1.0), t])
 
     def nary(self, tag: str, items: list[Canon], rows: set[tuple[int, int]] | None = None) -> Canon:
+        return self._consed((tag,), tuple(items), lambda: self._nary(tag, items, rows), rows)
+
+    def _nary(
+        self, tag: str, items: list[Canon], rows: set[tuple[int, int]] | None
+    ) -> tuple[Canon, int]:
         if tag in ("sum", "prod") and len(items) > 1 and self.merges:
             merged = self._by_one_select(tag, items)
             if merged is not None:
-                return merged
+                return (merged, 0)
         flat: list[Canon] = []
         rows = set(rows or ())
         for it in items:
@@ -279,7 +328,7 @@ class Canonicaliser:
             if math.isinf(c):
                 # `s = -INFINITY` for a masked key, then `exp(s - m)`: -inf whatever the finite
                 # terms beside it (the program is verified numerically all the same)
-                return ("c", c)
+                return (("c", c), 0)
             if c != 0 or not rest:
                 rest.append(("c", c))
         elif tag == "prod":
@@ -288,11 +337,11 @@ class Canonicaliser:
                 # (0 times a NaN: a poison load past a buffer, read at sizes the kernel's
                 # relations rule out, weighted by a masked key's exp(-inf); the fit takes it as
                 # 0, and verification at sizes that obey the relations decides)
-                return ("c", 0.0)
+                return (("c", 0.0), 0)
             if any(x[0] == "exp" for x in rest):
                 spread = self._exp_product(rest, c, rows)
                 if spread is not None:
-                    return spread
+                    return (spread, 0)
                 rest = self._merged_exps(rest)
             if c != 1 or not rest:
                 rest.append(("c", c))
@@ -304,7 +353,7 @@ class Canonicaliser:
             if not rest:
                 rest.append(("c", lim))
         if len(rest) == 1:
-            return rest[0]
+            return (rest[0], 0)
         if tag == "prod":
             # factors of one shape keep the order the kernel multiplied them in: `q[t] * k[t2]`
             # read from one packed tensor is query times key at every element, where sorting by
@@ -316,7 +365,7 @@ class Canonicaliser:
         if rows:
             self.rows[id(out)] = rows
             self.held.append(out)
-        return out
+        return out, 1
 
     # An online softmax rescales its running sums by exp(m_old - m_new) whenever the max
     # grows: `acc * exp(m_old - m_new) + exp(s - m_new) * v`. Spreading the factor over a sum
@@ -368,6 +417,13 @@ class Canonicaliser:
             got = memo.get(id(x))
             if got is not None:
                 return got
+            # (across calls too: the running sums of one row, rescaled at every merge, share
+            # their older terms, each rebuilt for the same max once)
+            key = (id(x), id(old), id(new))
+            hit = self.substituted.get(key)
+            if hit is not None and hit[0] is x and hit[1] is old and hit[2] is new:
+                memo[id(x)] = hit[3]
+                return hit[3]
             tag = x[0]
             if tag in _NARY:
                 out = self.nary(tag, [go(y) for y in x[1]])
@@ -381,6 +437,7 @@ class Canonicaliser:
             else:
                 out = x
             memo[id(x)] = out
+            self.substituted[key] = (x, old, new, out)
             return out
 
         return go(t)
@@ -395,7 +452,9 @@ class Canonicaliser:
     def _exp_of(self, terms: list[Canon]) -> Canon:
         """`exp` of a sum of terms, opposite terms cancelled (a constant if nothing is left)."""
         arg = self._scaled_cancelled(_cancelled(self, self.nary("sum", terms)))
-        return ("c", math.exp(arg[1])) if arg[0] == "c" else ("exp", arg)
+        if arg[0] == "c":
+            return ("c", math.exp(arg[1]))
+        return self._consed(("exp",), (arg,), lambda: (("exp", arg), 0))
 
     def _scaled_cancelled(self, arg: Canon) -> Canon:
         """An exponent with its scaled differences multiplied out where opposite terms then
@@ -441,7 +500,7 @@ class Canonicaliser:
         """`num / den`: a product with the reciprocal where `den` is a nonzero constant."""
         if den[0] == "c" and den[1] != 0:
             return self.nary("prod", [num, ("c", 1.0 / den[1])])
-        return ("div", num, den)
+        return self._consed(("div",), (num, den), lambda: (("div", num, den), 0))
 
     def key(self, t: Canon) -> tuple[str, tuple[float, ...]]:
         """Structure first (leaves abstracted), then the input elements read, in order."""

@@ -409,23 +409,25 @@ def _launchable(spec: TaskSpec, sizes: dict[str, int], obey: bool = True) -> dic
     return None
 
 
-def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, int]]:
+def check_sizes(
+    spec: TaskSpec, fitted: list[dict[str, int]], program: Program | None = None
+) -> list[dict[str, int]]:
     """Where to verify: a ragged small set, a larger one, and the task's own size sets."""
     base = fitted[0]
     launch = _launch_only(spec)
     own = list(spec.all_size_sets())
     # the task's sets are run by the migration's check anyway; ours cost no more than the
     # largest of them or twice the first fitted set (doubling B, NH and T of a row-per-block launch
-    # multiplies its threads 8x)
-    t0, e0 = _cost(spec, base)
-    costs = [_cost(spec, s) for s in own] + [(2 * t0, 2 * e0)]
-    budget = (max(c[0] for c in costs), max(c[1] for c in costs))
+    # multiplies its threads 8x), in threads, elements and the program's arithmetic
+    t0, e0, v0 = _cost(spec, base, program)
+    costs = [_cost(spec, s, program) for s in own] + [(2 * t0, 2 * e0, 2 * v0)]
+    budget = tuple(max(c[k] for c in costs) for k in range(3))
     out: list[dict[str, int]] = []
     for cand in ({n: launch.get(n, v * 2 + 3) for n, v in base.items()},
                  {n: launch.get(n, v + 1) for n, v in base.items()}):  # fmt: skip
         s = _launchable(spec, dict(cand))
         if s is not None:
-            s = _within(spec, s, fitted, budget, set(launch))
+            s = _within(spec, s, fitted, budget, set(launch), program)
         if s is not None and s not in out and s not in fitted:
             out.append(s)
     for s in own:
@@ -437,32 +439,59 @@ def check_sizes(spec: TaskSpec, fitted: list[dict[str, int]]) -> list[dict[str, 
 
 LIFT_MIN_THREADS = 1 << 16  # a verification set may always be this large
 LIFT_MIN_ELEMENTS = 1 << 18
+# ... and compute this many element operations (outputs times the elements each reduces): the
+# interpreter's time follows the arithmetic, which threads and tensor sizes do not show (an
+# attention's threads each loop over T keys and d features: its grown set at B = 9, NH = 13,
+# T = 64 took 2.6 s, five times its largest own set)
+LIFT_MIN_VOLUME = 1 << 21
 
 
-def _cost(spec: TaskSpec, sizes: dict[str, int]) -> tuple[int, int]:
-    """Threads of the launch and elements of the largest tensor at `sizes` (0s if unknown)."""
+def _cost(
+    spec: TaskSpec, sizes: dict[str, int], program: Program | None = None
+) -> tuple[int, int, int]:
+    """Threads of the launch, elements of the largest tensor and the program's arithmetic
+    (`_volume`) at `sizes` (0s if unknown)."""
     try:
         grid, block, _ = spec.launch_config(sizes)
         elems = max((math.prod(spec.shape_of(t, sizes)) for t in spec.tensors), default=0)
     except (ValueError, ZeroDivisionError, ArithmeticError):
-        return (0, 0)
-    return math.prod(grid) * math.prod(block), elems
+        return (0, 0, 0)
+    return math.prod(grid) * math.prod(block), elems, _volume(spec, program, sizes)
+
+
+def _volume(spec: TaskSpec, program: Program | None, sizes: dict[str, int]) -> int:
+    """Output elements times the input elements each reduces, summed over the program's
+    assigns: the least arithmetic the original does at `sizes` (0 without a program, or where
+    a size expression is undefined there)."""
+    if program is None:
+        return 0
+    tensors = {t.name: t for t in spec.tensors}
+    total = 0
+    try:
+        for a in program.assigns:
+            shape = tuple(spec.shape_of(tensors[a.tensor], sizes))
+            total += math.prod(shape) * reduce_cost(a.expr, sizes, shape, a.vars)
+    except (KeyError, ValueError, ZeroDivisionError, ArithmeticError):
+        return 0
+    return total
 
 
 def _within(
     spec: TaskSpec,
     sizes: dict[str, int],
     fitted: list[dict[str, int]],
-    budget: tuple[int, int],
+    budget: tuple[int, ...],
     launch: set[str],
+    program: Program | None = None,
 ) -> dict[str, int] | None:
     """`sizes` with its largest grown size halved (kept odd: still ragged, and still past the
     first fitted set) until the set costs no more than `budget`; None when that cannot be done."""
     cap_t, cap_e = max(budget[0], LIFT_MIN_THREADS), max(budget[1], LIFT_MIN_ELEMENTS)
+    cap_v = max(budget[2], LIFT_MIN_VOLUME)
     floor = {n: fitted[0].get(n, 0) for n in sizes}
     for _ in range(32):
-        threads, elems = _cost(spec, sizes)
-        if threads <= cap_t and elems <= cap_e:
+        threads, elems, volume = _cost(spec, sizes, program)
+        if threads <= cap_t and elems <= cap_e and volume <= cap_v:
             return sizes
         free = [n for n in sizes if n not in launch and sizes[n] // 2 + 1 > floor[n]]
         if not free:
@@ -548,7 +577,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
                                    if n not in launch or v not in free})  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
-        checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets)]
+        checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets, single)]
         # a set too large to evaluate proves nothing: the sizes read into the numbers (64 as
         # N * N at N = 8) may be what made it too large, which the second fit decides
         if checks and all(v.ok for v in checks) and any(not v.skipped for v in checks):
@@ -566,7 +595,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
         # the kernel's own run at small sizes failed (a launch it cannot take, a construct the
         # interpreter lacks): nothing to lift from, said as such
         return LiftResult(kernel=name, fitted_at=sets, error=f"the traced run failed: {e}")
-    checks = [verify(spec, program, s, seed) for s in check_sizes(spec, sets)]
+    checks = [verify(spec, program, s, seed) for s in check_sizes(spec, sets, program)]
     return LiftResult(kernel=name, program=program, fitted_at=sets, verified=checks,
                       sources=source_parts(spec, program, rows))  # fmt: skip
 

@@ -262,3 +262,24 @@ def test_pairs_merged_in_any_tree_canonicalise_as_the_two_pass_sum(xs: list[floa
     for x in leaves[1:]:
         direct = direct + (x - m).exp()
     assert c(s) == c(direct)
+
+
+def test_the_lanes_copies_of_one_merge_tree_share_one_canonical_tree() -> None:
+    """Each lane of a shuffle reduction merges its own copy of every partial result: distinct
+    traced values over the same inputs. Their canonical trees are one object, so the rewrites
+    a merge takes (the rescaled sums) run once, not once per lane."""
+    c = Canonicaliser()
+
+    def lane() -> Any:
+        parts: list[tuple[Any, Any]] = [(_leaf(n, v), 1.0)
+                                        for n, v in enumerate([0.5, -1.0, 2.0, 0.25])]  # fmt: skip
+        while len(parts) > 1:
+            parts = [_merged(c, parts[k], parts[k + 1]) for k in range(0, len(parts), 2)]
+        return parts[0][1]
+
+    first, second = lane(), lane()
+    assert first is not second
+    seen = c(first)
+    built = len(c.shared)
+    assert c(second) is seen
+    assert len(c.shared) == built  # nothing new was built for the second lane

@@ -105,3 +105,26 @@ def test_the_cost_of_a_ragged_sum_is_its_longest_range() -> None:
     (a,) = _prefix_program(256).assigns
     assert reduce_cost(a.expr, {}, (100_000,), ["i"]) == 256
     assert reduce_cost(a.expr, {}, (10,), ["i"]) == 10
+
+
+def test_a_verification_set_is_bounded_by_the_programs_arithmetic(tmp_path: Path) -> None:
+    """The grown verification set costs no more arithmetic (outputs times the elements each
+    reduces) than the task's largest set, or LIFT_MIN_VOLUME: threads and tensor sizes alone
+    let a row-per-thread kernel's grown set loop far longer than any set of the task."""
+    from migrator.lift.lifter import LIFT_MIN_VOLUME, _volume, check_sizes
+
+    (tmp_path / "row_cumsum.cu").write_text(textwrap.dedent(ROW_CUMSUM[0]))
+    (tmp_path / "row_cumsum.toml").write_text(textwrap.dedent(ROW_CUMSUM[1]))
+    spec = load_spec(tmp_path / "row_cumsum.toml")
+    load = Expr(kind="load", tensor="x", index=[IndexMap(terms=[Term(coef=1, var="k")])])
+    sums = Expr(kind="reduce", op="sum", var="k", args=[load], extent="C")
+    prog = Program(assigns=[Assign(tensor="y", vars=["i", "j"], expr=sums)])
+    fitted = [{"R": 20, "C": 1000}]  # (grown: R = 43, C = 2003, 172M additions)
+    own = [_volume(spec, prog, dict(s)) for s in spec.all_size_sets()]
+    assert all(v > 0 for v in own)
+    cap = max([*own, 2 * _volume(spec, prog, fitted[0]), LIFT_MIN_VOLUME])
+    sets = check_sizes(spec, fitted, prog)
+    assert sets and all(_volume(spec, prog, s) <= cap for s in sets)
+    # without the program the grown set is only bounded by threads and elements
+    unbounded = check_sizes(spec, fitted)
+    assert max(_volume(spec, prog, s) for s in unbounded) > cap
