@@ -39,6 +39,8 @@ def clear_caches() -> None:
     contract._INPUTS.clear()
     lifter._LIFTS.clear()
     measure._PROBES.clear()
+    measure._PROBE_VALUES.clear()
+    measure._PROBE_COVER.clear()
     source._PREPROCESSED.clear()
     frontend._ANALYSED.clear()
     spec_run._PARSED.clear()

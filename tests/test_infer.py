@@ -1333,3 +1333,24 @@ def test_a_launch_size_a_helper_settles_at_run_time_is_a_size(tmp_path: Path) ->
     assert all(s["threads"] == threads for s in spec.all_size_sets())
     (k,) = migrate(src, out_dir=tmp_path / "out").kernels
     assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+
+
+def test_probe_indices_that_cover_a_table_are_its_last_row_without_a_draw() -> None:
+    """A gather's probe indices all point at the table's last row (so the reach is the table's
+    extent): made as that one value, read-only unless the kernel writes them, and only the
+    last few kept between probes (each size set has its own table)."""
+    from migrator.infer import measure
+
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    ro = measure._probe_values(np.dtype(np.int32), 37, 1000, rng, cover=True, writable=False)
+    assert ro.shape == (1000,) and (ro == 36).all() and not ro.flags.writeable
+    rw = measure._probe_values(np.dtype(np.int32), 37, 10, rng, cover=True)
+    assert rw.flags.writeable and (rw == 36).all()
+    rw[:] = 0  # a copy: the kept block is unchanged
+    again = measure._probe_values(np.dtype(np.int32), 37, 1000, rng, cover=True, writable=False)
+    assert (again == 36).all()
+    assert rng.bit_generator.state == state  # no random draw was spent on them
+    for high in range(2, 12):
+        measure._probe_values(np.dtype(np.int64), high, 5, rng, cover=True)
+    assert len(measure._PROBE_COVER) <= measure.PROBE_COVER_KEPT

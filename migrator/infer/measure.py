@@ -204,6 +204,8 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
 
 
 _PROBE_VALUES: dict[tuple[Any, int], Any] = {}
+_PROBE_COVER: dict[tuple[Any, int], Any] = {}  # `cover` blocks, read-only, by dtype and value
+PROBE_COVER_KEPT = 4
 
 
 def _probe_values(
@@ -217,13 +219,23 @@ def _probe_values(
     measurement); a store into it fails the run rather than change the block."""
     import numpy as np
 
+    if cover and np.issubdtype(dt, np.integer):
+        # one value, made as such, the last few kept: the table's rows follow the sizes, so
+        # each size set has its own (a draw of four million integers then overwritten, per
+        # probe, was most of a cross-entropy's measurement)
+        block = _PROBE_COVER.pop((dt, high), None)
+        if block is None or len(block) < n:
+            block = np.full(max(n, PROBE_ELEMS), high - 1, dtype=dt)
+            block.flags.writeable = False
+        _PROBE_COVER[(dt, high)] = block  # (most recent last)
+        while len(_PROBE_COVER) > PROBE_COVER_KEPT:
+            _PROBE_COVER.pop(next(iter(_PROBE_COVER)))
+        return block[:n].copy() if writable else block[:n]
     block = _PROBE_VALUES.get((dt, high, cover))
     if block is None or len(block) < n:
         m = max(n, PROBE_ELEMS)
         if np.issubdtype(dt, np.integer):
             block = rng.integers(0, high, m).astype(dt)
-            if cover:
-                block[:] = high - 1
         else:
             block = rng.standard_normal(m, dtype=np.float32).astype(dt)
         _PROBE_VALUES[(dt, high, cover)] = block

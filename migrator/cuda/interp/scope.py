@@ -109,17 +109,19 @@ class ViewLV:
 
     def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
         whole = self.inner.load(m, mask, node)
+        groups = self._regrouped(whole)
+        if groups is not None:
+            return self._grouped_load(m, *groups, mask, node)
         if _traced(whole):
-            return self._traced_load(m, whole, mask, node)
+            raise self._escape(whole)
         parts = self._parts(m, whole)
         i = self._index(m, parts.shape[1], mask, node)
         return from_bytes(parts[np.arange(m.geo.n), i], self.ctype)
 
-    # Traced values have no bytes: a view of the same scalar type (`FLOAT4(v)` over a float4,
-    # `(float4*)&f[0]` over floats) regroups components; anything else escapes the trace.
-    def _groups(self, whole: Val) -> tuple[list[Val], int]:
-        from migrator.cuda.interp.traced import TraceEscape
-
+    # A view of the same scalar type (`FLOAT4(v)` over a float4, `(float4*)&f[0]` over floats,
+    # `payload[k]` of a packed struct's array) regroups components: the bytes say the same, and
+    # traced values have none; any other view of a traced value escapes the trace.
+    def _regrouped(self, whole: Val) -> tuple[list[Val], int] | None:
         mine, theirs = _scalars(whole), _scalars_of(self.ctype)
         if (
             mine is None
@@ -128,43 +130,85 @@ class ViewLV:
             or any(c.ctype.name != t.name for c in mine for t in theirs[:1])
             or any(t.name != theirs[0].name for t in theirs)
         ):
-            raise TraceEscape(f"traced {whole.ctype} viewed as {self.ctype}")
+            return None
         return mine, len(theirs)
 
-    def _traced_load(self, m: Machine, whole: Val, mask: np.ndarray, node: object) -> Val:
-        comps, w = self._groups(whole)
-        i = self._index(m, len(comps) // w, mask, node)
-        picked = []
-        for j in range(w):
-            data = comps[j].data
-            for g in range(1, len(comps) // w):
-                data = np.where(i == g, comps[g * w + j].data, data)
-            picked.append(Val(comps[j].ctype, data))
+    def _escape(self, whole: Val) -> Exception:
+        from migrator.cuda.interp.traced import TraceEscape
+
+        return TraceEscape(f"traced {whole.ctype} viewed as {self.ctype}")
+
+    def _group_of(self, m: Machine, groups: int, mask: np.ndarray, node: object) -> int | None:
+        """The group a uniform index picks (checked where any lane is active); None for an
+        index per lane."""
+        d = self.index.data
+        if np.ndim(d) != 0:
+            # (a loop counter every lane holds the same value of: stored per lane once a
+            # masked `++k` wrote it)
+            if not isinstance(d, np.ndarray) or d.ndim != 1 or not d.size or d.dtype == object:
+                return None
+            if not (d == d[0]).all():
+                return None
+            d = d[0]
+        g = int(d)
+        if not 0 <= g < groups and mask.any():
+            raise m.error(node, f"element {g} of a {groups}-element view of a local")
+        return g if 0 <= g < groups else 0
+
+    def _grouped_load(
+        self, m: Machine, comps: list[Val], w: int, mask: np.ndarray, node: object
+    ) -> Val:
+        g = self._group_of(m, len(comps) // w, mask, node)
+        if g is not None:  # (one index for every lane: the loop counter of `acc[k] += s[k]`)
+            picked = [Val(c.ctype, c.data) for c in comps[g * w : (g + 1) * w]]
+        else:
+            i = self._index(m, len(comps) // w, mask, node)
+            picked = []
+            for j in range(w):
+                data = comps[j].data
+                for g2 in range(1, len(comps) // w):
+                    data = np.where(i == g2, comps[g2 * w + j].data, data)
+                picked.append(Val(comps[j].ctype, data))
         if self.ctype.kind == "vec":
             return Val(self.ctype, comps=tuple(picked))
         return Val(self.ctype, picked[0].data)
 
-    def _traced_store(self, m: Machine, old: Val, v: Val, mask: np.ndarray, node: object) -> None:
-        comps, w = self._groups(old)
-        i = self._index(m, len(comps) // w, mask, node)
-        new = _scalars(v)
-        if new is None or len(new) != w:
-            from migrator.cuda.interp.traced import TraceEscape
-
-            raise TraceEscape(f"traced {v.ctype} stored through a view of {old.ctype}")
+    def _grouped_store(
+        self, m: Machine, old: Val, comps: list[Val], w: int, new: list[Val], mask: np.ndarray,
+        node: object,
+    ) -> None:  # fmt: skip
         out = [c.data for c in comps]
-        for g in range(len(comps) // w):
-            hit = mask & (i == g)
+        g = self._group_of(m, len(comps) // w, mask, node)
+        if g is not None:
             for j in range(w):
-                out[g * w + j] = np.where(hit, new[j].data, out[g * w + j])
+                out[g * w + j] = np.where(mask, new[j].data, out[g * w + j])
+        else:
+            i = self._index(m, len(comps) // w, mask, node)
+            for g2 in range(len(comps) // w):
+                hit = mask & (i == g2)
+                for j in range(w):
+                    out[g2 * w + j] = np.where(hit, new[j].data, out[g2 * w + j])
         vals = [Val(c.ctype, d) for c, d in zip(comps, out, strict=True)]
         whole = Val(old.ctype, comps=tuple(vals)) if old.comps is not None else vals[0]
         self.inner.store(m, whole, mask, node)
 
     def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
         old = _peek(self.inner, m, mask, node)
+        groups = self._regrouped(old)
+        new = _scalars(v)
+        if (
+            groups is not None
+            and new is not None
+            and len(new) == groups[1]
+            and all(x.ctype.name == groups[0][0].ctype.name for x in new)
+        ):
+            return self._grouped_store(m, old, *groups, new, mask, node)
         if _traced(old) or _traced(v):
-            return self._traced_store(m, old, v, mask, node)
+            if groups is None:
+                raise self._escape(old)
+            from migrator.cuda.interp.traced import TraceEscape
+
+            raise TraceEscape(f"traced {v.ctype} stored through a view of {old.ctype}")
         parts = self._parts(m, old).copy()
         i = self._index(m, parts.shape[1], mask, node)
         lanes_ = np.flatnonzero(mask)
