@@ -47,6 +47,10 @@ COMPACT_TYPES = frozenset(
 )
 MIN_LANES = 4096  # below this the gather/scatter bookkeeping costs more than it saves
 MAX_FRACTION = 0.5  # compact when at most this fraction of the lanes is active
+# ... a loop, whatever the lanes: gathered once, it runs every iteration over its own lanes
+# only, where each masked update of a variable would blend the inactive lanes back (a probe of
+# llm.c's `reduce_add_sum_kernel`: 2 of 256 lanes looping thousands of times)
+MIN_LOOP_LANES = 64
 SAFE_CALLS = frozenset(
     {
         *MATH,

@@ -76,7 +76,7 @@ class StmtMixin:
         n = self.geo.n
         if (
             self.options.compact
-            and n >= compact.MIN_LANES
+            and n >= (compact.MIN_LANES if kind not in compact.LOOPS else compact.MIN_LOOP_LANES)
             and active <= compact.MAX_FRACTION * n
             and kind in compact.COMPACT_TYPES
             and compact.try_compacted(self, node, mask)

@@ -24,6 +24,7 @@ Runner = Callable[..., RunResult]
 @pytest.fixture
 def always_compact(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compact, "MIN_LANES", 0)
+    monkeypatch.setattr(compact, "MIN_LOOP_LANES", 0)
 
 
 def _run_both(krun: Runner, src: str, **kw: object) -> tuple[dict, dict]:
@@ -157,3 +158,44 @@ def test_local_arrays_inside_and_outside_compacted_statements(
         want[lane] = o[0] * 100 + o[1] * 10 + o[2]
     np.testing.assert_array_equal(fa["out"], want)
     assert fr.findings == sr.findings == []
+
+
+LONG_TAIL = """
+struct Pack { float v[4]; __device__ float& operator[](int k) { return v[k]; } };
+__device__ Pack load4(const float* p) { return *reinterpret_cast<const Pack*>(p); }
+__global__ void tail_sum(const float* x, float* dst, int n, int m) {
+  int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+  if (i < n) {
+    Pack acc;
+    for (int k = 0; k < 4; ++k) acc[k] = 0.0f;
+    for (int l = 0; l < m; ++l) {
+      Pack s = load4(x + i + n * l);
+      for (int k = 0; k < 4; ++k) acc[k] += s[k];
+    }
+    for (int k = 0; k < 4; ++k) dst[i + k] = acc[k];
+  }
+}"""
+
+
+def test_a_loop_of_few_lanes_in_a_small_launch_runs_compacted(
+    krun: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two of 256 lanes looping long (a launch smaller than MIN_LANES): the loop is gathered
+    once and runs over its own lanes; the sums are the reference's, bit for bit."""
+    calls: list[int] = []
+    real = compact.try_compacted
+
+    def counting(m: object, node: object, mask: np.ndarray) -> bool:
+        done = real(m, node, mask)  # type: ignore[arg-type]
+        calls.append(int(done))
+        return done
+
+    monkeypatch.setattr(compact, "try_compacted", counting)
+    n, m = 8, 50
+    x = np.random.default_rng(2).standard_normal(n * m).astype(np.float32)
+    (fa, fr), (sa, sr) = _run_both(krun, LONG_TAIL, kernel="tail_sum", grid=1, block=256,
+                                   x=x, dst=np.zeros(n, np.float32), n=n, m=m)  # fmt: skip
+    assert any(calls)
+    np.testing.assert_array_equal(fa["dst"], sa["dst"])
+    np.testing.assert_allclose(fa["dst"], x.reshape(m, n).sum(axis=0), rtol=1e-5)
+    assert fr.thread_statements == sr.thread_statements
