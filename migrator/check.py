@@ -254,7 +254,8 @@ def check_kernel(
             want = full.outputs
             res.cuda_notes = [f.message for f in full.result.findings
                               if f.kind == "out_of_bounds"]  # fmt: skip
-            unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins)
+            unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins,
+                                           full.result.stored)  # fmt: skip
         except InterpError as e:  # the original does not run: nothing to compare against
             res.cuda_error = str(e)
             results.append(res)

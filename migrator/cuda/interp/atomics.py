@@ -57,6 +57,8 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
         buf.init[flat] = True
     if m.options.writers:
         memory.note_writers(m, buf, flat, idx)
+    if m.options.stores:
+        memory.note_stored(buf, flat)
     active = np.arange(m.geo.n) if idx is None else idx
     old_out = np.zeros(m.geo.n, dtype=buf.data.dtype)
     if op == "cas":

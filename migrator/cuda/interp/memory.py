@@ -59,6 +59,7 @@ class Buffer:
     track: bool = False
     hi_bytes: int = 0
     writer: np.ndarray | None = None  # InterpOptions.writers: the block that wrote each element
+    stored: np.ndarray | None = None  # InterpOptions.stores: the elements a store reached
     cross_read: bool = False  # ... and a block read an element another block wrote
     address_key: int = 0  # its address range once a pointer into it became an integer (values)
 
@@ -412,6 +413,25 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
         if m.options.writers:
             for j in range(acc.pack):
                 note_writers(m, buf, f + j, idx)
+        if m.options.stores:
+            for j in range(acc.pack):
+                note_stored(buf, f + j)
+
+
+def note_stored(buf: Buffer, flat: np.ndarray) -> None:
+    """InterpOptions.stores: mark the elements of the array argument behind `buf` that a
+    store (or atomic) at `flat` (its active lanes' elements) reached (a view of another
+    element type marks those its bytes cover)."""
+    root = buf
+    while root.base is not None:
+        root = root.base
+    s = root.stored
+    if s is None:
+        return
+    start = np.atleast_1d(np.asarray(flat, dtype=np.int64)) * buf.elem.size // root.elem.size
+    for k in range(max(1, buf.elem.size // root.elem.size)):
+        e = start + k
+        s[e[(e >= 0) & (e < s.size)]] = True
 
 
 def _writer_map(

@@ -41,6 +41,9 @@ class InterpOptions:
     writers: record which block wrote each element of each array argument
         (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks; and
         `cross_block_reads`: whether a block loaded an element another block had stored).
+    stores: the array arguments (by parameter name) whose elements a store or an atomic
+        reached are recorded (`RunResult.stored`: a bool per element): which elements of an
+        output the kernel never wrote, without a second run.
     blocks: run only these linear block ids (sorted, unique; None: the whole grid). Blocks
         share nothing but global memory, so a subset computes what the full launch computes
         in those blocks; the lifter traces the few blocks that write the elements it fits.
@@ -58,6 +61,7 @@ class InterpOptions:
     extents: bool = False
     trace: bool = False
     writers: bool = False
+    stores: tuple[str, ...] = ()
     blocks: tuple[int, ...] | None = None
     # stop a run past this many thread-statements (0: no limit); a traced run is slow per
     # value, and the lifter sizes its work by this rather than by a clock
@@ -80,6 +84,8 @@ class InterpOptions:
                      "writers"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
+        if not isinstance(self.stores, tuple) or not all(isinstance(n, str) for n in self.stores):
+            raise ValueError(f"stores={self.stores!r}: expected a tuple of parameter names")
         if self.max_loop_iterations < 1:
             raise ValueError(f"max_loop_iterations={self.max_loop_iterations!r}: must be >= 1")
 

@@ -44,6 +44,7 @@ class RunResult:
     device_globals: dict[str, np.ndarray] = field(default_factory=dict)
     extents: dict[str, int] = field(default_factory=dict)  # InterpOptions.extents
     writers: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.writers
+    stored: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.stores
     cross_block_reads: bool = False  # InterpOptions.writers: a block read another's store
 
     @property
@@ -225,6 +226,10 @@ def run_kernel(
         for name, (_, v) in bound.items():
             if v.buf is not None and v.buf.track:
                 result.extents[name] = -(-v.buf.hi_bytes // v.buf.elem.size)
+    if opts.stores and bound is not None:
+        for name, (_, v) in bound.items():
+            if v.buf is not None and v.buf.stored is not None:
+                result.stored[name] = v.buf.stored
     if opts.writers and bound is not None:
         for name, (_, v) in bound.items():
             if v.buf is not None and v.buf.writer is not None:
@@ -332,6 +337,8 @@ def _pointer_arg(
     buf = Buffer(name, "global", flat, scalar_t, flat.size, track=m.options.extents)
     if m.options.writers:
         buf.writer = np.full(flat.size, -1, dtype=np.int64)
+    if name in m.options.stores:
+        buf.stored = np.zeros(flat.size, dtype=bool)
     return Val(ct.ptr(elem), np.int64(0), buf=buf)
 
 
