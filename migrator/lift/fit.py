@@ -1417,9 +1417,13 @@ def sample(shape: tuple[int, ...], per_dim: int = 7) -> list[int]:
 
 # --- 3. size expressions from two fits ---------------------------------------------------------
 def _candidates(names: list[str]) -> list[str]:
-    base: list[str] = []
+    """Size expressions a number may be, in the order tried. Every size itself comes before
+    any expression of one: a number equal to both (T = 16 = 2 * B) is far more often the size
+    (a row of T) than the expression, which would be wrong at every other size and cost a
+    second traced fit to undo."""
+    base: list[str] = list(names)
     for n in names:
-        base += [n, f"{n} - 1", f"{n} + 1", f"2 * {n}", f"{n} * {n}"]  # n*n: a mean squared
+        base += [f"{n} - 1", f"{n} + 1", f"2 * {n}", f"{n} * {n}"]  # n*n: a mean squared
     for a, b in itertools.combinations(names, 2):
         base += [f"{a} * {b}", f"{a} - {b}", f"{b} - {a}"]
     for a, b, d in itertools.combinations(names, 3):
@@ -1451,10 +1455,11 @@ def _root_of_sizes(a: float, s1: Mapping[str, int], s2: Mapping[str, int] | None
 
 
 def _product_of_sizes(a: int, s1: Mapping[str, int], s2: Mapping[str, int] | None = None,
-                      b: int | None = None) -> str | None:  # fmt: skip
+                      b: int | None = None, unit: bool = False) -> str | None:  # fmt: skip
     """`a` as a small multiple (1-4) of a product of sizes (the stride `3 * T * NH * d`
     of a packed QKV tensor), fewest factors first, or a quotient of two (`C / NH`, a head size a
-    kernel computes itself); with `s2`, `b` is the same expression there."""
+    kernel computes itself); with `s2`, `b` is the same expression there. `unit`: the product
+    itself only (no multiple)."""
     names = sorted(n for n, v in s1.items() if v > 1)
     for x, y in itertools.permutations(names, 2):
         if s1[x] % s1[y] == 0 and s1[x] // s1[y] == a and (
@@ -1465,7 +1470,7 @@ def _product_of_sizes(a: int, s1: Mapping[str, int], s2: Mapping[str, int] | Non
         # (a size may repeat: `NH * T * T`, the stride of a head's [T, T] scores)
         for combo in itertools.combinations_with_replacement(names, k):
             p1 = math.prod(s1[n] for n in combo)
-            for c in (1, 2, 3, 4):
+            for c in (1,) if unit else (1, 2, 3, 4):
                 if c * p1 != a:
                     continue
                 if s2 is not None and (b is None or c * math.prod(s2[n] for n in combo) != b):
@@ -1501,28 +1506,42 @@ def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str
     )
 
 
-def symbolise(a: Any, s1: Mapping[str, int]) -> Any:
+def symbolise(a: Any, s1: Mapping[str, int], constants: frozenset[str] = frozenset()) -> Any:
     """The program of one size set with each number that is a size (or `1 / size`, `size - 1`
     ...) at those sizes written as that size expression. Small integers (< 8, below every
     traced size) stay literals. A coincidence (a literal stride of 16 where a size is 16) is
-    possible: verification at other sizes finds it, and two fits (`merge`) settle it."""
+    possible: verification at other sizes finds it, and two fits (`merge`) settle it.
+    `constants` (launch constants, the same in every size set: `block_size`) are read only
+    where no expression of the other sizes is the number (T * T = 256 = block_size: the plane
+    of a [B, NH, T, T] output; NH * T * T, not NH * block_size)."""
     if isinstance(a, (int, float)) and not isinstance(a, bool):
         if isinstance(a, int) and abs(a) < 8 or a == 0:
             return a
-        for e in _candidates(sorted(s1)):
-            try:
-                v = eval_expr(e, s1)
-            except (ZeroDivisionError, ValueError):
-                continue
-            if math.isclose(v, a, rel_tol=1e-12, abs_tol=1e-15):
-                return e
+        free = {n: v for n, v in s1.items() if n not in constants}
+        # the other sizes' expressions, then a product of them (`NH * T * T`), then the same
+        # with the constants too, then a multiple of a product (`4 * N * N`, a stretch)
+        for sizes, unit in ((free, True), (dict(s1), False)):
+            for e in _candidates(sorted(sizes)):
+                try:
+                    v = eval_expr(e, sizes)
+                except (ZeroDivisionError, ValueError):
+                    continue
+                if math.isclose(v, a, rel_tol=1e-12, abs_tol=1e-15):
+                    return e
+            if isinstance(a, int) and (got := _product_of_sizes(a, sizes, unit=unit)):
+                return got
         if isinstance(a, int):
-            return _product_of_sizes(a, s1) or a
-        return _root_of_sizes(a, s1) or a
+            return a
+        root = _root_of_sizes(a, s1)
+        if root is None and a < 0:  # `-scale`: a subtracted term's coefficient
+            neg = _root_of_sizes(-a, s1)
+            root = f"-({neg})" if neg is not None else None
+        return root or a
     if isinstance(a, list):
-        return [symbolise(x, s1) for x in a]
+        return [symbolise(x, s1, constants) for x in a]
     if isinstance(a, (Expr, IndexMap, Term, Gather, Assign, Program)):
-        return type(a)(**{f: symbolise(getattr(a, f), s1) for f in type(a).model_fields})
+        return type(a)(**{f: symbolise(getattr(a, f), s1, constants)
+                          for f in type(a).model_fields})  # fmt: skip
     return a
 
 

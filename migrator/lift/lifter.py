@@ -570,11 +570,14 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
     rows: dict[str, set[tuple[int, int]]] = {}
     try:
         first = _fit(spec, sets[0], seed, rows)
-        # (a launch constant a size equals, `_one_tile_first`'s N = Bc: the number is the size)
+        # (a launch constant a size equals, `_one_tile_first`'s N = Bc: the number is the size;
+        # one no tensor's shape reads, a block size, is read only where no expression of the
+        # other sizes is the number)
         launch = _launch_only(spec)
         free = {v for n, v in sets[0].items() if n not in launch}
         single = symbolise(first, {n: v for n, v in sets[0].items()
-                                   if n not in launch or v not in free})  # fmt: skip
+                                   if n not in launch or v not in free},
+                           frozenset(launch) - _data_sizes(spec))  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
         checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets, single)]
@@ -829,7 +832,7 @@ def _verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) 
             # kernel at a size that is no multiple of 4), or a NaN it computed? A second run
             # with another fill tells them apart; unwritten elements are not compared
             if unwritten is None:
-                unwritten = unwritten_elements(spec, sizes, seed, outs)
+                unwritten = unwritten_elements(spec, sizes, seed, outs, None, run.result.stored)
             mask = unwritten[n]
             if mask is not None:
                 skip = mask if at is None else mask.reshape(-1)[at]

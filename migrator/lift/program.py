@@ -572,30 +572,11 @@ def _index(
     for t in m.terms:
         v = env[t.var]
         if t.div is not None:
-            v = _divmod(v, _divisor(t.div, sizes))[0]
+            v = v // _divisor(t.div, sizes)
         if t.mod is not None:
-            v = _divmod(v, _divisor(t.mod, sizes))[1]
+            v = v % _divisor(t.mod, sizes)
         acc = acc + int(value_of(t.coef, sizes)) * v
     return np.asarray(acc, dtype=np.int64)
-
-
-# recent quotients and remainders of coordinate arrays: a flat output's loads all read rows
-# through `i // C` and columns through `i % C`, over every element of a verification set
-_DIVMODS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-DIVMOD_MEMO_SIZE = 8
-
-
-def _divmod(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """`(v // d, v % d)`, remembered for the array `v` (by identity: the entry holds it)."""
-    if np.ndim(v) == 0 or np.size(v) < 1024:
-        return v // d, v % d
-    hit = _DIVMODS.get((id(v), d))
-    if hit is None or hit[0] is not v:
-        hit = (v, *np.divmod(v, d))
-        if len(_DIVMODS) >= DIVMOD_MEMO_SIZE:
-            _DIVMODS.pop(next(iter(_DIVMODS)))
-        _DIVMODS[(id(v), d)] = hit
-    return hit[1], hit[2]
 
 
 def magnitude(e: Expr) -> Expr:

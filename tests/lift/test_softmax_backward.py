@@ -94,3 +94,31 @@ def test_a_softmax_backward_with_a_kronecker_delta_lifts(tmp_path: Path) -> None
 def test_a_negated_inverse_square_root_is_a_size_expression() -> None:
     s1, s2 = {"C": 92, "NH": 4}, {"C": 108, "NH": 4}
     assert size_expression(-(23**-0.5), -(27**-0.5), s1, s2) == "-((C / NH) ** -0.5)"
+
+
+def test_a_number_that_is_a_size_reads_as_that_size_before_an_expression_of_another() -> None:
+    """T = 16 = 2 * B at the traced sizes: the row length reads as T (a fit at those sizes
+    that read it as `2 * B` was wrong everywhere else and took a second traced fit to undo:
+    llm.c's causal softmax backward, 12 s)."""
+    from migrator.lift.fit import symbolise
+
+    sizes = {"B": 8, "C": 360, "NH": 12, "T": 16}
+    assert symbolise(16, sizes) == "T"
+    assert symbolise(9, sizes) == "B + 1"  # (expressions still read where no size is)
+    assert symbolise(30, sizes) == "C / NH"
+
+
+def test_launch_constants_read_after_the_other_sizes_and_their_products() -> None:
+    """block_size = 256 = T * T at the traced sizes: the plane of a [B, NH, T, T] output reads
+    as T * T (the launch constant is the same in every set, the plane is not), NH * T * T as
+    such, not NH * block_size; a negative scale reads as the negated root."""
+    from migrator.lift.fit import symbolise
+
+    sizes = {"B": 10, "C": 168, "NH": 14, "T": 16, "block_size": 256}
+    assert symbolise(256, sizes, frozenset({"block_size"})) == "T * T"
+    assert symbolise(14 * 256, sizes, frozenset({"block_size"})) == "NH * T * T"
+    assert symbolise(257, sizes, frozenset({"block_size"})) == "block_size + 1"
+    # ... and before a multiple of a product (4 * N * N = 256 = emb_size: an embedding's row)
+    rows = {"N": 8, "V": 12, "emb_size": 256}
+    assert symbolise(256, rows, frozenset({"emb_size"})) == "emb_size"
+    assert symbolise(-(12**-0.5), sizes) == "-((C / NH) ** -0.5)"

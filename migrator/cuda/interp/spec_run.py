@@ -169,7 +169,10 @@ def run_spec_full(
         isinstance(v, np.ndarray) and v.dtype == object for v in args.values()
     ):
         parts = (spec.kernel.name, tuple(map(str, spec.kernel.template_args)), tuple(grid or g),
-                 tuple(block or b), smem, repr(options))  # fmt: skip
+                 tuple(block or b), smem,
+                 # (the stores recorded add to a result, never change it: a run with or without
+                 # them serves both, `unwritten_elements` reruns where a record is missing)
+                 repr(replace(options, stores=()) if options is not None else None))  # fmt: skip
         key = _run_key(_parse_key(path, *spec.preprocessor()), parts, args)
     hit = _RUNS.get(key) if key else None
     if hit is not None:
