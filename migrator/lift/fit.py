@@ -114,7 +114,8 @@ class Canonicaliser:
             inner = self(a[0])
             if inner[0] == "c":
                 return ("c", x.v)
-            return self._consed((op,), (inner,), lambda: (self._func(op, inner), 0))
+            # (keyed apart from the nodes themselves: exp's operand is rewritten first)
+            return self._consed(("fn", op), (inner,), lambda: (self._func(op, inner), 0))
         if op == "pow":
             base, power = self(a[0]), self(a[1])
             return self._consed(("pow",), (base, power), lambda: (("pow", base, power), 0))
