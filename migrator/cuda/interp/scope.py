@@ -77,10 +77,23 @@ class VarLV:
         if self.var.ctype.kind == "array":
             raise m.error(node, "assignment to an array")
         # lanes outside the mask keep their old value: a masked update, never a plain store
+        old = self.var.val
         if mask.all():
             self.var.val = v
+        elif (
+            v.buf is not old.buf
+            and old.buf is None
+            and self.var.init is not None
+            and not (self.var.init & ~mask).any()
+        ):
+            # `float* p;` then `p = ...` by some lanes: the others hold no pointer yet (reading
+            # theirs is reported as an uninitialised read), so the buffer is the stored one's
+            self.var.val = v
         else:
-            self.var.val = select(mask, v, self.var.val)
+            try:
+                self.var.val = select(mask, v, old)
+            except TypeError as e:  # a pointer into another buffer per lane
+                raise m.unsupported(node, str(e)) from e
         self.var.mark_stored(mask)
 
 
