@@ -1439,7 +1439,11 @@ def _candidates(names: list[str]) -> list[str]:
 def _root_of_sizes(a: float, s1: Mapping[str, int], s2: Mapping[str, int] | None = None,
                    b: float | None = None) -> str | None:  # fmt: skip
     """`a` as `e ** -0.5` or `e ** 0.5`, e a size or a quotient of two (attention's score
-    scale `1 / sqrt(C / NH)`, a head size the kernel computes); with `s2`, `b` the same there."""
+    scale `1 / sqrt(C / NH)`, a head size the kernel computes), or the negation of one
+    (`-scale`: a subtracted term's coefficient); with `s2`, `b` the same there."""
+    if a < 0 and (b is None or b < 0):
+        got = _root_of_sizes(-a, s1, s2, None if b is None else -b)
+        return f"-({got})" if got is not None else None
     names = sorted(n for n, v in s1.items() if v > 1)
     bases = list(names) + [f"{x} / {y}" for x, y in itertools.permutations(names, 2)]
     for e in bases:
@@ -1497,10 +1501,6 @@ def size_expression(v1: float, v2: float, s1: Mapping[str, int], s2: Mapping[str
     got = _root_of_sizes(v1, s1, s2, v2)
     if got is not None:
         return got
-    if v1 < 0 and v2 < 0:  # `-scale`: a subtracted term's coefficient
-        got = _root_of_sizes(-v1, s1, s2, -v2)
-        if got is not None:
-            return f"-({got})"
     raise LiftError(
         f"a number of the computation ({v1} at sizes {dict(s1)}, {v2} at {dict(s2)}) is no "
         "size expression the lifter knows"
@@ -1521,7 +1521,8 @@ def symbolise(a: Any, s1: Mapping[str, int], constants: frozenset[str] = frozens
         free = {n: v for n, v in s1.items() if n not in constants}
         # the other sizes' expressions, then a product of them (`NH * T * T`), then the same
         # with the constants too, then a multiple of a product (`4 * N * N`, a stretch)
-        for sizes, unit in ((free, True), (dict(s1), False)):
+        passes = [(free, True), (dict(s1), False)] if len(free) < len(s1) else [(free, False)]
+        for sizes, unit in passes:
             for e in _candidates(sorted(sizes)):
                 try:
                     v = eval_expr(e, sizes)
@@ -1533,11 +1534,7 @@ def symbolise(a: Any, s1: Mapping[str, int], constants: frozenset[str] = frozens
                 return got
         if isinstance(a, int):
             return a
-        root = _root_of_sizes(a, s1)
-        if root is None and a < 0:  # `-scale`: a subtracted term's coefficient
-            neg = _root_of_sizes(-a, s1)
-            root = f"-({neg})" if neg is not None else None
-        return root or a
+        return _root_of_sizes(a, s1) or a
     if isinstance(a, list):
         return [symbolise(x, s1, constants) for x in a]
     if isinstance(a, (Expr, IndexMap, Term, Gather, Assign, Program)):

@@ -420,18 +420,33 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
 
 def note_stored(buf: Buffer, flat: np.ndarray) -> None:
     """InterpOptions.stores: mark the elements of the array argument behind `buf` that a
-    store (or atomic) at `flat` (its active lanes' elements) reached (a view of another
-    element type marks those its bytes cover)."""
-    root = buf
-    while root.base is not None:
-        root = root.base
-    s = root.stored
-    if s is None:
-        return
+    store (or atomic) at `flat` (its active lanes' elements) reached."""
+    root = _root(buf)
+    if root.stored is not None:
+        for e, _ in _root_elements(buf, root, flat, root.stored.size):
+            root.stored[e] = True
+
+
+def _root(buf: Buffer) -> Buffer:
+    """The array argument behind a view of it as another element type."""
+    while buf.base is not None:
+        buf = buf.base
+    return buf
+
+
+def _root_elements(
+    buf: Buffer, root: Buffer, flat: np.ndarray, size: int, blk: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per element of `root` an access of `buf` at `flat` spans (a view of another element
+    type covers the elements its bytes do): those elements, below `size` only, each paired
+    with the block of its lane (`blk`; the elements again without it)."""
     start = np.atleast_1d(np.asarray(flat, dtype=np.int64)) * buf.elem.size // root.elem.size
+    out = []
     for k in range(max(1, buf.elem.size // root.elem.size)):
-        e = start + k
-        s[e[(e >= 0) & (e < s.size)]] = True
+        e, b = np.broadcast_arrays(start + k, blk if blk is not None else start)
+        ok = (e >= 0) & (e < size)
+        out.append((e[ok], b[ok]))
+    return out
 
 
 def _writer_map(
@@ -440,20 +455,11 @@ def _writer_map(
     """InterpOptions.writers: the array argument behind `buf` (a view of another element type
     covers the elements its bytes do) and, per element an access touches, (its element in that
     array, the block of the lane), in bounds only; None where no writers are recorded."""
-    root = buf
-    while root.base is not None:
-        root = root.base
-    w = root.writer
-    if w is None:
+    root = _root(buf)
+    if root.writer is None:
         return None
     blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
-    start = np.asarray(flat, dtype=np.int64) * buf.elem.size // root.elem.size
-    out = []
-    for k in range(max(1, buf.elem.size // root.elem.size)):
-        e, b = np.broadcast_arrays(start + k, blk)
-        ok = (e >= 0) & (e < w.size)
-        out.append((e[ok], b[ok]))
-    return root, out
+    return root, _root_elements(buf, root, flat, root.writer.size, blk)
 
 
 def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
