@@ -13,6 +13,14 @@ from migrator.contract import load_spec, make_inputs
 from migrator.cuda.frontend import analyze_file
 from migrator.cuda.interp import run_spec
 from migrator.infer import InferenceError, infer_spec, to_toml
+from migrator.infer.measure import (
+    DEFAULT_ELEMENTS,
+    MAX_THREADS,
+    SET_ELEMENTS,
+    _cap_elements,
+    _cap_threads,
+    _halve_until,
+)
 from migrator.lift import lift_task
 from migrator.migration import migrate
 
@@ -973,8 +981,10 @@ def test_a_kernel_written_for_square_problems_gets_equal_sizes(tmp_path: Path) -
 
 def test_launches_of_many_threads_per_element_are_capped(tmp_path: Path) -> None:
     """llm.c style: one 256-thread block per row of T elements (T below the block size), rows
-    B * NH * T: the inferred sizes keep each launch at a million threads or fewer, since the
-    oracle simulates every thread (the sizes alone kept 4.7M threads per launch)."""
+    B * NH * T: the inferred sizes keep each launch within MAX_THREADS, since the oracle
+    simulates every thread (the sizes alone kept 4.7M threads per launch); no two sizes of a
+    ragged set are equal (halving made B = NH, and halving T then stalled on the values the
+    others held)."""
     src = tmp_path / "rowmax.cu"
     src.write_text(
         "__global__ void row_max(float* out, const float* inp, int N, int C) {\n"
@@ -989,7 +999,65 @@ def test_launches_of_many_threads_per_element_are_capped(tmp_path: Path) -> None
     spec = infer_spec(tu, tu.global_kernels[0])
     for sizes in spec.all_size_sets():
         grid, block, _ = spec.launch_config(sizes)
-        assert int(np.prod(grid)) * int(np.prod(block)) <= 1 << 20, sizes
+        assert int(np.prod(grid)) * int(np.prod(block)) <= MAX_THREADS, sizes
+    for sizes in spec.size_sets:  # (the defaults, whole, may meet at the smallest, 8)
+        assert len({sizes[n] for n in ("B", "NH", "T")}) == 3, sizes
+    assert all(spec.sizes[n] % 8 == 0 for n in ("B", "NH", "T")), spec.sizes  # still whole
+
+
+@pytest.mark.parametrize(
+    ("sizes", "cap"),
+    [({"B": 96, "C": 96, "T": 96}, 1 << 15), ({"B": 16, "NH": 24, "T": 32}, 1 << 12),
+     ({"B": 51, "C": 91, "T": 33}, 1 << 13), ({"B": 256, "NH": 256, "T": 256}, 1 << 18)],
+)  # fmt: skip
+def test_halving_keeps_whole_sizes_whole_ragged_ones_ragged_and_all_apart(
+    sizes: dict[str, int], cap: int
+) -> None:
+    sset = dict(sizes)
+    _halve_until(sset, set(), lambda: math.prod(sset.values()) <= cap)
+    assert math.prod(sset.values()) <= cap, sset
+    assert len(set(sset.values())) == len(sset), sset
+    for n, v in sset.items():
+        assert v % 8 == 0 if sizes[n] % 8 == 0 else v % 2 == 1, (n, sset)
+
+
+def test_caps_halve_only_sizes_the_cost_depends_on() -> None:
+    """`C` of `hs = C / NH`, passed as a scalar and in no shape, is no cheaper smaller: the
+    element cap halves the sizes the shapes use (C halved to 8 first made `C / NH` equal to a
+    traced size, and the lifter traced larger sets to avoid it); the thread cap likewise."""
+    tensors = [{"shape": ["B * NH * T * T"]}]
+    sset = {"B": 16, "C": 32, "NH": 32, "T": 32}
+    _cap_elements(tensors, sset, set(), 1 << 18)
+    assert sset["C"] == 32 and sset["B"] * sset["NH"] * sset["T"] ** 2 <= 1 << 18
+    data = {"launch": {"grid": ["ceil_div(T, 64)", "B * NH"], "block": ["256"]}}
+    sset = {"B": 16, "C": 32, "NH": 32, "T": 32}
+    _cap_threads(data, sset, set(), 1 << 16)
+    assert sset["C"] == 32 and sset["T"] == 32 and sset["B"] * sset["NH"] * 256 <= 1 << 16
+
+
+def test_sizes_rounded_to_whole_tiles_are_capped_again(tmp_path: Path) -> None:
+    """A relation `T % 256 == 0` rounds T up to a whole tile after the element caps: B and C,
+    which no relation ties, are halved again so the sets stay within their budget (llm.c's
+    `normalization_kernel` ran the oracle at 2.4M elements per set), T keeps its tiles."""
+    src = tmp_path / "norm.cu"
+    src.write_text(
+        "__global__ void norm(float* out, const float* inp, const float* mean, int B, int T,\n"
+        "                     int C) {\n"
+        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int bt = idx / C;\n"
+        "  out[idx] = inp[idx] - mean[bt];\n}\n"
+        "void launch(float* out, const float* inp, const float* mean, int B, int T, int C) {\n"
+        "  if (T % 256 != 0) throw 1;\n"
+        "  norm<<<B * T * C / 256, 256>>>(out, inp, mean, B, T, C);\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert "T % 256 == 0" in spec.relations
+    for sizes in spec.all_size_sets():
+        assert sizes["T"] % 256 == 0, sizes
+        largest = max(math.prod(spec.shape_of(t, sizes)) for t in spec.tensors)
+        assert largest <= SET_ELEMENTS, sizes
+    assert max(math.prod(spec.shape_of(t, spec.sizes)) for t in spec.tensors) <= DEFAULT_ELEMENTS
 
 
 def test_rows_padded_past_their_width_are_the_whole_product() -> None:
@@ -1354,3 +1422,32 @@ def test_probe_indices_that_cover_a_table_are_its_last_row_without_a_draw() -> N
     for high in range(2, 12):
         measure._probe_values(np.dtype(np.int64), high, 5, rng, cover=True)
     assert len(measure._PROBE_COVER) <= measure.PROBE_COVER_KEPT
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64"])
+def test_writable_probe_values_are_private_copies_of_one_draw(dtype: str) -> None:
+    """Each writable copy holds the block's values, and a store into one changes neither the
+    block nor another copy (on Linux they are private mappings of one in-memory file, pages
+    copied on write; elsewhere plain copies: the same values either way)."""
+    from migrator.contract import np_dtype
+    from migrator.infer import measure
+
+    measure._PROBE_VALUES.clear()
+    dt = np_dtype(dtype)
+    rng = np.random.default_rng(3)
+    first = measure._probe_values(dt, 50, 5000, rng)
+    second = measure._probe_values(dt, 50, 5000, rng)
+    ro = measure._probe_values(dt, 50, 5000, rng, writable=False)
+    assert first.flags.writeable and second.flags.writeable and not ro.flags.writeable
+    assert first.dtype == dt and first.shape == (5000,)
+    want = ro.astype(np.float64).copy()
+    assert (first.astype(np.float64) == want).all() and (second.astype(np.float64) == want).all()
+    first[:] = 7
+    first[4999] = 1
+    assert (second.astype(np.float64) == want).all()
+    block = measure._probe_values(dt, 50, 5000, rng, writable=False)
+    assert (block.astype(np.float64) == want).all()
+    assert (first[:-1].astype(np.float64) == 7).all()
+    with pytest.raises(ValueError):
+        ro[0] = 1  # the block itself is read-only
+    measure._PROBE_VALUES.clear()

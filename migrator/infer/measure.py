@@ -3,8 +3,11 @@ at a few size sets, and the checks and caps on the sizes an inferred spec publis
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import mmap
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +28,9 @@ OTHER_SIZES = (8, 16, 24, 32)
 PROBE_RUNS = 8
 
 
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
 MAX_HALO = 16  # `c * sizes + d`: |d| at most this (a stencil's halo, a trailing element)
 
 
@@ -35,13 +41,16 @@ PROBE_ELEMS = 1 << 22  # elements of a tensor of unknown extent during a measure
 
 
 MAX_ELEMENTS = 1 << 22  # no tensor of an inferred size set is larger (the oracle runs it)
-# ... and a default size set chosen here, not read from the host code, is at most this large:
-# every migration runs the original, the lifted program and the NKI kernel at the defaults
-DEFAULT_ELEMENTS = 1 << 20
+# ... and a size set whose sizes are chosen here, not read from the host code, is at most this
+# large: every migration runs the original (each thread simulated), the lifted program and the
+# NKI kernel at every set, so the sets' cost is most of a migration's time. 2^18 elements
+# still span hundreds of 128-row tiles (a ragged last one included) and wide rows.
+DEFAULT_ELEMENTS = 1 << 18
+SET_ELEMENTS = 1 << 19  # (the other sets: ragged variants around the defaults)
 # threads of one launch at an inferred size set: a kernel with a 256-thread block per row of 33
 # elements runs 8x more threads than it has elements, and the oracle simulates every one
-MAX_THREADS = 1 << 20
-DEFAULT_THREADS = 1 << 20
+MAX_THREADS = 1 << 18
+DEFAULT_THREADS = 1 << 18
 
 
 MAX_PROBE_ALLOC = 1 << 26  # no measurement run allocates a larger tensor
@@ -102,9 +111,11 @@ def _grow_until_launchable(data: dict[str, Any], sset: dict[str, int], free: set
 def _cap_elements(
     tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str], cap: int = MAX_ELEMENTS
 ) -> None:
-    """Halve the largest free size (keeping it odd: still ragged) until every tensor of the
-    size set has at most `cap` elements (`S * H` with S = 65536 is 16M)."""
+    """Halve the largest free size a shape uses until every tensor of the size set has at most
+    `cap` elements (`S * H` with S = 65536 is 16M)."""
     from migrator.contract import SpecError, eval_expr
+
+    used = {w for t in tensors for d in t["shape"] for w in _WORDS.findall(str(d))}
 
     def largest() -> int:
         try:
@@ -115,34 +126,44 @@ def _cap_elements(
         except SpecError:
             return 0
 
-    _halve_until(sset, keep, lambda: largest() <= cap)
+    # (a size no shape uses, `C` of `hs = C / NH` passed as a scalar, is no cheaper smaller)
+    _halve_until(sset, keep | (set(sset) - used), lambda: largest() <= cap)
 
 
 def _halve_until(sset: dict[str, int], keep: set[str], small: Any) -> None:
-    """Halve the largest free size (keeping it odd: still ragged) until `small()` holds."""
+    """Halve the largest free size until `small()` holds: a whole size (a multiple of 8, as
+    the defaults are) stays whole, a ragged one stays ragged (odd); a halved size moves off a
+    value another size has (B = C = 48 cannot tell a kernel that mixes the two up)."""
     for _ in range(64):
         free = [n for n in sset if n not in keep and sset[n] > 8]
         if small() or not free:
             return
         n = max(free, key=lambda x: sset[x])
-        sset[n] = sset[n] // 2 + 1
+        was, step = sset[n], 8 if sset[n] % 8 == 0 else 2
+        half = max(8, was // 2 // 8 * 8) if step == 8 else was // 2 | 1
+        taken = {v for m, v in sset.items() if m != n}
+        near = (half + k * step for k in (0, -1, 1, -2, 2, -3, 3))
+        sset[n] = next((v for v in near if 8 <= v < was and v not in taken), half)
 
 
 def _cap_threads(
     data: dict[str, Any], sset: dict[str, int], keep: set[str], cap: int = MAX_THREADS
 ) -> None:
-    """Halve the largest free size (keeping it odd) until the launch at `sset` has at most
-    `cap` threads (grid blocks times block threads)."""
+    """Halve the largest free size the launch uses until it has at most `cap` threads (grid
+    blocks times block threads) at `sset`."""
     from migrator.contract import SpecError, eval_expr
+
+    launch = (*data["launch"]["grid"], *data["launch"]["block"])
+    used = {w for d in launch for w in _WORDS.findall(str(d))}
 
     def threads() -> int:
         try:
-            dims = [eval_expr(d, sset) for d in (*data["launch"]["grid"], *data["launch"]["block"])]
+            dims = [eval_expr(d, sset) for d in launch]
             return math.prod(max(1, math.ceil(float(x))) for x in dims)
         except (SpecError, ArithmeticError, ValueError, TypeError):
             return 0
 
-    _halve_until(sset, keep, lambda: threads() <= cap)
+    _halve_until(sset, keep | (set(sset) - used), lambda: threads() <= cap)
 
 
 def spread(pool: tuple[int, ...], i: int, j: int) -> int:
@@ -203,8 +224,53 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
     return sz
 
 
-_PROBE_VALUES: dict[tuple[Any, int], Any] = {}
-_PROBE_COVER: dict[tuple[Any, int], Any] = {}  # `cover` blocks, read-only, by dtype and value
+class _Block:
+    """Probe values drawn once, read-only. Where the OS has anonymous in-memory files (Linux's
+    memfd) the values live in one, and a writable copy is a private mapping of it whose pages
+    are copied only where the kernel writes: a probe touches little of its sixteen megabytes,
+    and copying all of them for each tensor of each probe was a fifth of some measurements."""
+
+    def __init__(self, values: Any) -> None:
+        self.fd: int | None = None
+        self.values = values
+        values.flags.writeable = False
+        if not hasattr(os, "memfd_create") or values.nbytes == 0:
+            return
+        try:
+            fd = os.memfd_create("c2n-probe-values", os.MFD_CLOEXEC)
+        except OSError:
+            return
+        try:
+            with os.fdopen(os.dup(fd), "wb") as f:
+                f.write(values.view("u1").data)
+            shared = mmap.mmap(fd, values.nbytes, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            os.close(fd)
+            return
+        import numpy as np
+
+        self.fd, self.values = fd, np.frombuffer(shared, values.dtype)  # (one copy kept)
+
+    def __del__(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError, TypeError):  # (TypeError: at interpreter exit)
+                os.close(self.fd)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def copy(self, n: int) -> Any:
+        """The first `n` values, writable, the block left as it is."""
+        import numpy as np
+
+        if self.fd is None or n == 0:
+            return self.values[:n].copy()
+        private = mmap.mmap(self.fd, n * self.values.itemsize, access=mmap.ACCESS_COPY)
+        return np.frombuffer(private, self.values.dtype, count=n)
+
+
+_PROBE_VALUES: dict[tuple[Any, int, bool], _Block] = {}
+_PROBE_COVER: dict[tuple[Any, int], _Block] = {}  # `cover` blocks, by dtype and value
 PROBE_COVER_KEPT = 4
 
 
@@ -225,25 +291,20 @@ def _probe_values(
         # probe, was most of a cross-entropy's measurement)
         block = _PROBE_COVER.pop((dt, high), None)
         if block is None or len(block) < n:
-            block = np.full(max(n, PROBE_ELEMS), high - 1, dtype=dt)
-            block.flags.writeable = False
+            block = _Block(np.full(max(n, PROBE_ELEMS), high - 1, dtype=dt))
         _PROBE_COVER[(dt, high)] = block  # (most recent last)
         while len(_PROBE_COVER) > PROBE_COVER_KEPT:
             _PROBE_COVER.pop(next(iter(_PROBE_COVER)))
-        return block[:n].copy() if writable else block[:n]
+        return block.copy(n) if writable else block.values[:n]
     block = _PROBE_VALUES.get((dt, high, cover))
     if block is None or len(block) < n:
         m = max(n, PROBE_ELEMS)
         if np.issubdtype(dt, np.integer):
-            block = rng.integers(0, high, m).astype(dt)
+            block = _Block(rng.integers(0, high, m).astype(dt))
         else:
-            block = rng.standard_normal(m, dtype=np.float32).astype(dt)
+            block = _Block(rng.standard_normal(m, dtype=np.float32).astype(dt))
         _PROBE_VALUES[(dt, high, cover)] = block
-    if writable:
-        return block[:n].copy()
-    view = block[:n]
-    view.flags.writeable = False
-    return view
+    return block.copy(n) if writable else block.values[:n]
 
 
 _PROBES: dict[tuple[Any, ...], dict[str, int]] = {}  # recent probe runs (their reach)

@@ -41,6 +41,7 @@ from migrator.infer.measure import (
     DEFAULT_ELEMENTS,
     DEFAULT_THREADS,
     MISALIGNED,
+    SET_ELEMENTS,
     _cap_elements,
     _cap_threads,
     _fit_budget,
@@ -65,6 +66,7 @@ DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int
 
 
 DEFAULT_1D, DEFAULT_2D = 65536, 256
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
@@ -321,7 +323,7 @@ def infer_spec(
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
-        _cap_elements(tensors, sset, launch_only | in_block)
+        _cap_elements(tensors, sset, launch_only | in_block, SET_ELEMENTS)
         _cap_threads(data, sset, launch_only | in_block)
     # sizes the host code does not state are ours to choose: small enough that a migration's
     # runs at the defaults (original, lifted program, NKI kernel, profile) stay quick
@@ -334,12 +336,15 @@ def infer_spec(
     relations += [r for r in _quotient_relations(data) if r not in relations]
     if relations:
         _whole_tiles(data, relations)
-        if _name_quotients(data):  # (a named quotient changes every set's cost)
-            for sset in (data["sizes"], *data["size_sets"]):
-                _cap_elements(tensors, sset, launch_only | in_block)
-                _cap_threads(data, sset, launch_only | in_block)
-            _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal),
-                          DEFAULT_ELEMENTS)  # fmt: skip
+        named = _name_quotients(data)
+        # rounding to whole tiles grows sets (T to 256 and B, C as they were), and a named
+        # quotient changes every set's cost: capped again, the sizes the relations tie left
+        tied = set() if named else {w for r in data["relations"] for w in _WORD.findall(r)}
+        for sset in (data["sizes"], *data["size_sets"]):
+            _cap_elements(tensors, sset, launch_only | in_block | tied, SET_ELEMENTS)
+            _cap_threads(data, sset, launch_only | in_block | tied)
+        _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal) | tied,
+                      DEFAULT_ELEMENTS)  # fmt: skip
     _small_batches(data)
     _label_ranges(k, data)
     _memset_inputs(k, site, data, resolve)
@@ -1156,11 +1161,11 @@ def _base(t: str, bindings: dict[str, str]) -> str:
 def _parse(file: str, pre: tuple[list[str], dict[str, str]]) -> Any:
     """The kernel's file as the interpreter parses it (with the -I/-D the spec records), or
     None when it cannot be read again (then nothing is resolved or measured)."""
-    from migrator.cuda.parse import parse_file
+    from migrator.cuda.interp.spec_run import _parsed
     from migrator.cuda.source import SourceError
 
-    try:
-        return parse_file(file, *pre)
+    try:  # (the parse the task's runs use: read and preprocessed once per migration)
+        return _parsed(Path(file), [Path(d) for d in pre[0]], pre[1])
     except (SourceError, OSError):
         return None
 
