@@ -437,8 +437,9 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "UNWRITTEN_BY_ORIGINAL",
         "warning",
         "low",
-        "the CUDA original leaves {count} element(s) of {tensor} unwritten at {sizes} (its launch "
-        "or its guards do not cover them), so they were not compared",
+        "the CUDA original leaves {count} element(s) of {tensor} unwritten or undefined at "
+        "{sizes} (its launch or its guards do not cover them, or it stores uninitialised values "
+        "there), so they were not compared",
         "Check the host code's grid arithmetic; give a spec whose size sets it covers, or add a "
         "relation (e.g. `N % 1024 == 0`) if the kernel is only meant for such sizes.",
     ),

@@ -80,6 +80,12 @@ def _run_key(parse_key: str, parts: tuple[Any, ...], args: dict[str, Any]) -> st
     return h.hexdigest()
 
 
+def remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
+    """A run another process made (a forked helper's), remembered as one made here."""
+    if key not in _RUNS:
+        _remember(key, outs, result)
+
+
 def _remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
     size = sum(o.nbytes for o in outs.values())
     if size > _RUNS_MAX_BYTES:
@@ -254,7 +260,8 @@ def unwritten_elements(
 ) -> list[np.ndarray | None]:
     """Per output of a run (`outputs`, with NaN-filled `out` tensors): where the kernel left it
     unwritten (NaN that a second run with another fill keeps as that fill, not a NaN it
-    computed), or None where it has no NaN to explain. `stored` (the run's
+    computed) or undefined (a NaN it stored from uninitialised memory, a number when that
+    memory starts at zero), or None where it has no NaN to explain. `stored` (the run's
     `RunResult.stored`): where no NaN element was stored, the NaN ones are those never
     stored, and no second run is needed (a causal mask's upper triangle)."""
     nan = [t.role == "out" and is_float(w.dtype) and bool(np.isnan(w).any())
@@ -274,5 +281,17 @@ def unwritten_elements(
         else:
             return known
     again = run_spec_full(spec, sizes, seed, inputs=inputs, out_fill=7.25).outputs
-    return [np.isnan(w) & (np.asarray(a, dtype=np.float64) == 7.25) if n else None
-            for n, w, a in zip(nan, outputs, again, strict=False)]  # fmt: skip
+    holes = [np.isnan(w) & (np.asarray(a, dtype=np.float64) == 7.25) if n else None
+             for n, w, a in zip(nan, outputs, again, strict=False)]  # fmt: skip
+    if all(h is None or bool((h == np.isnan(w)).all()) for h, w in zip(holes, outputs,
+                                                                       strict=False)):  # fmt: skip
+        return holes
+    # NaN the kernel stored: computed (sqrt of a negative), or an uninitialised local's value
+    # (the interpreter's NaN) stored as such: `packed[k]` left unset for the elements past V of
+    # a 128-bit store, which a GPU fills with whatever the register held (copying a struct
+    # with unset members is no uninitialised read)? A run with zeroed fresh memory tells: an
+    # element it gives a number is undefined, never compared either
+    zero = run_spec_full(spec, sizes, seed, inputs=inputs,
+                         options=InterpOptions(uninit="zero")).outputs  # fmt: skip
+    return [h | (np.isnan(w) & ~np.isnan(np.asarray(z, dtype=np.float64))) if h is not None
+            else None for h, w, z in zip(holes, outputs, zero, strict=False)]  # fmt: skip

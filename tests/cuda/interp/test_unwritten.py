@@ -49,7 +49,7 @@ def _spec(tmp_path: Path, op: str) -> object:
     return load_spec(tmp_path / "tri.toml")
 
 
-@pytest.mark.parametrize(("op", "reruns"), [(" * 2.0f", 0), (" * 2.0f + (c == 0 ? NAN : 0.0f)", 1)])
+@pytest.mark.parametrize(("op", "reruns"), [(" * 2.0f", 0), (" * 2.0f + (c == 0 ? NAN : 0.0f)", 2)])
 def test_unwritten_elements_from_the_runs_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str, reruns: int
 ) -> None:
@@ -67,9 +67,73 @@ def test_unwritten_elements_from_the_runs_stores(
 
     monkeypatch.setattr(spec_run, "run_spec_full", counting)
     (got,) = spec_run.unwritten_elements(spec, {"N": 8}, 1, run.outputs, None, run.result.stored)
-    assert len(calls) == reruns  # a NaN the kernel stored (column 0) needs the second run
+    # a NaN the kernel stored (column 0) needs a run with another fill, and one with zeroed
+    # fresh memory (computed, or an uninitialised value stored?)
+    assert len(calls) == reruns
     # never written: above the diagonal, whichever way it was found (a computed NaN is not)
     assert got is not None
     np.testing.assert_array_equal(got, ~np.tri(8, dtype=bool))
     (slow,) = spec_run.unwritten_elements(spec, {"N": 8}, 1, run.outputs)
     np.testing.assert_array_equal(got, slow)
+
+
+PACKED = """
+    // a row of V values moved in 4-wide packs: a pack's lanes past V are never set, yet the
+    // whole pack is stored (a GPU stores whatever the registers held: undefined values)
+    struct pack4 { float v[4]; };
+    __global__ void scale_rows(const float* x, float* y, int V, int P) {
+        int r = blockIdx.x;
+        for (int i = threadIdx.x; i < (V + 3) / 4; i += blockDim.x) {
+            pack4 p;
+            for (int k = 0; k < 4; ++k) {
+                int e = i * 4 + k;
+                if (e >= V) continue;
+                p.v[k] = 2.0f * x[r * P + e];
+            }
+            *reinterpret_cast<pack4*>(&y[r * P + i * 4]) = p;
+        }
+    }
+"""
+PACKED_SPEC = """
+    [kernel]
+    name = "scale_rows"
+    [sizes]
+    R = 3
+    V = 6
+    P = 12
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["R", "P"]
+    [[tensors]]
+    name = "y"
+    role = "out"
+    shape = ["R", "P"]
+    [[scalars]]
+    name = "V"
+    size = "V"
+    [[scalars]]
+    name = "P"
+    size = "P"
+    [launch]
+    grid = ["R"]
+    block = ["32"]
+"""
+
+
+def test_elements_stored_from_uninitialised_locals_are_undefined(tmp_path: Path) -> None:
+    """Columns 6 and 7 of each row are stored from the unset lanes of the last pack: their
+    values are the uninitialised memory's (NaN here, a number with zeroed memory), so they are
+    left out like the never-written columns 8..11; columns 0..5 are compared."""
+    (tmp_path / "rows.cu").write_text(textwrap.dedent(PACKED))
+    (tmp_path / "rows.toml").write_text(textwrap.dedent(PACKED_SPEC))
+    spec = load_spec(tmp_path / "rows.toml")
+    clear_caches()
+    run = spec_run.run_spec_full(spec, None, seed=2)
+    (y,) = run.outputs
+    assert np.isnan(y[:, 6:]).all() and not np.isnan(y[:, :6]).any()
+    (got,) = spec_run.unwritten_elements(spec, spec.sizes, 2, run.outputs, None, run.result.stored)
+    assert got is not None
+    want = np.zeros((3, 12), dtype=bool)
+    want[:, 6:] = True
+    np.testing.assert_array_equal(got, want)
