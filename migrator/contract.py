@@ -47,6 +47,7 @@ order (one array, or a tuple).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import keyword
 import math
@@ -553,38 +554,66 @@ def eval_expr(expr: str | int | float, sizes: Mapping[str, int]) -> int | float:
     if isinstance(expr, (int, float)):
         return expr
     try:
-        tree = ast.parse(str(expr), mode="eval")
+        return _compiled(str(expr))(sizes)
+    except ZeroDivisionError as e:
+        raise SpecError(f"size expression {expr!r} divides by zero") from e
+
+
+_Evaluator = Callable[[Mapping[str, int]], Any]
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(expr: str) -> _Evaluator:
+    """The formula as a closure over the sizes, parsed once (formulas are evaluated at every
+    size set of every run). Errors are raised when evaluation reaches them, left to right."""
+    try:
+        tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
         raise SpecError(f"bad size expression {expr!r}: {e.msg}") from e
 
-    def ev(node: ast.AST) -> Any:
+    def fail(message: str) -> _Evaluator:
+        def raise_(_sizes: Mapping[str, int]) -> Any:
+            raise SpecError(message)
+
+        return raise_
+
+    def comp(node: ast.AST) -> _Evaluator:
         if isinstance(node, ast.Expression):
-            return ev(node.body)
+            return comp(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
+            value = node.value
+            return lambda _sizes: value
         if isinstance(node, ast.Name):
-            if node.id not in sizes:
-                raise SpecError(f"size expression {expr!r} uses unknown name {node.id!r}")
-            return sizes[node.id]
+            name = node.id
+            unknown = f"size expression {expr!r} uses unknown name {name!r}"
+
+            def lookup(sizes: Mapping[str, int]) -> Any:
+                if name not in sizes:
+                    raise SpecError(unknown)
+                return sizes[name]
+
+            return lookup
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            op, left, right = _BINOPS[type(node.op)], comp(node.left), comp(node.right)
+            return lambda sizes: op(left(sizes), right(sizes))
         if (
             isinstance(node, ast.Compare) and len(node.ops) == 1
             and type(node.ops[0]) in _COMPARE
         ):  # fmt: skip
-            return int(_COMPARE[type(node.ops[0])](ev(node.left), ev(node.comparators[0])))
+            cmp = _COMPARE[type(node.ops[0])]
+            left, right = comp(node.left), comp(node.comparators[0])
+            return lambda sizes: int(cmp(left(sizes), right(sizes)))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
+            operand = comp(node.operand)
+            return lambda sizes: -operand(sizes)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             fn = _FUNCS.get(node.func.id)
             if fn is not None and not node.keywords:
-                return fn(*[ev(a) for a in node.args])
-        raise SpecError(f"size expression {expr!r}: unsupported syntax {ast.dump(node)[:60]}")
+                args = [comp(a) for a in node.args]
+                return lambda sizes: fn(*[a(sizes) for a in args])
+        return fail(f"size expression {expr!r}: unsupported syntax {ast.dump(node)[:60]}")
 
-    try:
-        return ev(tree)
-    except ZeroDivisionError as e:
-        raise SpecError(f"size expression {expr!r} divides by zero") from e
+    return comp(tree)
 
 
 def _relation_parts(rel: str) -> tuple[ast.expr, type, ast.expr]:

@@ -118,6 +118,24 @@ def test_size_expressions_reject_unsafe_or_unknown(expr: str) -> None:
         eval_expr(expr, {"N": 1000})
 
 
+def test_a_size_expression_parsed_once_evaluates_at_each_size_set() -> None:
+    """Formulas are compiled once per text (every run evaluates them at every size set): the
+    same text at other sizes gives their value, and an error is the one evaluation reaches
+    first, left to right, whichever sizes were seen before."""
+    assert [eval_expr("ceil_div(N, 256) * M", {"N": n, "M": 3}) for n in (1, 256, 257)] == [
+        3, 3, 6,
+    ]  # fmt: skip
+    assert eval_expr("M + N", {"M": 1, "N": 2}) == 3
+    with pytest.raises(SpecError, match="unknown name 'M'"):
+        eval_expr("M + N", {"N": 2})
+    with pytest.raises(SpecError, match="unknown name 'M'"):
+        eval_expr("M + foo(N)", {"N": 2})  # (the name comes first; foo is never reached)
+    with pytest.raises(SpecError, match="unsupported syntax"):
+        eval_expr("M + foo(N)", {"M": 1, "N": 2})
+    with pytest.raises(SpecError, match="divides by zero"):
+        eval_expr("N / (M - 1)", {"M": 1, "N": 2})
+
+
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [

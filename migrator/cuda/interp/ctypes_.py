@@ -8,6 +8,7 @@ several C types share a numpy dtype (`long` and `long long`). Types numpy lacks 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,6 +32,24 @@ class CType:
     fields: tuple[tuple[str, CType], ...] = ()  # structs: (name, type) in declaration order
     nominal: int = 0  # sizeof() where storage differs from the C type (traced values)
 
+    def __eq__(self, other: object) -> bool:
+        # identity first: every converted value and operator compares the same few type
+        # objects (hundreds of thousands of times in a looping kernel's run)
+        if self is other:
+            return True
+        if other.__class__ is not CType:
+            return NotImplemented
+        o: CType = other  # type: ignore[assignment]
+        return (
+            self.name == o.name and self.kind == o.kind and self.dtype == o.dtype
+            and self.rank == o.rank and self.elem == o.elem and self.count == o.count
+            and self.fields == o.fields and self.nominal == o.nominal
+        )  # fmt: skip
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kind, self.dtype, self.rank, self.elem, self.count,
+                     self.fields, self.nominal))  # fmt: skip
+
     @property
     def is_arith(self) -> bool:
         return self.kind in ("bool", "int", "float")
@@ -39,7 +58,7 @@ class CType:
     def is_float(self) -> bool:
         return self.kind == "float"
 
-    @property
+    @functools.cached_property
     def is_signed(self) -> bool:
         return self.dtype is not None and np.issubdtype(self.dtype, np.signedinteger)
 
