@@ -28,7 +28,6 @@ from migrator.contract import (
     np_dtype,
     spec_for_source,
 )
-from migrator.forked import map_split
 
 # Default closeness per output dtype (|got - want| <= atol * max(1, max|want|) + rtol * |want|):
 # fp32 differences
@@ -153,7 +152,7 @@ def _params_16bit(
     from migrator.cuda.source import SourceError
     from migrator.infer import DTYPES
 
-    try:  # (read as the spec says: its -I and -D, as the migration's front end read it)
+    try:  # (read as the spec says, with its -I and -D: the preprocessed file is then reused)
         k = analyze_file(path, list(pre[0]), dict(pre[1])).kernel(kernel)
     except (SourceError, KeyError, ValueError):
         return {}
@@ -245,18 +244,17 @@ def check_kernel(
     module = mn.load_kernel_module(nki_file)
     name = nki_name or spec.kernel.name.removesuffix("_kernel")
     kernel = getattr(module, name)
+    results: list[SizeCheck] = []
+    prof = None
     # a kernel with emulator options of its own is checked under them, profiled under `target`
     one_run = profile and getattr(kernel, "options", None) is None
-    profiled: list[Any] = []  # (the first set's emulator run, where it is the profile's)
-    # the CUDA original computes on float32: low-precision task inputs are given to it
-    # widened, and its outputs are rounded to the task's dtype before comparing (read once,
-    # before a second core takes a share of the sets)
-    cuda_spec = cuda_view(spec)
-
-    def check_at(n: int, sizes: dict[str, int]) -> SizeCheck:
+    for sizes in size_sets or spec.all_size_sets():
         res = SizeCheck(sizes=dict(sizes))
         ins = make_inputs(spec, sizes, seed)
         t0 = time.perf_counter()
+        # the CUDA original computes on float32: low-precision task inputs are given to it
+        # widened, and its outputs are rounded to the task's dtype before comparing
+        cuda_spec = cuda_view(spec)
         pairs = zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)
         cuda_ins = {t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c in pairs}
         try:
@@ -268,7 +266,8 @@ def check_kernel(
                                            full.result.stored)  # fmt: skip
         except InterpError as e:  # the original does not run: nothing to compare against
             res.cuda_error = str(e)
-            return res
+            results.append(res)
+            continue
         want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
                                                             strict=False)]  # fmt: skip
         res.cuda_seconds = time.perf_counter() - t0
@@ -276,21 +275,23 @@ def check_kernel(
             args = nki_args(spec, ins)
         except ValueError as e:
             res.error = str(e)
-            return res
+            results.append(res)
+            continue
         kwargs = spec.nki_kwargs(sizes)
         t0 = time.perf_counter()
         try:
-            if one_run and n == 0 and dict(sizes) == dict(spec.sizes):
+            if one_run and prof is None and dict(sizes) == dict(spec.sizes) and not results:
                 # the default sizes are also the profile's: one emulator run gives both
                 got, run = mn.run_kernel(
                     kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs
                 )
-                profiled.append(summarize(run))
+                prof = summarize(run)
             else:
                 got = kernel(*args, **kwargs)
         except (mn.NkiConstraintError, mn.NkiKernelError, mn.NkiUnsupportedError) as e:
             res.error = f"{type(e).__name__}: {e}"
-            return res
+            results.append(res)
+            continue
         res.nki_seconds = time.perf_counter() - t0
         outs = list(got) if isinstance(got, tuple | list) else [got]
         named = {t.name: w for t, w in zip(spec.outputs_in_order, want, strict=False)}
@@ -316,13 +317,7 @@ def check_kernel(
                 f"returned {len(outs)} output(s), the contract expects {len(spec.outputs_in_order)}"
             )
         res.ok = res.error is None and all(o.ok for o in res.outputs)
-        return res
-
-    # the sets are independent: a second core checks the later ones meanwhile (the first,
-    # the default sizes, is profiled here)
-    sets = [dict(s) for s in (size_sets or spec.all_size_sets())]
-    results = map_split(lambda job: check_at(*job), list(enumerate(sets)), here=1)
-    prof = profiled[0] if profiled else None
+        results.append(res)
     report = CheckReport(
         kernel=name, nki_file=str(nki_file), sizes=results, ok=all(r.ok for r in results)
     )

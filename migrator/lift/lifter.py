@@ -13,16 +13,14 @@ import contextlib
 import gc
 import itertools
 import math
-import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from migrator import forked
 from migrator.contract import (
     TaskSpec,
     divisor_pairs,
@@ -31,7 +29,6 @@ from migrator.contract import (
     paired_sizes,
     tile_relations,
 )
-from migrator.cuda.interp import spec_run
 from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.spec_run import _parse_key, run_spec_full, unwritten_elements
 from migrator.cuda.interp.traced import TraceEscape
@@ -552,12 +549,11 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
     except LiftError as e:
         return LiftResult(kernel=name, error=str(e))
     first: LiftResult | None = None
-    # (this process's CPU time, with that of the helpers it forked and reaped meanwhile
-    # (`verify_all`): other processes on the machine, parallel test workers or migration jobs,
-    # do not change which pairs are tried, nor does a second core)
-    start = _cpu_seconds()
+    # (this process's CPU time: other processes on the machine, parallel test workers or
+    # migration jobs, do not change which pairs are tried)
+    start = time.process_time()
     for sets in pairs:
-        if first is not None and _cpu_seconds() - start > budget_s:
+        if first is not None and time.process_time() - start > budget_s:
             break  # the smallest pairs said why; larger ones would only cost more time
         result = _lift_at(spec, sets, seed)
         if result.ok:
@@ -565,11 +561,6 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
         first = first or result
     assert first is not None
     return first
-
-
-def _cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResult:
@@ -589,7 +580,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
                            frozenset(launch) - _data_sizes(spec))  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
-        checks = verify_all(spec, single, check_sizes(spec, sets, single), seed)
+        checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets, single)]
         # a set too large to evaluate proves nothing: the sizes read into the numbers (64 as
         # N * N at N = 8) may be what made it too large, which the second fit decides
         if checks and all(v.ok for v in checks) and any(not v.skipped for v in checks):
@@ -607,7 +598,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
         # the kernel's own run at small sizes failed (a launch it cannot take, a construct the
         # interpreter lacks): nothing to lift from, said as such
         return LiftResult(kernel=name, fitted_at=sets, error=f"the traced run failed: {e}")
-    checks = verify_all(spec, program, check_sizes(spec, sets, program), seed)
+    checks = [verify(spec, program, s, seed) for s in check_sizes(spec, sets, program)]
     return LiftResult(kernel=name, program=program, fitted_at=sets, verified=checks,
                       sources=source_parts(spec, program, rows))  # fmt: skip
 
@@ -778,34 +769,6 @@ def _largest(
         return int(np.max(_index(m, env, sizes)))
     except (KeyError, ValueError):  # a bound that reads an enclosing reduction's variable
         return max(shape, default=1)
-
-
-def verify_all(
-    spec: TaskSpec, program: Program, where: list[dict[str, int]], seed: int
-) -> list[Verification]:
-    """`verify` at each set of `where`, in order. The task's own sets are verified in this
-    process (the migration's check runs the original there too, and finds these runs
-    remembered); the lifter's other, larger sets on a second core meanwhile (`map_split`),
-    whose runs of the original come back to be remembered here as well (a second fit verifies
-    at the same sets)."""
-    own = [_launchable(spec, dict(s)) for s in spec.all_size_sets()]
-    order = [i for i, s in enumerate(where) if s in own]
-    order += [i for i in range(len(where)) if i not in order]
-
-    def at(i: int) -> tuple[Verification, dict[str, Any]]:
-        before = set(spec_run._RUNS) if forked.in_child() else None
-        v = verify(spec, program, where[i], seed)
-        made = {} if before is None else {k: r for k, r in spec_run._RUNS.items()
-                                          if k not in before}  # fmt: skip
-        return v, made
-
-    done = forked.map_split(at, order, here=sum(1 for s in where if s in own))
-    out: list[Verification | None] = [None] * len(where)
-    for i, (v, made) in zip(order, done, strict=True):
-        out[i] = v
-        for key, (outs, result) in made.items():
-            spec_run.remember(key, outs, result)
-    return [v for v in out if v is not None]
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:

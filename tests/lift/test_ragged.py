@@ -128,32 +128,3 @@ def test_a_verification_set_is_bounded_by_the_programs_arithmetic(tmp_path: Path
     # without the program the grown set is only bounded by threads and elements
     unbounded = check_sizes(spec, fitted)
     assert max(_volume(spec, prog, s) for s in unbounded) > cap
-
-
-def test_verification_on_a_second_core_gives_the_same_answers_and_remembers_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`verify_all`: the task's own sets here, the lifter's larger ones on a forked helper;
-    the answers, in order, are those of one process, and the helper's runs of the original
-    are remembered here (the second fit verifies at the same sets without running again)."""
-    from migrator import forked
-    from migrator.api import clear_caches
-    from migrator.cuda.interp import spec_run
-    from migrator.lift.lifter import check_sizes, verify_all
-
-    _write(tmp_path)
-    spec = load_spec(tmp_path / "row_cumsum.toml")
-    program = lift_task(spec).program
-    assert program is not None
-    where = check_sizes(spec, [{"R": 9, "C": 13}], program)
-    assert len(where) > len(spec.all_size_sets())  # (sets of the lifter's own, too)
-    clear_caches()
-    both = verify_all(spec, program, where, 0)
-    remembered = len(spec_run._RUNS)
-    monkeypatch.setenv("C2N_JOBS", "1")
-    clear_caches()
-    alone = verify_all(spec, program, where, 0)
-    assert [v.model_dump() for v in both] == [v.model_dump() for v in alone]
-    assert [v.sizes for v in both] == where and all(v.ok and not v.skipped for v in both)
-    assert remembered == len(spec_run._RUNS) == len(where)
-    assert not forked.in_child()

@@ -80,12 +80,6 @@ def _run_key(parse_key: str, parts: tuple[Any, ...], args: dict[str, Any]) -> st
     return h.hexdigest()
 
 
-def remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
-    """A run another process made (a forked helper's), remembered as one made here."""
-    if key not in _RUNS:
-        _remember(key, outs, result)
-
-
 def _remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
     size = sum(o.nbytes for o in outs.values())
     if size > _RUNS_MAX_BYTES:
