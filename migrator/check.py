@@ -146,7 +146,7 @@ def _params_16bit(
     _mtime: int,
     kernel: str,
     targs: tuple[str, ...],
-    pre: tuple[tuple[str, ...], tuple[tuple[str, str], ...]] = ((), ()),
+    pre: tuple[tuple[str, ...], tuple[tuple[str, str], ...]],
 ) -> dict[str, str]:
     from migrator.cuda.frontend import analyze_file
     from migrator.cuda.source import SourceError

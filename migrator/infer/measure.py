@@ -183,7 +183,7 @@ def _fit_budget(
     four sizes, measured) stays near ELEMENT_BUDGET elements; sets stay ragged."""
     # a tensor's degree: how many sizes its element count multiplies (`B * NH * T*T`: 4)
     degree = max(
-        (sum(len(re.findall(r"[A-Za-z_]\w*", d)) for d in t["shape"]) for t in tensors),
+        (sum(len(_WORDS.findall(d)) for d in t["shape"]) for t in tensors),
         default=1,
     )
     if degree < 3:
@@ -389,7 +389,7 @@ def vector_relation(innermost: str, dtype: str, sizes: Mapping[str, int]) -> str
     from migrator.contract import np_dtype
 
     width = VECTOR_BYTES // np_dtype(dtype).itemsize
-    names = [n for n in re.findall(r"[A-Za-z_]\w*", innermost) if n in sizes and sizes[n] % width]
+    names = [n for n in _WORDS.findall(innermost) if n in sizes and sizes[n] % width]
     return f"{names[0]} % {width} == 0" if len(names) == 1 and width > 1 else None
 
 
@@ -568,13 +568,12 @@ def grid_batches(data: dict[str, Any], free: list[str]) -> set[str]:
     block per batch entry and head), two or more such factors in all, none of them sizing the
     block or in a relation (`C % NH == 0`: NH splits a row into heads)."""
     product = re.compile(r"[A-Za-z_]\w*(\s*\*\s*[A-Za-z_]\w*)*")
-    words = re.compile(r"[A-Za-z_]\w*")
     axes = [str(g).strip() for g in data["launch"]["grid"]]
-    factors = [set(words.findall(g)) for g in axes if product.fullmatch(g)]
+    factors = [set(_WORDS.findall(g)) for g in axes if product.fullmatch(g)]
     if sum(len(f) for f in factors) < 2:
         return set()
-    taken = {w for b in data["launch"]["block"] for w in words.findall(str(b))}
-    taken |= {w for r in data.get("relations", []) for w in words.findall(str(r))}
+    taken = {w for b in data["launch"]["block"] for w in _WORDS.findall(str(b))}
+    taken |= {w for r in data.get("relations", []) for w in _WORDS.findall(str(r))}
     return {n for f in factors for n in f if n in free and n not in taken}
 
 

@@ -38,6 +38,7 @@ from migrator.infer.host import (
     _positive_int,
 )
 from migrator.infer.measure import (
+    _WORDS,
     DEFAULT_ELEMENTS,
     DEFAULT_THREADS,
     MISALIGNED,
@@ -66,7 +67,6 @@ DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int
 
 
 DEFAULT_1D, DEFAULT_2D = 65536, 256
-_WORD = re.compile(r"[A-Za-z_]\w*")
 
 
 SIZE_SETS_1D, SIZE_SETS_2D = (1000, 4097), (37, 130, 67)
@@ -339,7 +339,7 @@ def infer_spec(
         named = _name_quotients(data)
         # rounding to whole tiles grows sets (T to 256 and B, C as they were), and a named
         # quotient changes every set's cost: capped again, the sizes the relations tie left
-        tied = set() if named else {w for r in data["relations"] for w in _WORD.findall(r)}
+        tied = set() if named else {w for r in data["relations"] for w in _WORDS.findall(r)}
         for sset in (data["sizes"], *data["size_sets"]):
             _cap_elements(tensors, sset, launch_only | in_block | tied, SET_ELEMENTS)
             _cap_threads(data, sset, launch_only | in_block | tied)
