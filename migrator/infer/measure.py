@@ -369,7 +369,9 @@ def _probe_once(
     smem = int(eval_expr(data["launch"]["shared_bytes"], sz))
     res = run_kernel(parsed, data["kernel"]["name"], grid, block, args, smem,
                      data["kernel"]["template_args"],
-                     InterpOptions(oob="report", extents=True))  # fmt: skip
+                     # (race findings only report: a probe wants its reach, and the
+                     # race tables were a fifth of a shared-memory kernel's probe)
+                     InterpOptions(oob="report", extents=True, races=False))  # fmt: skip
     # (a misaligned vector access is kept as a negative reach: `_aligned_rows` reads it)
     misaligned = {m.group(1) for f in res.findings if f.kind == "misaligned"
                   for m in [MISALIGNED.search(f.message)] if m}  # fmt: skip

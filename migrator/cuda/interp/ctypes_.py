@@ -47,14 +47,20 @@ class CType:
         )  # fmt: skip
 
     def __hash__(self) -> int:
+        return self._hash
+
+    # (derived facts are computed once per type object: a frozen type never changes, and a
+    # looping kernel asks each of them hundreds of thousands of times)
+    @functools.cached_property
+    def _hash(self) -> int:
         return hash((self.name, self.kind, self.dtype, self.rank, self.elem, self.count,
                      self.fields, self.nominal))  # fmt: skip
 
-    @property
+    @functools.cached_property
     def is_arith(self) -> bool:
         return self.kind in ("bool", "int", "float")
 
-    @property
+    @functools.cached_property
     def is_float(self) -> bool:
         return self.kind == "float"
 
@@ -62,11 +68,11 @@ class CType:
     def is_signed(self) -> bool:
         return self.dtype is not None and np.issubdtype(self.dtype, np.signedinteger)
 
-    @property
+    @functools.cached_property
     def is_pointer_like(self) -> bool:
         return self.kind in ("ptr", "array")
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         """sizeof() in bytes."""
         if self.kind in ("vec", "array"):
@@ -86,7 +92,7 @@ class CType:
         assert self.dtype is not None
         return self.dtype.itemsize
 
-    @property
+    @functools.cached_property
     def align(self) -> int:
         """alignof(): CUDA aligns float2/int2 to 8 and float4/int4 to 16 bytes."""
         if self.kind == "struct":
@@ -99,7 +105,7 @@ class CType:
             return self.elem.size * (self.count if self.count in (2, 4) else 1)
         return self.size
 
-    @property
+    @functools.cached_property
     def field_offsets(self) -> tuple[int, ...]:
         """Byte offset of each struct field (natural alignment, as `size` lays them out)."""
         out, off = [], 0
@@ -109,7 +115,7 @@ class CType:
             off += f.size
         return tuple(out)
 
-    @property
+    @functools.cached_property
     def storage(self) -> CType:
         """The scalar type a buffer of these values holds: a struct whose leaves share one type
         and leave no padding is stored as that type (`{float m; float d;}` as floats); any other
@@ -129,7 +135,7 @@ class CType:
     def field_index(self, name: str) -> int | None:
         return next((k for k, (n, _) in enumerate(self.fields) if n == name), None)
 
-    @property
+    @functools.cached_property
     def scalar(self) -> CType:
         """The innermost scalar element of an array/vector type (itself for scalars)."""
         t = self
@@ -165,14 +171,17 @@ DOUBLE = CType("double", "float", np.dtype(np.float64))
 VOID = CType("void", "void")
 
 
+@functools.lru_cache(maxsize=4096)  # one object per type: identity compares hit
 def vec(elem: CType, n: int) -> CType:
     return CType(f"{elem.name}{n}", "vec", elem.dtype, elem=elem, count=n)
 
 
+@functools.lru_cache(maxsize=4096)  # one object per type: identity compares hit
 def ptr(elem: CType) -> CType:
     return CType(f"{elem.name}*", "ptr", np.dtype(np.int64), elem=elem)
 
 
+@functools.lru_cache(maxsize=4096)  # one object per type: identity compares hit
 def array(elem: CType, n: int) -> CType:
     return CType(f"{elem.name}[{n}]", "array", np.dtype(np.int64), elem=elem, count=n)
 
@@ -295,6 +304,17 @@ def arith_result(a: CType, b: CType, float_type: CType = FLOAT) -> CType:
     Half/bf16 operands compute in float (CUDA's operators convert through float and round back,
     which for + - * / gives the same bits as native half arithmetic).
     """
+    key = (a, b, float_type)
+    t = _ARITH_RESULT.get(key)
+    if t is None:
+        t = _ARITH_RESULT[key] = _arith_result(a, b, float_type)
+    return t
+
+
+_ARITH_RESULT: dict[tuple[CType, CType, CType], CType] = {}  # (few distinct type pairs)
+
+
+def _arith_result(a: CType, b: CType, float_type: CType) -> CType:
     if a.kind == "float" or b.kind == "float":
         if DOUBLE in (a, b):
             return DOUBLE
@@ -314,6 +334,7 @@ def arith_result(a: CType, b: CType, float_type: CType = FLOAT) -> CType:
     return _UNSIGNED_OF.get(s, u)
 
 
+@functools.lru_cache(maxsize=4096)
 def literal_type(text: str) -> tuple[CType, int | float]:
     """Type and value of a C number literal (unsuffixed float literals are double)."""
     t = text.lower().replace("'", "")

@@ -67,6 +67,7 @@ class ExprMixin:
     def init_exprs(self: Machine) -> None:
         self.index_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.closures: list[lambdas.Closure] = []  # lambda values index this
+        self.numbers: dict[str, Val] = {}  # number literals by spelling (`_e_number`)
         self._expr: dict[str, Callable[[Node, np.ndarray], Val]] = {
             "number_literal": self._e_number,
             "char_literal": self._e_char,
@@ -127,10 +128,14 @@ class ExprMixin:
 
     # --- leaves ------------------------------------------------------------------------------
     def _e_number(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        t, value = ct.literal_type(self.parsed.text(node))
-        if t == ct.FLOAT or (t == ct.DOUBLE and self.options.trace):
-            t = self.float_t  # a `1.0f` literal is float (float64 in shadow mode, traced)
-        return scalar(t, value)
+        text = self.parsed.text(node)
+        v = self.numbers.get(text)  # (values are never modified: one per spelling and run)
+        if v is None:
+            t, value = ct.literal_type(text)
+            if t == ct.FLOAT or (t == ct.DOUBLE and self.options.trace):
+                t = self.float_t  # a `1.0f` literal is float (float64 in shadow mode, traced)
+            v = self.numbers[text] = scalar(t, value)
+        return v
 
     def _e_char(self: Machine, node: Node, mask: np.ndarray) -> Val:
         text = self.parsed.text(node)[1:-1]
@@ -815,7 +820,8 @@ def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:
     float64 array: fresh multi-megabyte temporaries cost page faults that dominate the math.
     """
     xs, ys, zs = (v.data if v.ctype == ct.FLOAT else convert(v, ct.DOUBLE).data for v in (x, y, z))
-    shape = np.broadcast_shapes(np.shape(xs), np.shape(ys), np.shape(zs))
+    # (lane arrays all have one shape: the first of them is the result's)
+    shape = next((np.shape(d) for d in (xs, ys, zs) if np.ndim(d)), ())
     acc = np.empty(shape, dtype=np.float64)
     np.multiply(xs, ys, out=acc, dtype=np.float64)
     if mul_left:

@@ -122,6 +122,11 @@ def _resolve(
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
     idx = None if mask.all() else np.flatnonzero(mask)
+    d = ptr.data
+    if (type(d) is not np.ndarray or not d.ndim) and ctype.kind != "vec":
+        fast = _resolve_uniform(m, buf, int(d), ctype, idx)
+        if fast is not None:
+            return Access(buf, fast[0], fast[1], fast[2], ctype, node)
     off = lanes(ptr, m.geo.n)
     if idx is not None:
         off = off[idx]
@@ -187,6 +192,32 @@ def _resolve(
     else:
         flat = off
     return Access(buf, idx, flat, span, ctype, node)
+
+
+def _resolve_uniform(
+    m: Machine, buf: Buffer, off: int, ctype: CType, idx: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray, Span | None] | None:
+    """`_resolve` of one offset for every active lane (`r[k]` of a register tile, `x[row]`),
+    in bounds, of a scalar of the buffer's own plain dtype: (idx, flat, span) as the general
+    path gives them, without building and reducing a lane array of equal offsets. None for
+    anything else (out of bounds, views, traced values, no active lane): the general path."""
+    dt = buf.elem.dtype
+    if (
+        ctype.scalar.dtype != dt or dt == OBJECT or off < 0 or off >= buf.size
+        or (idx is not None and not idx.size)
+        or OBJECT in ((buf.base or buf).views or {})
+    ):  # fmt: skip
+        return None
+    if buf.track:  # before any bounds check: how far the kernel reaches
+        buf.hi_bytes = max(buf.hi_bytes, off * buf.elem.size + ctype.scalar.size)
+    if buf.per in ("block", "lane"):
+        base = m.geo.row_base(buf.per, buf.size)
+        flat = (base if idx is None else base[idx]) + off
+        return idx, flat, span_of(flat)
+    count = m.geo.n if idx is None else idx.size
+    flat = np.ndarray((count,), np.int64, np.asarray(off, dtype=np.int64), 0, (0,))
+    flat.flags.writeable = False  # (one element seen by every lane: never written through)
+    return idx, flat, None
 
 
 def _resolve_packed(

@@ -41,12 +41,11 @@ def scalar(ctype: CType, value: Any) -> Val:
     """A uniform value of a scalar type (wrap-around applied for integers)."""
     assert ctype.dtype is not None
     if ctype.kind == "int":
-        return Val(
-            ctype,
-            np.array(int(value) & ((1 << (8 * ctype.dtype.itemsize)) - 1))
-            .astype(np.uint64)
-            .astype(ctype.dtype)[()],
-        )
+        bits = 8 * ctype.dtype.itemsize
+        v = int(value) & ((1 << bits) - 1)  # wrap-around, then two's complement if signed
+        if ctype.dtype.kind == "i" and v >> (bits - 1):
+            v -= 1 << bits
+        return Val(ctype, ctype.dtype.type(v))
     return Val(ctype, ctype.dtype.type(value))
 
 
@@ -169,8 +168,17 @@ def blend(mask: Any, a: Any, b: Any) -> Any:
 
 def lanes(v: Val, n: int) -> np.ndarray:
     """The value's data as a full array over `n` lanes (broadcasting a uniform scalar)."""
-    d = np.asarray(v.data)
-    return np.broadcast_to(d, (n,)) if d.ndim == 0 else d
+    d = v.data
+    if type(d) is np.ndarray and d.ndim:
+        return d
+    d = np.asarray(d)
+    if d.ndim or d.dtype == OBJECT:
+        return d if d.ndim else np.broadcast_to(d, (n,))
+    # a read-only zero-stride view, as `broadcast_to` makes, at a tenth of its cost (a
+    # uniform index is broadcast at every access of a few-lane loop)
+    out = np.ndarray((n,), d.dtype, d, 0, (0,))
+    out.flags.writeable = False
+    return out
 
 
 def to_bytes(v: Val, n: int) -> np.ndarray:
