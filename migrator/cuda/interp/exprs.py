@@ -221,6 +221,11 @@ class ExprMixin:
         arg = node.child_by_field_name("argument")
         idx_list = node.child_by_field_name("indices")
         assert arg is not None and idx_list is not None
+        if arg.type == "identifier":  # `x[i]` of a pointer or array variable: one lookup
+            b = self.lookup(self.parsed.text(arg))
+            if isinstance(b, Var) and b.ctype.kind != "struct":
+                b.check_read(self, mask, arg)
+                return self._element(b.val, self.ev(idx_list.named_children[0], mask), node)
         view = self._local_view(arg, mask, node)
         if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
             return ViewLV(view[0], view[1], self.ev(idx_list.named_children[0], mask))
@@ -230,7 +235,10 @@ class ExprMixin:
             if lv is not None:
                 return lv
         base = self.ev(arg, mask)
-        idx = self.ev(idx_list.named_children[0], mask)
+        return self._element(base, self.ev(idx_list.named_children[0], mask), node)
+
+    def _element(self: Machine, base: Val, idx: Val, node: Node) -> LValue:
+        """`base[idx]` of a pointer or an array in memory."""
         if not base.ctype.is_pointer_like:
             raise self.error(node, f"subscript of non-pointer {base.ctype}")
         p = self.ptr_add(base, idx, node)
@@ -370,6 +378,9 @@ class ExprMixin:
             raise self.unsupported(node, f"{p.ctype} into a {p.buf.elem} buffer")
         k = (p.ctype.elem.size // esize) * sign
         d = i.data
+        if isinstance(d, np.integer | np.bool_) and isinstance(p.data, np.int64):
+            # (a uniform offset: numpy scalars, widened as `astype` widens, wrapping)
+            return Val(p.ctype, p.data + d.astype(np.int64) * np.int64(k), buf=p.buf)
         if np.ndim(d) == 0:
             delta = np.asarray(d).astype(np.int64)[()] * np.int64(k)
             return Val(p.ctype, np.add(p.data, delta), buf=p.buf)

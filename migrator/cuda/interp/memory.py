@@ -376,6 +376,10 @@ def _gather(m: Machine, acc: Access, flat: np.ndarray, ct: CType, span: Span | N
         values = np.empty(flat.size, dtype=object)
         for i in range(flat.size):
             values[i] = Packed(tuple(p[i] for p in parts))
+    elif acc.idx is None and flat.size and not flat.strides[0] and data.ndim == 1:
+        # every lane reads one element (`w[k]`, `x[row]` in a loop): a uniform value, as a
+        # literal is, so what it feeds stays one number instead of a lane array of copies
+        return Val(ct, data[flat[0]])
     else:
         values = take(data, flat, span)
     if acc.idx is None:

@@ -108,3 +108,20 @@ def test_integer_constants_wrap_like_a_conversion_of_their_bits(t: ct.CType, v: 
     want = bits.astype(t.dtype)[()]
     got = scalar(t, v).data
     assert type(got) is type(want) and got == want
+
+
+def test_an_element_every_lane_reads_is_one_value_for_all(krun: Runner) -> None:
+    # `s += w[k]` by every lane: the loaded value is uniform (a numpy scalar, not a lane
+    # array of copies); sums with per-lane values and the lanes' stores come out as before
+    src = """
+    __global__ void k(const float* w, const int* idx, float* out, int n) {
+        int t = threadIdx.x;
+        float s = t;
+        for (int k = 0; k < n; k++) s += w[idx[k]] * 0.5f;
+        out[t] = s;
+    }"""
+    w = np.array([1, 2, 4, 8], np.float32)
+    idx = np.array([3, 0, 2, 2], np.int32)
+    out = np.zeros(64, np.float32)
+    krun(src, "k", 2, 32, w=w, idx=idx, out=out, n=4)
+    assert out.tolist() == [t % 32 + 0.5 * (8 + 1 + 4 + 4) for t in range(64)]
