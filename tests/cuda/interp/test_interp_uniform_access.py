@@ -115,8 +115,8 @@ def test_an_element_every_lane_reads_is_one_value_for_all(krun: Runner) -> None:
     # array of copies); sums with per-lane values and the lanes' stores come out as before
     src = """
     __global__ void k(const float* w, const int* idx, float* out, int n) {
-        int t = threadIdx.x;
-        float s = t;
+        int t = blockIdx.x * blockDim.x + threadIdx.x;
+        float s = threadIdx.x;
         for (int k = 0; k < n; k++) s += w[idx[k]] * 0.5f;
         out[t] = s;
     }"""
