@@ -121,7 +121,7 @@ def _resolve(
     buf = ptr.buf
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
-    idx = None if mask.all() else np.flatnonzero(mask)
+    idx = active_lanes(m, mask)
     d = ptr.data
     if (type(d) is not np.ndarray or not d.ndim) and ctype.kind != "vec":
         fast = _resolve_uniform(m, buf, int(d), ctype, idx)
@@ -194,6 +194,24 @@ def _resolve(
     return Access(buf, idx, flat, span, ctype, node)
 
 
+ACTIVE_MEMO_SIZE = 4  # lane masks whose active lanes are kept (`active_lanes`)
+
+
+def active_lanes(m: Machine, mask: np.ndarray) -> np.ndarray | None:
+    """The indices of the active lanes of `mask`, or None where every lane is active. The
+    statements of a block share one mask object (masks are never modified in place), so the
+    answer is kept per mask, which the memo holds (its id is not reused meanwhile)."""
+    memo = m.active_memo
+    hit = memo.get(id(mask))
+    if hit is not None and hit[0] is mask:
+        return hit[1]
+    idx = None if mask.all() else np.flatnonzero(mask)
+    if len(memo) >= ACTIVE_MEMO_SIZE:
+        memo.pop(next(iter(memo)))
+    memo[id(mask)] = (mask, idx)
+    return idx
+
+
 def _resolve_uniform(
     m: Machine, buf: Buffer, off: int, ctype: CType, idx: np.ndarray | None
 ) -> tuple[np.ndarray | None, np.ndarray, Span | None] | None:
@@ -213,7 +231,9 @@ def _resolve_uniform(
     if buf.per in ("block", "lane"):
         base = m.geo.row_base(buf.per, buf.size)
         flat = (base if idx is None else base[idx]) + off
-        return idx, flat, span_of(flat)
+        # (lanes' rows of two or more elements: one element `size` apart per lane, runs of
+        # one, which `span_of` never takes)
+        return idx, flat, span_of(flat) if buf.per == "block" or buf.size == 1 else None
     count = m.geo.n if idx is None else idx.size
     flat = np.ndarray((count,), np.int64, np.asarray(off, dtype=np.int64), 0, (0,))
     flat.flags.writeable = False  # (one element seen by every lane: never written through)
