@@ -61,6 +61,9 @@ ASSIGN_OPS = {
 }
 
 
+_ONE = scalar(ct.INT, 1)  # `i++`'s step (values are never modified: one object serves)
+
+
 class ExprMixin:
     """Expression evaluation; mixed into `Machine`."""
 
@@ -587,8 +590,7 @@ class ExprMixin:
         lv = self.lvalue(arg, mask)
         old = lv.load(self, mask, node)
         sym = self.parsed.text(op)
-        one = scalar(ct.INT, 1)
-        new = self.apply_binary("+" if sym == "++" else "-", old, one, node)
+        new = self.apply_binary("+" if sym == "++" else "-", old, _ONE, node)
         new = convert(new, lv.ctype)
         lv.store(self, new, mask, node)
         prefix = node.children[0].type in ("++", "--")

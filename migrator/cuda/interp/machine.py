@@ -36,6 +36,7 @@ from migrator.diagnostics import Span
 
 SHADOW_FLOAT = CType("float", "float", np.dtype(np.float64))
 MAX_CALL_DEPTH = 64
+COUNT_MEMO_SIZE = 8  # lane masks whose active-lane counts are kept (`active_count`)
 
 
 class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
@@ -76,6 +77,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         # struct types of this launch, shared by its batches (statics are uniform values)
         self.struct_info: dict[str, StructInfo] = struct_info if struct_info is not None else {}
         self.thread_statements = 0
+        self.count_memo: dict[int, tuple[np.ndarray, int]] = {}  # `active_count`
         self.current: Node | None = None  # statement being executed
         self.init_mixins()
 
@@ -93,8 +95,30 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         self.frames.append(f)
         return f
 
+    def active_count(self, mask: np.ndarray) -> int:
+        """How many lanes of `mask` are active. Statements, stores and loop tests ask it of
+        the same few mask objects again and again (masks are never modified in place), so the
+        count is kept per mask, which the memo holds (its id is not reused meanwhile)."""
+        memo = self.count_memo
+        hit = memo.get(id(mask))
+        if hit is not None and hit[0] is mask:
+            return hit[1]
+        n = int(np.count_nonzero(mask))
+        if len(memo) >= COUNT_MEMO_SIZE:
+            memo.pop(next(iter(memo)))
+        memo[id(mask)] = (mask, n)
+        return n
+
     def lookup(self, name: str) -> Binding | None:
-        b = self.frame.lookup(name) if self.frames else self.globals.get(name)
+        frames = self.frames
+        if frames:  # (`Frame.lookup`, inlined: every identifier of every statement asks)
+            b = None
+            for scope in reversed(frames[-1].scopes):
+                b = scope.get(name)
+                if b is not None:
+                    break
+        else:
+            b = self.globals.get(name)
         if isinstance(b, Unavailable):  # the kernel reaches a declaration that failed: now stop
             raise UnsupportedError(
                 f"{name!r} is used, but its file-scope declaration could not be evaluated: "

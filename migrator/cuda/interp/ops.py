@@ -86,7 +86,8 @@ def binary(op: str, a: Val, b: Val, float_type: CType = FLOAT) -> Val:
         count = convert(b, t).data
         return Val(t, SHIFT[op](convert(a, t).data, count))
     t = arith_result(ta, tb, float_type)
-    x, y = convert(a, t).data, convert(b, t).data
+    x = a.data if ta is t else convert(a, t).data
+    y = b.data if tb is t else convert(b, t).data
     if op in COMPARE:
         return Val(BOOL, COMPARE[op](x, y))
     fn = ARITH.get(op)

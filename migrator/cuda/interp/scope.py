@@ -78,7 +78,7 @@ class VarLV:
             raise m.error(node, "assignment to an array")
         # lanes outside the mask keep their old value: a masked update, never a plain store
         old = self.var.val
-        if mask.all():
+        if m.active_count(mask) == mask.size:
             self.var.val = v
         elif (
             v.buf is not old.buf

@@ -72,7 +72,7 @@ class StmtMixin:
         fn = self._stmt.get(kind)
         if fn is None:
             raise self.unsupported(node, f"statement {kind}")
-        active = int(np.count_nonzero(mask))
+        active = self.active_count(mask)
         n = self.geo.n
         if (
             self.options.compact
@@ -100,7 +100,7 @@ class StmtMixin:
         try:
             for child in node.named_children:
                 m = self.frame.live(mask)
-                if not m.any():
+                if not self.active_count(m):
                     break
                 self.exec(child, m)
         finally:
@@ -420,14 +420,14 @@ class StmtMixin:
                 active = self.frame.running(active, loop)
                 if (test_first or it > 0) and cond is not None:
                     active = self.truth(cond, active)
-                if not active.any():
+                if not self.active_count(active):
                     break
                 self.exec(body, active)
                 if loop.used:  # continued lanes rejoin for the update and next test
                     loop.cont[:] = False
                     loop.used = bool(loop.brk.any())
                 active = self.frame.running(active, loop)
-                if update is not None and active.any():
+                if update is not None and self.active_count(active):
                     self.ev(update, active)
         finally:
             self.frame.loops.pop()
