@@ -75,6 +75,25 @@ __global__ void matmul(const float* A, const float* B, float* C, int M, int N, i
   if (row < M && col < N) C[row * N + col] = acc;
 }"""
 
+# Few lanes, long loops: one block of 64 threads, each accumulating a 4 x 4 register tile over
+# a long K loop (the inner step of a register-tiled GEMM). Every statement runs for only 64
+# lanes, so the interpreter's cost per statement, not per element, decides its time: the
+# regime of the real kernels that take longest to migrate (`bench_migrate_time.py`).
+REGISTER_TILE = """
+__global__ void register_tile(const float* a, const float* b, float* c, int K) {
+  int t = threadIdx.x;
+  float ra[4], rb[4], acc[4][4];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    for (int i = 0; i < 4; ++i) { ra[i] = a[(k * 64 + t) * 4 + i]; rb[i] = b[k * 4 + i]; }
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] += ra[i] * rb[j];
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) c[(t * 4 + i) * 4 + j] = acc[i][j];
+}"""
+
 
 Timing = tuple[list[float], list[float], list[float], RunResult]  # per round: interp, np, same
 
@@ -209,6 +228,33 @@ def case_tiled_matmul(size: int, repeat: int) -> Timing:
     return timing
 
 
+def case_register_tile(k: int, repeat: int) -> Timing:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(k * 64 * 4, dtype=np.float32)
+    b = rng.standard_normal(k * 4, dtype=np.float32)
+    c = np.ones(64 * 16, np.float32)
+    src = parse_text(REGISTER_TILE, "register_tile.cu")
+    a3 = a.reshape(k, 64, 4).astype(np.float64)
+    b2 = b.reshape(k, 4).astype(np.float64)
+
+    def same_bits() -> np.ndarray:
+        """Per thread and tile element, k ascending, each step a fused multiply-add."""
+        acc = np.zeros((64, 4, 4), np.float32)
+        for kk in range(k):
+            acc = (a3[kk][:, :, None] * b2[kk][None, None, :] + acc).astype(np.float32)
+        return acc.reshape(-1)
+
+    timing, expect, bits = _rounds(
+        lambda: run_kernel(src, "register_tile", 1, 64, {"a": a, "b": b, "c": c, "K": k}),
+        lambda: np.einsum("kti,kj->tij", a3, b2).reshape(-1),
+        same_bits,
+        repeat,
+    )
+    np.testing.assert_allclose(c, expect, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    np.testing.assert_array_equal(c, bits)
+    return timing
+
+
 # --- numba's CUDA simulator ------------------------------------------------------------------
 NUMBA_SIZES = {"vector_add": 4096, "block_reduce": 2048, "tiled_matmul": 32}
 
@@ -322,10 +368,12 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     n = 1 << 20 if args.quick else 1 << 24
     mm = 128 if args.quick else 512
+    rk = 32 if args.quick else 256  # the register tile's K: few lanes, 40 statements per k
     cases = [
         ("vector_add", f"vector_add {n:,}", lambda: case_vector_add(n, args.repeat)),
         ("block_reduce", f"block_reduce {n:,}", lambda: case_block_reduce(n, args.repeat)),
         ("tiled_matmul", f"tiled_matmul {mm}^3", lambda: case_tiled_matmul(mm, args.repeat)),
+        ("register_tile", f"register_tile K={rk}", lambda: case_register_tile(rk, args.repeat)),
     ]
     sim_ok = not args.no_numba and numba_simulator() is not None
     head = (
@@ -341,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<24}{t_i:>10.3f}{min(times_n):>10.4f}{_ratio(times_i, times_n):>8.0f}"
             f"{min(times_s):>12.4f}{_ratio(times_i, times_s):>7.1f}{rate:>16.3g}"
         )
-        if sim_ok:
+        if sim_ok and key in NUMBA_KERNELS:
             sim = numba_rate(key)
             row += f"{sim:>17.3g}{rate / sim:>9.0f}"
         print(row, flush=True)

@@ -95,6 +95,13 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         self.frames.append(f)
         return f
 
+    def release(self) -> None:
+        """Drop everything this batch's machine holds. Its dispatch tables hold its own bound
+        methods, a reference cycle that only the cycle collector would free, and with it the
+        batch's shared and local memory (a traced run's millions of values, which the
+        collector then walks): dropped here, it all goes as the run ends."""
+        self.__dict__.clear()
+
     def active_count(self, mask: np.ndarray) -> int:
         """How many lanes of `mask` are active. Statements, stores and loop tests ask it of
         the same few mask objects again and again (masks are never modified in place), so the

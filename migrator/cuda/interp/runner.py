@@ -218,7 +218,10 @@ def run_kernel(
                 raise InterpError(
                     f"internal error: {type(e).__name__}: {e}", m.span(m.current), fn.name
                 ) from e
-            result.thread_statements += m.thread_statements
+            finally:
+                statements = m.thread_statements
+                m.release()
+            result.thread_statements += statements
             result.batches += 1
     result.seconds = time.perf_counter() - t0
     result.findings = log.items
@@ -362,11 +365,28 @@ def _globals(m: Machine, args: Mapping[str, Any], cache: dict[str, Binding]) -> 
                     if isinstance(e, InterpError)
                     else m.unsupported(decl, f"file-scope declaration ({type(e).__name__}: {e})")
                 )
+                # kept without tracebacks: theirs hold this run's frames, and with them its
+                # arguments and machine (a traced run's values), until the cycle collector
+                # finds them
+                _drop_tracebacks(err)
                 for name in _declared_names(m, decl):
                     m.globals.setdefault(name, Unavailable(name, err))
     finally:
         m.frames[-1].scopes[-1] = scope
     cache.update(m.globals)
+
+
+def _drop_tracebacks(err: BaseException) -> None:
+    """`err` and the exceptions chained to it, without their tracebacks (the message stays)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        todo += [e.__cause__, e.__context__]
 
 
 def _global_decl(m: Machine, decl: Any, args: Mapping[str, Any]) -> None:
