@@ -69,8 +69,6 @@ class ExprMixin:
 
     def init_exprs(self: Machine) -> None:
         self.index_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        # lane mask id -> (the mask, its active lanes or None): `memory.active_lanes`
-        self.active_memo: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         self.closures: list[lambdas.Closure] = []  # lambda values index this
         self.numbers: dict[str, Val] = {}  # number literals by spelling (`_e_number`)
         self._expr: dict[str, Callable[[Node, np.ndarray], Val]] = {

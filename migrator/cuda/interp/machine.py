@@ -8,6 +8,8 @@ finding helpers that attach kernel name, block, thread and source line.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from tree_sitter import Node
 
@@ -36,7 +38,8 @@ from migrator.diagnostics import Span
 
 SHADOW_FLOAT = CType("float", "float", np.dtype(np.float64))
 MAX_CALL_DEPTH = 64
-COUNT_MEMO_SIZE = 8  # lane masks whose active-lane counts are kept (`active_count`)
+MASK_MEMO_SIZE = 8  # lane masks whose active lanes are kept (`_mask_facts`)
+_UNKNOWN = object()  # active lanes not asked for yet
 
 
 class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
@@ -77,7 +80,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         # struct types of this launch, shared by its batches (statics are uniform values)
         self.struct_info: dict[str, StructInfo] = struct_info if struct_info is not None else {}
         self.thread_statements = 0
-        self.count_memo: dict[int, tuple[np.ndarray, int]] = {}  # `active_count`
+        self.mask_memo: dict[int, list[Any]] = {}  # `_mask_facts`
         self.current: Node | None = None  # statement being executed
         self.init_mixins()
 
@@ -103,18 +106,30 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         self.__dict__.clear()
 
     def active_count(self, mask: np.ndarray) -> int:
-        """How many lanes of `mask` are active. Statements, stores and loop tests ask it of
-        the same few mask objects again and again (masks are never modified in place), so the
-        count is kept per mask, which the memo holds (its id is not reused meanwhile)."""
-        memo = self.count_memo
+        """How many lanes of `mask` are active."""
+        return self._mask_facts(mask)[1]
+
+    def active_lanes(self, mask: np.ndarray) -> np.ndarray | None:
+        """The indices of the active lanes of `mask`, or None where every lane is active."""
+        facts = self._mask_facts(mask)
+        if facts[2] is _UNKNOWN:
+            facts[2] = None if facts[1] == mask.size else np.flatnonzero(mask)
+        return facts[2]
+
+    def _mask_facts(self, mask: np.ndarray) -> list[Any]:
+        """[mask, active count, active lanes (computed when first asked)]. Statements, block
+        children, loop tests, stores and memory accesses ask them of the same few mask objects
+        again and again (masks are never modified in place), so they are kept per mask object,
+        which the memo holds (its id is not reused meanwhile)."""
+        memo = self.mask_memo
         hit = memo.get(id(mask))
         if hit is not None and hit[0] is mask:
-            return hit[1]
-        n = int(np.count_nonzero(mask))
-        if len(memo) >= COUNT_MEMO_SIZE:
+            return hit
+        facts = [mask, int(np.count_nonzero(mask)), _UNKNOWN]
+        if len(memo) >= MASK_MEMO_SIZE:
             memo.pop(next(iter(memo)))
-        memo[id(mask)] = (mask, n)
-        return n
+        memo[id(mask)] = facts
+        return facts
 
     def lookup(self, name: str) -> Binding | None:
         frames = self.frames

@@ -121,7 +121,7 @@ def _resolve(
     buf = ptr.buf
     if buf is None:
         raise m.unsupported(node, "access through a pointer that names no buffer")
-    idx = active_lanes(m, mask)
+    idx = m.active_lanes(mask)
     d = ptr.data
     if (type(d) is not np.ndarray or not d.ndim) and ctype.kind != "vec":
         fast = _resolve_uniform(m, buf, int(d), ctype, idx)
@@ -192,24 +192,6 @@ def _resolve(
     else:
         flat = off
     return Access(buf, idx, flat, span, ctype, node)
-
-
-ACTIVE_MEMO_SIZE = 4  # lane masks whose active lanes are kept (`active_lanes`)
-
-
-def active_lanes(m: Machine, mask: np.ndarray) -> np.ndarray | None:
-    """The indices of the active lanes of `mask`, or None where every lane is active. The
-    statements of a block share one mask object (masks are never modified in place), so the
-    answer is kept per mask, which the memo holds (its id is not reused meanwhile)."""
-    memo = m.active_memo
-    hit = memo.get(id(mask))
-    if hit is not None and hit[0] is mask:
-        return hit[1]
-    idx = None if mask.all() else np.flatnonzero(mask)
-    if len(memo) >= ACTIVE_MEMO_SIZE:
-        memo.pop(next(iter(memo)))
-    memo[id(mask)] = (mask, idx)
-    return idx
 
 
 def _resolve_uniform(
