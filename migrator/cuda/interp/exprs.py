@@ -410,11 +410,14 @@ class ExprMixin:
 
     # --- operators -----------------------------------------------------------------------------
     def _e_binary(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        op_node = node.child_by_field_name("operator")
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
-        assert op_node is not None and left is not None and right is not None
-        op = self.parsed.text(op_node)
+        parts = self.program.binary_parts.get(node.id)
+        if parts is None:
+            op_node = node.child_by_field_name("operator")
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            assert op_node is not None and left is not None and right is not None
+            parts = self.program.binary_parts[node.id] = (self.parsed.text(op_node), left, right)
+        op, left, right = parts
         if op in ("&&", "||"):
             a = truthy(self.ev(left, mask))
             # short-circuit per lane: the right side runs only where it decides the result
@@ -525,6 +528,14 @@ class ExprMixin:
         return Val(ct.BOOL, np.bool_(op == "!="))
 
     def _mul_operands(self: Machine, node: Node) -> tuple[Node, Node] | None:
+        memo = self.program.mul_parts
+        key = node.id
+        if key in memo:
+            return memo[key]
+        got = memo[key] = self._find_mul_operands(node)
+        return got
+
+    def _find_mul_operands(self: Machine, node: Node) -> tuple[Node, Node] | None:
         while node.type == "parenthesized_expression":
             node = node.named_children[-1]
         if node.type != "binary_expression":
@@ -595,11 +606,14 @@ class ExprMixin:
         return new if prefix else old
 
     def _e_assign(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
-        op_node = node.child_by_field_name("operator")
-        assert left is not None and right is not None and op_node is not None
-        op = self.parsed.text(op_node)
+        parts = self.program.assign_parts.get(node.id)
+        if parts is None:
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            op_node = node.child_by_field_name("operator")
+            assert left is not None and right is not None and op_node is not None
+            parts = self.program.assign_parts[node.id] = (self.parsed.text(op_node), left, right)
+        op, left, right = parts
         lv = self.lvalue(left, mask)
         if op == "=":
             v = self.ev(right, mask)
