@@ -409,15 +409,19 @@ class ExprMixin:
         return out
 
     # --- operators -----------------------------------------------------------------------------
-    def _e_binary(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        parts = self.program.binary_parts.get(node.id)
+    def operator_parts(self: Machine, node: Node) -> tuple[str, Node, Node]:
+        """(operator, left, right) of a binary or assignment expression, read from the tree
+        once per program: the evaluator asks for them at every execution."""
+        memo = self.program.operator_parts
+        parts = memo.get(node.id)
         if parts is None:
-            op_node = node.child_by_field_name("operator")
-            left = node.child_by_field_name("left")
-            right = node.child_by_field_name("right")
-            assert op_node is not None and left is not None and right is not None
-            parts = self.program.binary_parts[node.id] = (self.parsed.text(op_node), left, right)
-        op, left, right = parts
+            op, left, right = (node.child_by_field_name(f) for f in ("operator", "left", "right"))
+            assert op is not None and left is not None and right is not None
+            parts = memo[node.id] = (self.parsed.text(op), left, right)
+        return parts
+
+    def _e_binary(self: Machine, node: Node, mask: np.ndarray) -> Val:
+        op, left, right = self.operator_parts(node)
         if op in ("&&", "||"):
             a = truthy(self.ev(left, mask))
             # short-circuit per lane: the right side runs only where it decides the result
@@ -606,14 +610,7 @@ class ExprMixin:
         return new if prefix else old
 
     def _e_assign(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        parts = self.program.assign_parts.get(node.id)
-        if parts is None:
-            left = node.child_by_field_name("left")
-            right = node.child_by_field_name("right")
-            op_node = node.child_by_field_name("operator")
-            assert left is not None and right is not None and op_node is not None
-            parts = self.program.assign_parts[node.id] = (self.parsed.text(op_node), left, right)
-        op, left, right = parts
+        op, left, right = self.operator_parts(node)
         lv = self.lvalue(left, mask)
         if op == "=":
             v = self.ev(right, mask)

@@ -67,10 +67,9 @@ class Program:
     globals: list[Node] = field(default_factory=list)  # file-scope declarations, in order
     compact_cache: dict[int, Any] = field(default_factory=dict)  # node id -> compact.Safety
     # node id -> the parts of an operator node, read from the tree once (the evaluator asks
-    # for them at every execution): binary (op, left, right), assignment (op, left, right),
+    # for them at every execution): a binary or assignment expression's (op, left, right), the
     # `a * b` operands of a possible fused multiply-add (or None)
-    binary_parts: dict[int, tuple[str, Node, Node]] = field(default_factory=dict)
-    assign_parts: dict[int, tuple[str, Node, Node]] = field(default_factory=dict)
+    operator_parts: dict[int, tuple[str, Node, Node]] = field(default_factory=dict)
     mul_parts: dict[int, tuple[Node, Node] | None] = field(default_factory=dict)
     structs: dict[str, Node] = field(default_factory=dict)  # `struct S {...};` bodies by name
     # `template <class E> struct S {...};`: (template parameters, body) by name
