@@ -21,7 +21,7 @@ from migrator.cuda.interp.findings import OutOfBoundsError
 from migrator.cuda.interp.races import RaceTracker
 from migrator.cuda.interp.span import Span, put, span_of, take
 from migrator.cuda.interp.traced import OBJECT, Packed, Sym, TraceEscape, unpack
-from migrator.cuda.interp.values import Val, lanes
+from migrator.cuda.interp.values import Val, lanes, repeated
 
 if TYPE_CHECKING:
     from migrator.cuda.interp.machine import Machine
@@ -217,9 +217,8 @@ def _resolve_uniform(
         # one, which `span_of` never takes)
         return idx, flat, span_of(flat) if buf.per == "block" or buf.size == 1 else None
     count = m.geo.n if idx is None else idx.size
-    flat = np.ndarray((count,), np.int64, np.asarray(off, dtype=np.int64), 0, (0,))
-    flat.flags.writeable = False  # (one element seen by every lane: never written through)
-    return idx, flat, None
+    # (one element seen by every lane: never written through)
+    return idx, repeated(np.asarray(off, dtype=np.int64), count), None
 
 
 def _resolve_packed(

@@ -174,8 +174,12 @@ def lanes(v: Val, n: int) -> np.ndarray:
     d = np.asarray(d)
     if d.ndim or d.dtype == OBJECT:
         return d if d.ndim else np.broadcast_to(d, (n,))
-    # a read-only zero-stride view, as `broadcast_to` makes, at a tenth of its cost (a
-    # uniform index is broadcast at every access of a few-lane loop)
+    return repeated(d, n)
+
+
+def repeated(d: np.ndarray, n: int) -> np.ndarray:
+    """A 0-d numeric array as `n` lanes: a read-only zero-stride view, as `broadcast_to` makes,
+    at a tenth of its cost (a uniform index is broadcast at every access of a few-lane loop)."""
     out = np.ndarray((n,), d.dtype, d, 0, (0,))
     out.flags.writeable = False
     return out
