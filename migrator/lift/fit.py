@@ -414,34 +414,38 @@ class Canonicaliser:
                     for x in terms
                 ])  # fmt: skip
 
-        def go(x: Canon) -> Canon:
-            got = memo.get(id(x))
-            if got is not None:
-                return got
-            # (across calls too: the running sums of one row, rescaled at every merge, share
-            # their older terms, each rebuilt for the same max once)
-            key = (id(x), id(old), id(new))
-            hit = self.substituted.get(key)
-            if hit is not None and hit[0] is x and hit[1] is old and hit[2] is new:
-                memo[id(x)] = hit[3]
-                return hit[3]
-            tag = x[0]
-            if tag in _NARY:
-                out = self.nary(tag, [go(y) for y in x[1]])
-            elif tag == "div":
-                out = self._div(go(x[1]), go(x[2]))
-            elif tag == "exp":
-                arg = go(x[1])
-                items = list(arg[1]) if arg[0] == "sum" else [arg]
-                out = self._exp_of([self.neg(new) if _coef_base(y) == (-1.0, old) else y
-                                    for y in items])  # fmt: skip
-            else:
-                out = x
-            memo[id(x)] = out
-            self.substituted[key] = (x, old, new, out)
-            return out
+        return self._substituted(t, old, new, memo)
 
-        return go(t)
+    def _substituted(self, x: Canon, old: Canon, new: Canon, memo: dict[int, Canon]) -> Canon:
+        """`_subtracting`'s rewrite of `x` (a method, not a closure that calls itself: that
+        would be a reference cycle holding the canonicaliser and all its nodes)."""
+        got = memo.get(id(x))
+        if got is not None:
+            return got
+        # (across calls too: the running sums of one row, rescaled at every merge, share
+        # their older terms, each rebuilt for the same max once)
+        key = (id(x), id(old), id(new))
+        hit = self.substituted.get(key)
+        if hit is not None and hit[0] is x and hit[1] is old and hit[2] is new:
+            memo[id(x)] = hit[3]
+            return hit[3]
+        tag = x[0]
+        if tag in _NARY:
+            out = self.nary(tag, [self._substituted(y, old, new, memo) for y in x[1]])
+        elif tag == "div":
+            out = self._div(
+                self._substituted(x[1], old, new, memo), self._substituted(x[2], old, new, memo)
+            )
+        elif tag == "exp":
+            arg = self._substituted(x[1], old, new, memo)
+            items = list(arg[1]) if arg[0] == "sum" else [arg]
+            out = self._exp_of([self.neg(new) if _coef_base(y) == (-1.0, old) else y
+                                for y in items])  # fmt: skip
+        else:
+            out = x
+        memo[id(x)] = out
+        self.substituted[key] = (x, old, new, out)
+        return out
 
     def _merged_exps(self, factors: list[Canon]) -> list[Canon]:
         """`exp(a) * exp(b)` as `exp(a + b)`, a term and its negation cancelled in the sum."""
@@ -1057,7 +1061,10 @@ def fit_elements(
             return one
         first = LiftError(f"{tensor} is computed differently at the elements labels pick")
     except LiftError as e:
-        first = e
+        # (kept without its traceback: the traceback holds this frame, whose `first` would
+        # hold the traceback, a cycle that keeps the canonicaliser's nodes until the cycle
+        # collector walks them all)
+        first = e.with_traceback(None)
     names = list(OUT_VARS[: len(values.shape)])
     if unwritten is None:
         unwritten = _nan_elements(values)
@@ -1067,7 +1074,10 @@ def fit_elements(
                                   agrees)  # fmt: skip
         if picked is not None:
             return picked
-        raise first
+        try:
+            raise first
+        finally:
+            del first  # (likewise: the raise gives it a traceback through this frame)
     value, (lhs, rhs), inside, kept = masked
     # the others are fitted at elements the trace computed (a trace of some blocks: the
     # elements picked now differ from those its blocks were chosen for)

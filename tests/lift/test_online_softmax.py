@@ -283,3 +283,30 @@ def test_the_lanes_copies_of_one_merge_tree_share_one_canonical_tree() -> None:
     built = len(c.shared)
     assert c(second) is seen
     assert len(c.shared) == built  # nothing new was built for the second lane
+
+
+def test_a_canonicaliser_is_freed_without_the_cycle_collector() -> None:
+    """The rescaling rewrites leave no reference cycle that holds the canonicaliser: its
+    nodes (a million tuples for a real online softmax) go as soon as the fit is done, not at
+    a collection that walks them all."""
+    import gc
+    import weakref
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        c = Canonicaliser()
+        leaves = [_leaf(n, v) for n, v in enumerate([0.3, -1.0, 2.0, 0.5])]
+        m, s = leaves[0], (leaves[0] - leaves[0]).exp()
+        for x in leaves[1:]:
+            big = Sym(max(m.v, x.v), "max", (m, x))
+            s = Sym(0.0, "select", (">", x, m, s * (m - x).exp() + (x - x).exp(),
+                                    s + (x - m).exp()))  # fmt: skip
+            m = big
+        assert c(s)[0] == "sum"
+        alive = weakref.ref(c)
+        del c
+        assert alive() is None
+    finally:
+        if was:
+            gc.enable()

@@ -109,12 +109,15 @@ def _shuffle(
             inactive_src,
         )
 
-    def pick(v: Val) -> Val:
-        if v.comps is not None:
-            return Val(v.ctype, comps=tuple(pick(c) for c in v.comps))
-        return Val(v.ctype, lanes(v, m.geo.n)[src])
+    return _picked(value, src, m.geo.n)
 
-    return pick(value)
+
+def _picked(v: Val, src: np.ndarray, n: int) -> Val:
+    """Each lane's value from lane `src` (component by component). A function of its own,
+    not a closure that calls itself: that would be a reference cycle holding the machine."""
+    if v.comps is not None:
+        return Val(v.ctype, comps=tuple(_picked(c, src, n) for c in v.comps))
+    return Val(v.ctype, lanes(v, n)[src])
 
 
 def _src_idx(lane: np.ndarray, b: np.ndarray, w: int) -> np.ndarray:

@@ -14,14 +14,25 @@ from migrator.cuda.interp import run_kernel
 from migrator.cuda.parse import parse_text
 
 KERNEL = "__global__ void k(const float* x, float* y) { y[threadIdx.x] = 2.0f * x[threadIdx.x]; }"
+# a shuffle: its lane picking once was a closure that called itself, holding the machine
+SHUFFLE = (
+    "__global__ void k(const float* x, float* y) {\n"
+    "  float v = x[threadIdx.x];\n"
+    "  v += __shfl_xor_sync(0xffffffff, v, 1) - v;\n"
+    "  y[threadIdx.x] = 2.0f * v + 0.0f * __shfl_down_sync(0xffffffff, v, 0);\n}"
+)
 # a file-scope declaration the interpreter cannot evaluate: kept as an error, raised only
 # where a kernel uses the name (its traceback would hold the run's frames)
 BROKEN_GLOBAL = "int host_only(int x);\n__device__ int broken = host_only(3);\n"
 
 
-@pytest.mark.parametrize("prefix", ["", BROKEN_GLOBAL])
-def test_a_run_frees_its_machines_and_arguments_without_the_collector(prefix: str) -> None:
-    parsed = parse_text(prefix + KERNEL, "k.cu")
+@pytest.mark.parametrize(
+    ("prefix", "kernel"), [("", KERNEL), (BROKEN_GLOBAL, KERNEL), ("", SHUFFLE)]
+)
+def test_a_run_frees_its_machines_and_arguments_without_the_collector(
+    prefix: str, kernel: str
+) -> None:
+    parsed = parse_text(prefix + kernel, "k.cu")
     x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
     alive = weakref.ref(x)
     was = gc.isenabled()
