@@ -26,6 +26,7 @@ import numpy as np
 
 from migrator.contract import eval_expr
 from migrator.cuda.interp.traced import Sym
+from migrator.lift import transfer
 from migrator.lift.program import (
     Assign,
     Expr,
@@ -60,7 +61,7 @@ def size_pool(sizes: Mapping[str, int]) -> list[int]:
 
 
 class Canonicaliser:
-    def __init__(self) -> None:
+    def __init__(self, rename: bool = True) -> None:
         self.memo: dict[int, Canon] = {}
         self.keys: dict[int, tuple[str, tuple[float, ...]]] = {}
         # per n-ary node: the source rows (`Sym.at`) of the traced operations folded into it
@@ -81,6 +82,14 @@ class Canonicaliser:
         self.shared: dict[tuple[Any, ...], tuple[tuple[Any, ...], Canon, bool]] = {}
         # `_subtracting`'s rewrites, by (node, old, new) ids (the three kept with the entry)
         self.substituted: dict[tuple[int, int, int], tuple[Canon, Canon, Canon, Canon]] = {}
+        # values renamed from one of the same shape (`transfer`): per value, its shape; per
+        # shape, values canonicalised before and the renamings tried (hits, misses)
+        self.rename = rename
+        self.shapes: dict[int, tuple[int, int]] = {}
+        self.templates: dict[int, list[Sym]] = {}
+        self.template_tries: dict[int, tuple[int, int]] = {}
+        self.pending: dict[int, tuple[Sym, Any]] = {}  # values a transfer renames when asked
+        self.grouped: dict[int, tuple[Canon, list[tuple[str, list[Canon]]]]] = {}  # `_groups`
 
     def __call__(self, x: Any) -> Canon:
         if not isinstance(x, Sym):
@@ -88,9 +97,17 @@ class Canonicaliser:
         got = self.memo.get(id(x))
         if got is not None:
             return got
+        if self.rename:
+            got = transfer.pending(self, x) if self.pending else None
+            if got is None:
+                got = transfer.transferred(self, x)
+            if got is not None:
+                return got
         out = self._canon(x)
         self.memo[id(x)] = out
         self.held.append(x)  # (keyed by id: a freed value's id would find this entry)
+        if self.rename:
+            transfer.offer(self, x)
         return out
 
     def _canon(self, x: Sym) -> Canon:
@@ -606,10 +623,15 @@ def _cancelled(c: Canonicaliser, t: Canon) -> Canon:
 
 
 def _groups(c: Canonicaliser, t: Canon) -> list[tuple[str, list[Canon]]]:
-    """The operands of an n-ary node grouped by structure (already sorted by `key`)."""
+    """The operands of an n-ary node grouped by structure (already sorted by `key`); read,
+    not changed, by the fit, which asks again for nodes that several elements share."""
+    got = c.grouped.get(id(t))
+    if got is not None and got[0] is t:
+        return got[1]
     out: list[tuple[str, list[Canon]]] = []
     for sig, grp in itertools.groupby(t[1], key=lambda x: c.key(x)[0]):
         out.append((sig, list(grp)))
+    c.grouped[id(t)] = (t, out)
     return out
 
 

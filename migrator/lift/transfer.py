@@ -1,0 +1,299 @@
+"""A traced value computed exactly as one canonicalised before, over other input elements: its
+canonical form is the earlier one with the leaves renamed, not rebuilt.
+
+Every row of a softmax (every query of an attention, every lane's copy of a shuffle tree's
+merges) is the same arithmetic over other elements; canonicalising it costs the same rescaling
+rewrites each time (tens of milliseconds for a row of an online softmax). Two values have the
+same *shape* when their operation DAGs agree node for node (operation, constants, source rows,
+which operand is shared where) and differ only in the elements their leaves read. If the
+leaves correspond one to one (an injective renaming per tensor) and in the same order within
+each tensor, every decision the canonicaliser takes (flattening, constant folding, cancelling
+equal terms, sorting by structure and elements read) comes out the same on the renamed tree,
+except where a sort compares elements of two tensors at one position; those sums are sorted
+again. Anything that does not match exactly is canonicalised as usual.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from migrator.cuda.interp.traced import Sym
+from migrator.lift.program import LiftError
+
+if TYPE_CHECKING:
+    from migrator.lift.fit import Canon, Canonicaliser
+
+MIN_SIZE = 48  # operations (counted as a tree) below which a value is canonicalised directly
+CANDIDATES = 2  # earlier values of one shape kept to rename from
+SIZE_CAP = 1 << 30
+
+
+class _Mismatch(Exception):
+    """A leaf of the earlier canonical form that the renaming does not cover."""
+
+
+def shape_of(c: Canonicaliser, x: Sym) -> tuple[int, int, bool]:
+    """(hash of `x`'s DAG with leaves reduced to their tensors, its size as a tree, capped,
+    whether it reads an input element), computed for `x` and every value below it once
+    (iteratively: chains nest thousands deep)."""
+    shapes = c.shapes
+    got = shapes.get(id(x))
+    if got is not None:
+        return got
+    stack = [x]
+    while stack:
+        v = stack[-1]
+        if id(v) in shapes:
+            stack.pop()
+            continue
+        pending = [a for a in v.args if isinstance(a, Sym) and id(a) not in shapes]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        if v.op == "in":
+            shapes[id(v)] = (hash(("in", v.args[0], v.at)), 1, True)
+        else:
+            parts: list[Any] = [v.op, v.at]
+            size, reads = 1, False
+            for a in v.args:
+                if isinstance(a, Sym):
+                    h, n, r = shapes[id(a)]
+                    parts.append(h)
+                    size += n
+                    reads = reads or r
+                else:
+                    parts.append(_token(a))
+            shapes[id(v)] = (hash(tuple(parts)), min(size, SIZE_CAP), reads)
+        c.held.append(v)  # (keyed by id)
+    return shapes[id(x)]
+
+
+def _token(a: Any) -> Any:
+    if isinstance(a, str):
+        return a
+    try:
+        return float(a)
+    except (TypeError, ValueError):
+        return repr(a)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two non-traced operands alike: equal strings, or numbers equal to the bit (a NaN
+    matches a NaN; 0.0 does not match -0.0: their quotients differ)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    try:
+        fa, fb = float(a), float(b)
+    except (TypeError, ValueError):
+        return False
+    if fa != fa or fb != fb:
+        return fa != fa and fb != fb
+    return fa == fb and math.copysign(1.0, fa) == math.copysign(1.0, fb)
+
+
+def offer(c: Canonicaliser, x: Sym) -> None:
+    """Keep canonicalised `x` to rename from, if it is large enough to be worth it."""
+    h, size, _ = shape_of(c, x)
+    if size >= MIN_SIZE:
+        kept = c.templates.setdefault(h, [])
+        if len(kept) < CANDIDATES:
+            kept.append(x)
+
+
+def transferred(c: Canonicaliser, x: Sym) -> Canon | None:
+    """`x`'s canonical form renamed from an earlier value of its shape (memoised for every
+    value below `x` too), or None where none matches."""
+    h, size, _ = shape_of(c, x)
+    if size < MIN_SIZE:
+        return None
+    kept = c.templates.get(h)
+    if not kept:
+        return None
+    hits, misses = c.template_tries.get(h, (0, 0))
+    if misses > 2 * hits + 2:  # (a shape that never matches: a row's own column differs)
+        return None
+    for t in kept:
+        try:
+            done = _transfer(c, t, x)
+        except LiftError:  # (a structure too large to key: canonicalised as usual, and said so)
+            done = False
+        if done:
+            c.template_tries[h] = (hits + 1, misses)
+            return c.memo[id(x)]
+    c.template_tries[h] = (hits, misses + 1)
+    return None
+
+
+def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> bool:
+    """Walk the DAGs of `t_root` (canonicalised) and `n_root` in step; where they match and
+    their leaves correspond as the module says, memoise `n_root`'s values as the renamed
+    forms of `t_root`'s."""
+    pairs: dict[int, tuple[Sym, Sym]] = {}
+    taken: set[int] = set()
+    leaves: dict[tuple[str, int], int] = {}
+    back: dict[tuple[str, int], int] = {}
+    stack: list[tuple[Sym, Any]] = [(t_root, n_root)]
+    shapes = c.shapes
+    while stack:
+        t, n = stack.pop()
+        got = pairs.get(id(t))
+        if got is not None:
+            if got[1] is not n:
+                return False
+            continue
+        if (not isinstance(n, Sym) or n.op != t.op or n.at != t.at
+                or len(n.args) != len(t.args) or id(n) in taken):  # fmt: skip
+            return False
+        if t is n and t.op != "in" and shapes[id(t)][2]:
+            # a value of input elements both read (an element's row max, which every term
+            # of its row also reads; a maximum two lanes both take, spelled apart): the
+            # renaming would have to keep its leaves here and rename them elsewhere, which
+            # shows only deep below; refused at once (renaming is only ever a shortcut)
+            return False
+        pairs[id(t)] = (t, n)
+        taken.add(id(n))
+        if t.op == "in":
+            name = t.args[0]
+            if n.args[0] != name:
+                return False
+            a, b = int(t.args[1]), int(n.args[1])
+            if leaves.setdefault((name, a), b) != b or back.setdefault((name, b), a) != a:
+                return False
+            continue
+        for a, b in zip(t.args, n.args, strict=True):
+            if isinstance(a, Sym):
+                if a is b and a.op != "in" and shapes[id(a)][2]:
+                    return False  # (as below, seen one level up)
+                stack.append((a, b))
+            elif isinstance(b, Sym) or not _same(a, b):
+                return False
+    # within each tensor, the renaming keeps the order of the elements read
+    per: dict[str, list[tuple[int, int]]] = {}
+    for (name, a), b in leaves.items():
+        per.setdefault(name, []).append((a, b))
+    for got in per.values():
+        got.sort()
+        if any(p[1] >= q[1] for p, q in zip(got, got[1:], strict=False)):
+            return False
+    # one renaming of the numbers for all tensors (a row of one tensor, or equal shifts)
+    # keeps every comparison a sort makes; otherwise sorted sums are checked
+    numbers: dict[int, int] = {}
+    uniform = all(numbers.setdefault(a, b) == b for (_, a), b in leaves.items())
+    if uniform:
+        pairs_sorted = sorted(numbers.items())
+        uniform = all(p[1] < q[1] for p, q in zip(pairs_sorted, pairs_sorted[1:], strict=False))
+    renaming = _Renaming(leaves, not uniform)
+    try:
+        root = renaming.of(c, c.memo[id(t_root)])
+    except _Mismatch:
+        return False
+    c.memo[id(n_root)] = root
+    c.held.append(n_root)
+    # the values below: renamed when asked for (another element of the row, of the lane)
+    for t, n in pairs.values():
+        if n is not n_root and id(n) not in c.memo and id(t) in c.memo:
+            c.pending[id(n)] = (t, renaming)
+            c.held.append(n)
+    return True
+
+
+class _Renaming:
+    """The leaves' renaming of one transfer and the canonical nodes renamed so far."""
+
+    __slots__ = ("leaves", "check", "done")
+
+    def __init__(self, leaves: dict[tuple[str, int], int], check: bool) -> None:
+        self.leaves = leaves
+        self.check = check  # (sorted sums to check: tensors renamed apart)
+        self.done: dict[int, Canon] = {}
+
+    def of(self, c: Canonicaliser, t: Canon) -> Canon:
+        return _renamed(c, t, self)
+
+
+def pending(c: Canonicaliser, x: Sym) -> Canon | None:
+    """`x`'s canonical form where a transfer left it to rename (None if none did, or if
+    its leaves fall outside that renaming)."""
+    got = c.pending.pop(id(x), None)
+    if got is None:
+        return None
+    t, renaming = got
+    try:
+        out = renaming.of(c, c.memo[id(t)])
+    except _Mismatch:
+        return None
+    c.memo[id(x)] = out
+    return out
+
+
+def _renamed(c: Canonicaliser, t: Canon, r: _Renaming) -> Canon:
+    got = r.done.get(id(t))
+    if got is not None:
+        return got
+    tag = t[0]
+    out: Canon
+    if tag == "in":
+        b = r.leaves.get((t[1], t[2]))
+        if b is None:
+            raise _Mismatch
+        out = t if b == t[2] else ("in", t[1], b)
+    elif tag in ("c", "p"):
+        out = t
+    elif tag in ("sum", "prod", "max", "min"):
+        items = [_renamed(c, y, r) for y in t[1]]
+        if all(a is b for a, b in zip(items, t[1], strict=True)):
+            out = t
+        else:
+            if r.check and tag != "prod" and not _still_sorted(c, t[1], items):
+                items.sort(key=c.key)
+            out = (tag, tuple(items))
+    elif tag == "sel":
+        out = ("sel", t[1], *(_renamed(c, y, r) for y in t[2:]))
+        if any(a is not b for a, b in zip(out[2:], t[2:], strict=True)):
+            _renamed_condition(c, (t[1], id(t[2]), id(t[3])), (t[1], out[2], out[3]))
+        else:
+            out = t
+    else:  # exp, div, pow, functions: operands after the tag
+        parts = tuple(_renamed(c, y, r) if isinstance(y, tuple) else y for y in t[1:])
+        out = t if all(a is b for a, b in zip(parts, t[1:], strict=True)) else (tag, *parts)
+    if out is not t:
+        rows = c.rows.get(id(t))
+        if rows is not None:
+            c.rows[id(out)] = set(rows)
+        decided = c.decided.get(id(t))
+        if decided is not None:
+            cond, taken, other = decided
+            lhs, rhs = c.cond_ops[cond]
+            new = (cond[0], _renamed(c, lhs, r), _renamed(c, rhs, r))
+            _renamed_condition(c, cond, new)
+            c.decided[id(out)] = ((new[0], id(new[1]), id(new[2])),
+                                  _renamed(c, taken, r),
+                                  _renamed(c, other, r))  # fmt: skip
+        c.held.append(out)
+    r.done[id(t)] = out
+    return out
+
+
+def _renamed_condition(
+    c: Canonicaliser, cond: tuple[str, int, int], new: tuple[str, Canon, Canon]
+) -> None:
+    """The maxima comparison `new` (comparison, operands) stands where `cond` stood."""
+    key = (new[0], id(new[1]), id(new[2]))
+    if cond in c.cond_ops:
+        c.cond_ops[key] = (new[1], new[2])
+        c.held.extend(new[1:])
+    if cond in c.merges:
+        c.merges.add(key)
+
+
+def _still_sorted(c: Canonicaliser, before: tuple[Canon, ...], after: list[Canon]) -> bool:
+    """Whether renamed operands keep the sorted order: a pair of one structure compares the
+    elements read, and those of two tensors may meet at one position."""
+    for n in range(len(after) - 1):
+        if c.key(before[n])[0] != c.key(before[n + 1])[0]:
+            continue  # (told apart by structure, which renaming keeps)
+        if c.key(after[n]) > c.key(after[n + 1]):
+            return False
+    return True
