@@ -921,6 +921,39 @@ def test_kernels_of_whole_tiles_get_relations(tmp_path: Path) -> None:
     assert len(spec.all_size_sets()) == 3 and all(s["N"] % 512 == 0 for s in spec.all_size_sets())
 
 
+def test_a_measurement_runs_its_cheapest_size_sets_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each measurement attempt runs its drawn size sets cheapest first (by the product of
+    the sizes), so an attempt that cannot fit (a GEMM of whole tiles at ragged sizes) is
+    given up after its four cheapest runs; the attempt that fits runs them all and reads
+    them in drawn order (the spec is the one `test_a_tiled_gemm...` expects)."""
+    from migrator.infer import measure
+
+    attempts: list[list[int]] = []
+    real_measure, real_once = measure._measure, measure._probe_once
+
+    def attempt(*a: object, **k: object) -> object:
+        attempts.append([])
+        return real_measure(*a, **k)  # type: ignore[arg-type]
+
+    def once(parsed: object, data: object, big: object, sz: dict[str, int], *a: object) -> object:
+        attempts[-1].append(math.prod(sz.values()))
+        return real_once(parsed, data, big, sz, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_measure", attempt)
+    monkeypatch.setattr(measure, "_probe_once", once)
+    monkeypatch.setattr(measure, "_PROBES", {})  # (runs remembered by this test's attempts only)
+    src = tmp_path / "tile_gemm.cu"
+    src.write_text(TILE_GEMM)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.relations == ["K % 16 == 0", "M % 16 == 0", "N % 16 == 0"]
+    first, fitted = attempts[0], attempts[-1]
+    assert len(first) == 4 and first == sorted(first)
+    assert len(fitted) > 4 and fitted[:-1] == sorted(fitted[:-1])  # (then the repeat)
+
+
 def test_a_tiled_gemm_without_bounds_checks_is_inferred_and_migrated(tmp_path: Path) -> None:
     """Measured extents `K * M` become [M, K] where the kernel strides by K; the size the
     grid does not divide (K) is a multiple of a tile too; the migration is checked."""

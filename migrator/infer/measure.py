@@ -750,7 +750,6 @@ def _measure(
     names = sorted(data["sizes"])
     fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
     free = [n for n in names if n not in fixed]
-    runs: list[tuple[dict[str, int], dict[str, int]]] = []
     rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
     # tiles are large: fewer runs where fewer sizes leave fewer products to tell apart
@@ -772,28 +771,36 @@ def _measure(
             # 32 x 32 attentions ran seconds), small primes still tell the products apart
             table[:, c] = np.random.default_rng(3 + c).choice(UNTILED_BESIDE, size=n_runs)
     inputs = {t["param"] for t in data["tensors"] if t["role"] == "in"}
-    failed = ""
-    first_ok = None  # the first run that ran: repeated last with other integer inputs
-    for j in range(n_runs + 1):
-        row = table[j] if j < n_runs else table[first_ok if first_ok is not None else 0]
-        sz = _probe_sizes(data, free, fixed, row)
+    sets = [_probe_sizes(data, free, fixed, table[j]) for j in range(n_runs)]
+    # cheapest first (by the product of the sizes): an attempt that cannot fit says so after
+    # its four cheapest runs (its first four drawn cost an attention's measurement seconds);
+    # the runs are then read in their drawn order, as if run in it
+    order = sorted(range(n_runs), key=lambda j: (math.prod(sets[j][n] for n in free), j))
+    measured: dict[int, tuple[dict[str, int], dict[str, int] | None]] = {}
+    failures: dict[int, str] = {}
+    first_ok: int | None = None
+    for j in [*order, n_runs]:
+        if j < n_runs:
+            sz = sets[j]
+        else:  # the first run that ran (in drawn order), repeated with other integer inputs
+            first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)
+            sz = sets[first_ok if first_ok is not None else 0]
         high = 8 if j < n_runs else 16  # integer inputs (indices, labels) drawn in [0, high)
         try:
             extents = _probe_run(parsed, data, set(params), sz, high, rng)
         except (InterpError, ValueError, ArithmeticError) as e:
             # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
-            failed = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+            failures[j] = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
             extents = None
-        if extents is not None and first_ok is None and j < n_runs:
-            first_ok = j
-        runs.append((sz, extents))
-        done = [r for r in runs if r[1] is not None]
+        measured[j] = (sz, extents)
+        done = [measured[i] for i in sorted(measured)
+                if i < n_runs and measured[i][1] is not None]  # fmt: skip
         if 4 <= len(done) < n_runs and j < n_runs:
             # no formula fits the runs so far: none fits them all (each run of a slow kernel
             # costs seconds, and the next attempt may fit)
             for p in params:
-                used = [r for r in done if r[1].get(p, 0) > 0]
-                seen = [r[1][p] for r in used]
+                used = [r for r in done if r[1].get(p, 0) > 0]  # type: ignore[union-attr]
+                seen = [r[1][p] for r in used]  # type: ignore[index]
                 if (
                     len(used) >= 4
                     and max(seen) < PROBE_ELEMS
@@ -804,6 +811,8 @@ def _measure(
                         f"measured at {len(used)} size sets ({seen}) fit no product of "
                         f"{', '.join(free)}"
                     )
+    failed = failures[max(failures)] if failures else ""
+    runs = [measured[j] for j in range(n_runs + 1)]
     ok = [r for r in runs[:n_runs] if r[1] is not None]
     if len(ok) < 3 or runs[-1][1] is None:
         raise InferenceError(
