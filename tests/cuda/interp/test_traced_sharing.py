@@ -296,3 +296,17 @@ def test_a_grid_larger_than_memory_is_walked_lazily() -> None:
     with pytest.raises(InterpError, match="thread-statements"):
         run_kernel(SCALE, "scale", (2**31 - 1, 2**15, 1), (8, 4), _scale_args(12, 21),
                    options=InterpOptions(max_thread_statements=10_000, oob="report"))  # fmt: skip
+
+
+def test_object_ids_are_the_elements_ids() -> None:
+    """The ids read from an object array's memory are `id` of each element, for a plain
+    array, a strided view and a broadcast (which is copied first)."""
+    import numpy as np
+
+    from migrator.cuda.interp.traced import Sym, object_ids
+
+    objs = [Sym.leaf("x", i, float(i)) for i in range(10)]
+    a = np.empty(40, dtype=object)
+    a[:] = [objs[i % 7] for i in range(40)]
+    for view in (a, a[::3], a.reshape(5, 8)[:, 1], np.broadcast_to(a[:1], (12,))):
+        assert object_ids(view).tolist() == [id(x) for x in view.reshape(-1)]
