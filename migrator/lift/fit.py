@@ -46,6 +46,7 @@ _NARY = ("sum", "prod", "max", "min")
 _OP_OF = {"sum": "+", "prod": "*", "max": "max", "min": "min"}
 MAX_NODES = 5000  # program nodes one fit may build (Fitter.node)
 MAX_CANON_WORK = 2_000_000  # operands copied per form fitted (100x a real GEMM or norm)
+BUILD_EFFORT = 4  # a node built (rewrites, sorting) costs some values found in the memo
 MAX_KEY_SIZE = 1_000_000  # characters plus input elements of one expression's structure key
 # a max starting from -1e30 / -FLT_MAX / -INFINITY, or from what `cudaMemset(m, -10000.0f, n)`
 # leaves (0xF0 bytes: -5.97e29): no operand (no value the tasks draw comes near)
@@ -86,8 +87,10 @@ class Canonicaliser:
         # shape, values canonicalised before and the renamings tried (hits, misses)
         self.rename = rename
         self.shapes: dict[int, tuple[int, int]] = {}
-        self.templates: dict[int, list[Sym]] = {}
-        self.template_tries: dict[int, tuple[int, int]] = {}
+        self.templates: dict[int, list[tuple[Sym, int]]] = {}
+        # per shape: renaming's cost and what it saved so far, in canonicalisation effort
+        self.template_tries: dict[int | None, tuple[int, int]] = {}  # (None: all shapes)
+        self.effort = 0  # values canonicalised, and nodes built (BUILD_EFFORT each), so far
         self.pending: dict[int, tuple[Sym, Any]] = {}  # values a transfer renames when asked
         self.grouped: dict[int, tuple[Canon, list[tuple[str, list[Canon]]]]] = {}  # `_groups`
 
@@ -103,11 +106,13 @@ class Canonicaliser:
                 got = transfer.transferred(self, x)
             if got is not None:
                 return got
+        before = self.effort
         out = self._canon(x)
+        self.effort += 1
         self.memo[id(x)] = out
         self.held.append(x)  # (keyed by id: a freed value's id would find this entry)
         if self.rename:
-            transfer.offer(self, x)
+            transfer.offer(self, x, self.effort - before)
         return out
 
     def _canon(self, x: Sym) -> Canon:
@@ -169,6 +174,7 @@ class Canonicaliser:
                 self.rows.setdefault(id(out), set()).update(rows)
             return out
         out, fresh = build()
+        self.effort += BUILD_EFFORT
         self.shared[key] = (operands, out, bool(fresh))
         self.held.append(out)
         return out

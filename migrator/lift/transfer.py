@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 MIN_SIZE = 48  # operations (counted as a tree) below which a value is canonicalised directly
 CANDIDATES = 2  # earlier values of one shape kept to rename from
+WALK_PER_EFFORT = 2  # steps of a walk that cost about one unit of canonicalisation effort
+FREE_STEPS = 1500  # steps each shape may walk before its ledger must show savings
+FREE_STEPS_IN_ALL = 20000  # ... and all shapes together
 SIZE_CAP = 1 << 30
 
 
@@ -93,48 +96,76 @@ def _same(a: Any, b: Any) -> bool:
     return fa == fb and math.copysign(1.0, fa) == math.copysign(1.0, fb)
 
 
-def offer(c: Canonicaliser, x: Sym) -> None:
-    """Keep canonicalised `x` to rename from, if it is large enough to be worth it."""
+def offer(c: Canonicaliser, x: Sym, effort: int) -> None:
+    """Keep canonicalised `x` (which took `effort`) to rename from, if it is large enough."""
+    total_spent, total_saved = c.template_tries.get(None, (0, 0))
+    if total_spent > WALK_PER_EFFORT * total_saved + FREE_STEPS_IN_ALL:
+        return  # (renaming has not paid in this fit: `transferred` tries no more)
     h, size, _ = shape_of(c, x)
     if size >= MIN_SIZE:
         kept = c.templates.setdefault(h, [])
         if len(kept) < CANDIDATES:
-            kept.append(x)
+            kept.append((x, effort))
 
 
 def transferred(c: Canonicaliser, x: Sym) -> Canon | None:
     """`x`'s canonical form renamed from an earlier value of its shape (memoised for every
     value below `x` too), or None where none matches."""
+    total_spent, total_saved = c.template_tries.get(None, (0, 0))  # (all shapes together)
+    if total_spent > WALK_PER_EFFORT * total_saved + FREE_STEPS_IN_ALL:
+        return None  # (nor the shapes hashed: renaming has not paid in this fit)
     h, size, _ = shape_of(c, x)
     if size < MIN_SIZE:
         return None
     kept = c.templates.get(h)
     if not kept:
         return None
-    hits, misses = c.template_tries.get(h, (0, 0))
-    if misses > 2 * hits + 2:  # (a shape that never matches: a row's own column differs)
+    # renaming pays where canonicalising costs more than walking the two DAGs: a row of an
+    # online softmax (rescaling rewrites), not values mostly found in the memo (what other
+    # elements share) or shapes that seldom match (a row's own column differs); each shape
+    # keeps a ledger of steps walked against effort saved (deterministic counts, not time)
+    spent, saved = c.template_tries.get(h, (0, 0))
+    if spent > WALK_PER_EFFORT * saved + FREE_STEPS:
         return None
-    for t in kept:
+    for t, effort in kept:
         try:
-            done = _transfer(c, t, x)
+            done, walked = _transfer(c, t, x)
         except LiftError:  # (a structure too large to key: canonicalised as usual, and said so)
-            done = False
+            done, walked = False, 0
+        spent += walked
+        total_spent += walked
         if done:
-            c.template_tries[h] = (hits + 1, misses)
+            c.template_tries[h] = (spent, saved + effort)
+            c.template_tries[None] = (total_spent, total_saved + effort)
             return c.memo[id(x)]
-    c.template_tries[h] = (hits, misses + 1)
+    c.template_tries[h] = (spent, saved)
+    c.template_tries[None] = (total_spent, total_saved)
     return None
 
 
-def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> bool:
+def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int]:
     """Walk the DAGs of `t_root` (canonicalised) and `n_root` in step; where they match and
     their leaves correspond as the module says, memoise `n_root`'s values as the renamed
-    forms of `t_root`'s."""
+    forms of `t_root`'s. Returns whether it did, and how many values the walk paired."""
     pairs: dict[int, tuple[Sym, Sym]] = {}
     taken: set[int] = set()
     leaves: dict[tuple[str, int], int] = {}
     back: dict[tuple[str, int], int] = {}
     stack: list[tuple[Sym, Any]] = [(t_root, n_root)]
+    done = _walk(c, stack, pairs, taken, leaves, back) and _rename_from(
+        c, t_root, n_root, pairs, leaves
+    )
+    return done, len(pairs)
+
+
+def _walk(
+    c: Canonicaliser,  # (the lockstep walk of `_transfer`: whether the two DAGs match)
+    stack: list[tuple[Sym, Any]],
+    pairs: dict[int, tuple[Sym, Sym]],
+    taken: set[int],
+    leaves: dict[tuple[str, int], int],
+    back: dict[tuple[str, int], int],
+) -> bool:
     shapes = c.shapes
     while stack:
         t, n = stack.pop()
@@ -169,6 +200,18 @@ def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> bool:
                 stack.append((a, b))
             elif isinstance(b, Sym) or not _same(a, b):
                 return False
+    return True
+
+
+def _rename_from(
+    c: Canonicaliser,
+    t_root: Sym,
+    n_root: Sym,
+    pairs: dict[int, tuple[Sym, Sym]],
+    leaves: dict[tuple[str, int], int],
+) -> bool:
+    """Memoise `n_root`'s canonical form (and leave its values' to rename when asked) from
+    the walk's pairs and leaves, where the renaming keeps the order the module says."""
     # within each tensor, the renaming keeps the order of the elements read
     per: dict[str, list[tuple[int, int]]] = {}
     for (name, a), b in leaves.items():
