@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 
 MIN_SIZE = 48  # operations (counted as a tree) below which a value is canonicalised directly
 CANDIDATES = 2  # earlier values of one shape kept to rename from
-WALK_PER_EFFORT = 2  # steps of a walk that cost about one unit of canonicalisation effort
+WALK_PER_EFFORT = 1  # steps of a walk (or renaming) that cost about one unit of effort saved
+KEY_STEPS = 4  # steps one renamed operand's sort key costs (its leaves spelled out)
 FREE_STEPS = 1500  # steps each shape may walk before its ledger must show savings
-FREE_STEPS_IN_ALL = 20000  # ... and all shapes together
+FREE_STEPS_IN_ALL = 100000  # ... and all shapes together (values hashed included)
 SIZE_CAP = 1 << 30
 
 
@@ -36,16 +37,21 @@ class _Mismatch(Exception):
     """A leaf of the earlier canonical form that the renaming does not cover."""
 
 
-def shape_of(c: Canonicaliser, x: Sym) -> tuple[int, int, bool]:
+def shape_of(c: Canonicaliser, x: Sym, limit: int | None = None) -> tuple[int, int, bool] | None:
     """(hash of `x`'s DAG with leaves reduced to their tensors, its size as a tree, capped,
     whether it reads an input element), computed for `x` and every value below it once
-    (iteratively: chains nest thousands deep)."""
+    (iteratively: chains nest thousands deep); None where that would take more than about
+    `limit` values not hashed yet (those hashed meanwhile are kept)."""
     shapes = c.shapes
     got = shapes.get(id(x))
     if got is not None:
         return got
     stack = [x]
+    steps = 0
     while stack:
+        steps += 1
+        if limit is not None and steps > 2 * limit:
+            return None
         v = stack[-1]
         if id(v) in shapes:
             stack.pop()
@@ -98,64 +104,86 @@ def _same(a: Any, b: Any) -> bool:
 
 def offer(c: Canonicaliser, x: Sym, effort: int) -> None:
     """Keep canonicalised `x` (which took `effort`) to rename from, if it is large enough."""
-    total_spent, total_saved = c.template_tries.get(None, (0, 0))
-    if total_spent > WALK_PER_EFFORT * total_saved + FREE_STEPS_IN_ALL:
+    if not _paying(c):
         return  # (renaming has not paid in this fit: `transferred` tries no more)
-    h, size, _ = shape_of(c, x)
-    if size >= MIN_SIZE:
-        kept = c.templates.setdefault(h, [])
+    got = _shape_charged(c, x)
+    if got is not None and got[1] >= MIN_SIZE:
+        kept = c.templates.setdefault(got[0], [])
         if len(kept) < CANDIDATES:
             kept.append((x, effort))
+
+
+# Renaming pays where canonicalising costs more than hashing and walking the two DAGs: a row
+# of an online softmax (rescaling rewrites), not values mostly found in the memo (what other
+# elements share), shapes that seldom match (a row's own column differs), or huge traces of
+# cheap arithmetic (an iterative solver's). Each shape, and the fit as a whole (key None),
+# keeps a ledger of steps spent (values hashed, paired, renamed) against canonicalisation
+# effort saved: deterministic counts, not time, so a fit takes the same path every run.
+def _paying(c: Canonicaliser, h: int | None = None) -> bool:
+    spent, saved = c.template_tries.get(h, (0, 0))
+    free = FREE_STEPS_IN_ALL if h is None else FREE_STEPS
+    return spent <= WALK_PER_EFFORT * saved + free
+
+
+def _charge(c: Canonicaliser, h: int | None, steps: int, gain: int = 0) -> None:
+    for key in (h, None) if h is not None else (None,):
+        spent, saved = c.template_tries.get(key, (0, 0))
+        c.template_tries[key] = (spent + steps, saved + gain)
+
+
+def _shape_charged(c: Canonicaliser, x: Sym) -> tuple[int, int, bool] | None:
+    """`shape_of(x)`, within what the fit's ledger has left (a trace of a million cheap
+    values is not hashed at its first root), the values hashed charged to it."""
+    spent, saved = c.template_tries.get(None, (0, 0))
+    left = WALK_PER_EFFORT * saved + FREE_STEPS_IN_ALL - spent
+    before = len(c.shapes)
+    got = shape_of(c, x, max(left, 1))
+    _charge(c, None, max(len(c.shapes) - before, 1 if got is not None else left + 1))
+    return got
 
 
 def transferred(c: Canonicaliser, x: Sym) -> Canon | None:
     """`x`'s canonical form renamed from an earlier value of its shape (memoised for every
     value below `x` too), or None where none matches."""
-    total_spent, total_saved = c.template_tries.get(None, (0, 0))  # (all shapes together)
-    if total_spent > WALK_PER_EFFORT * total_saved + FREE_STEPS_IN_ALL:
-        return None  # (nor the shapes hashed: renaming has not paid in this fit)
-    h, size, _ = shape_of(c, x)
-    if size < MIN_SIZE:
+    if not _paying(c):
+        return None  # (nor are more values hashed)
+    got = _shape_charged(c, x)
+    if got is None or got[1] < MIN_SIZE:
         return None
+    h = got[0]
     kept = c.templates.get(h)
-    if not kept:
-        return None
-    # renaming pays where canonicalising costs more than walking the two DAGs: a row of an
-    # online softmax (rescaling rewrites), not values mostly found in the memo (what other
-    # elements share) or shapes that seldom match (a row's own column differs); each shape
-    # keeps a ledger of steps walked against effort saved (deterministic counts, not time)
-    spent, saved = c.template_tries.get(h, (0, 0))
-    if spent > WALK_PER_EFFORT * saved + FREE_STEPS:
+    if not kept or not _paying(c, h):
         return None
     for t, effort in kept:
         try:
-            done, walked = _transfer(c, t, x)
+            done, cost, fresh = _transfer(c, t, x)
         except LiftError:  # (a structure too large to key: canonicalised as usual, and said so)
-            done, walked = False, 0
-        spent += walked
-        total_spent += walked
+            done, cost, fresh = False, 0, 0.0
+        # (saved: `t`'s effort for the share of `x`'s values not canonicalised already;
+        # values other elements share would have been found in the memo)
+        _charge(c, h, cost, int(effort * fresh) if done else 0)
         if done:
-            c.template_tries[h] = (spent, saved + effort)
-            c.template_tries[None] = (total_spent, total_saved + effort)
             return c.memo[id(x)]
-    c.template_tries[h] = (spent, saved)
-    c.template_tries[None] = (total_spent, total_saved)
     return None
 
 
-def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int]:
+def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int, float]:
     """Walk the DAGs of `t_root` (canonicalised) and `n_root` in step; where they match and
     their leaves correspond as the module says, memoise `n_root`'s values as the renamed
-    forms of `t_root`'s. Returns whether it did, and how many values the walk paired."""
+    forms of `t_root`'s. Returns whether it did, its cost in steps (values paired, canonical
+    nodes renamed) and the share of `n_root`'s values that were not canonicalised yet."""
     pairs: dict[int, tuple[Sym, Sym]] = {}
     taken: set[int] = set()
     leaves: dict[tuple[str, int], int] = {}
     back: dict[tuple[str, int], int] = {}
     stack: list[tuple[Sym, Any]] = [(t_root, n_root)]
-    done = _walk(c, stack, pairs, taken, leaves, back) and _rename_from(
-        c, t_root, n_root, pairs, leaves
-    )
-    return done, len(pairs)
+    if not _walk(c, stack, pairs, taken, leaves, back):
+        return False, len(pairs), 0.0
+    memo, pend = c.memo, c.pending  # (values a renaming left to rename: as good as done)
+    fresh = sum(1 for _, n in pairs.values() if id(n) not in memo and id(n) not in pend)
+    fresh /= len(pairs)
+    renamed = _rename_from(c, t_root, n_root, pairs, leaves)
+    return renamed is not None, len(pairs) + (renamed or 0), fresh
 
 
 def _walk(
@@ -209,9 +237,10 @@ def _rename_from(
     n_root: Sym,
     pairs: dict[int, tuple[Sym, Sym]],
     leaves: dict[tuple[str, int], int],
-) -> bool:
+) -> int | None:
     """Memoise `n_root`'s canonical form (and leave its values' to rename when asked) from
-    the walk's pairs and leaves, where the renaming keeps the order the module says."""
+    the walk's pairs and leaves, where the renaming keeps the order the module says; the
+    number of canonical nodes renamed, or None where it does not."""
     # within each tensor, the renaming keeps the order of the elements read
     per: dict[str, list[tuple[int, int]]] = {}
     for (name, a), b in leaves.items():
@@ -219,7 +248,7 @@ def _rename_from(
     for got in per.values():
         got.sort()
         if any(p[1] >= q[1] for p, q in zip(got, got[1:], strict=False)):
-            return False
+            return None
     # one renaming of the numbers for all tensors (a row of one tensor, or equal shifts)
     # keeps every comparison a sort makes; otherwise sorted sums are checked
     numbers: dict[int, int] = {}
@@ -231,7 +260,7 @@ def _rename_from(
     try:
         root = renaming.of(c, c.memo[id(t_root)])
     except _Mismatch:
-        return False
+        return None
     c.memo[id(n_root)] = root
     c.held.append(n_root)
     # the values below: renamed when asked for (another element of the row, of the lane)
@@ -239,18 +268,19 @@ def _rename_from(
         if n is not n_root and id(n) not in c.memo and id(t) in c.memo:
             c.pending[id(n)] = (t, renaming)
             c.held.append(n)
-    return True
+    return len(renaming.done) + KEY_STEPS * renaming.compared
 
 
 class _Renaming:
     """The leaves' renaming of one transfer and the canonical nodes renamed so far."""
 
-    __slots__ = ("leaves", "check", "done")
+    __slots__ = ("leaves", "check", "done", "compared")
 
     def __init__(self, leaves: dict[tuple[str, int], int], check: bool) -> None:
         self.leaves = leaves
         self.check = check  # (sorted sums to check: tensors renamed apart)
         self.done: dict[int, Canon] = {}
+        self.compared = 0  # operands whose renamed keys were compared (`_still_sorted`)
 
     def of(self, c: Canonicaliser, t: Canon) -> Canon:
         return _renamed(c, t, self)
@@ -289,7 +319,7 @@ def _renamed(c: Canonicaliser, t: Canon, r: _Renaming) -> Canon:
         if all(a is b for a, b in zip(items, t[1], strict=True)):
             out = t
         else:
-            if r.check and tag != "prod" and not _still_sorted(c, t[1], items):
+            if r.check and tag != "prod" and not _still_sorted(c, t[1], items, r):
                 items.sort(key=c.key)
             out = (tag, tuple(items))
     elif tag == "sel":
@@ -331,12 +361,15 @@ def _renamed_condition(
         c.merges.add(key)
 
 
-def _still_sorted(c: Canonicaliser, before: tuple[Canon, ...], after: list[Canon]) -> bool:
+def _still_sorted(
+    c: Canonicaliser, before: tuple[Canon, ...], after: list[Canon], r: _Renaming
+) -> bool:
     """Whether renamed operands keep the sorted order: a pair of one structure compares the
     elements read, and those of two tensors may meet at one position."""
     for n in range(len(after) - 1):
         if c.key(before[n])[0] != c.key(before[n + 1])[0]:
             continue  # (told apart by structure, which renaming keeps)
+        r.compared += 2  # (keys of renamed operands: as costly as a walk's steps, or more)
         if c.key(after[n]) > c.key(after[n + 1]):
             return False
     return True
