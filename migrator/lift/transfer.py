@@ -4,13 +4,15 @@ canonical form is the earlier one with the leaves renamed, not rebuilt.
 Every row of a softmax (every query of an attention, every lane's copy of a shuffle tree's
 merges) is the same arithmetic over other elements; canonicalising it costs the same rescaling
 rewrites each time (tens of milliseconds for a row of an online softmax). Two values have the
-same *shape* when their operation DAGs agree node for node (operation, constants, source rows,
-which operand is shared where) and differ only in the elements their leaves read. If the
-leaves correspond one to one (an injective renaming per tensor) and in the same order within
-each tensor, every decision the canonicaliser takes (flattening, constant folding, cancelling
-equal terms, sorting by structure and elements read) comes out the same on the renamed tree,
-except where a sort compares elements of two tensors at one position; those sums are sorted
-again. Anything that does not match exactly is canonicalised as usual.
+same *shape* (a hash) when their operation DAGs agree node for node (operation, constants,
+source rows) and differ only in the elements their leaves read; a walk of both in step
+confirms it, which operand is shared where included. If the leaves correspond one to one (an
+injective renaming per tensor) and in the same order within each tensor, every decision the
+canonicaliser takes (flattening, constant folding, cancelling equal terms, sorting by
+structure and elements read) comes out the same on the renamed tree, except where a sort
+compares elements of two tensors at one position; those sums are sorted again. Anything that
+does not match exactly is canonicalised as usual, and a ledger stops renaming where it costs
+more than it saves.
 """
 
 from __future__ import annotations
