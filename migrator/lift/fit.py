@@ -83,13 +83,13 @@ class Canonicaliser:
         self.shared: dict[tuple[Any, ...], tuple[tuple[Any, ...], Canon, bool]] = {}
         # `_subtracting`'s rewrites, by (node, old, new) ids (the three kept with the entry)
         self.substituted: dict[tuple[int, int, int], tuple[Canon, Canon, Canon, Canon]] = {}
-        # values renamed from one of the same shape (`transfer`): per value, its shape; per
-        # shape, values canonicalised before and the renamings tried (hits, misses)
+        # values renamed from one of the same shape (`transfer`): per value, its shape (hash,
+        # size, reads an input); per shape, values canonicalised before and their effort; per
+        # shape and for the fit (None), renaming's ledger (steps spent, effort saved)
         self.rename = rename
-        self.shapes: dict[int, tuple[int, int]] = {}
+        self.shapes: dict[int, tuple[int, int, bool]] = {}
         self.templates: dict[int, list[tuple[Sym, int]]] = {}
-        # per shape: renaming's cost and what it saved so far, in canonicalisation effort
-        self.template_tries: dict[int | None, tuple[int, int]] = {}  # (None: all shapes)
+        self.ledger: dict[int | None, tuple[int, int]] = {}
         self.effort = 0  # values canonicalised, and nodes built (BUILD_EFFORT each), so far
         self.pending: dict[int, tuple[Sym, Any]] = {}  # values a transfer renames when asked
         self.grouped: dict[int, tuple[Canon, list[tuple[str, list[Canon]]]]] = {}  # `_groups`

@@ -122,21 +122,21 @@ def offer(c: Canonicaliser, x: Sym, effort: int) -> None:
 # keeps a ledger of steps spent (values hashed, paired, renamed) against canonicalisation
 # effort saved: deterministic counts, not time, so a fit takes the same path every run.
 def _paying(c: Canonicaliser, h: int | None = None) -> bool:
-    spent, saved = c.template_tries.get(h, (0, 0))
+    spent, saved = c.ledger.get(h, (0, 0))
     free = FREE_STEPS_IN_ALL if h is None else FREE_STEPS
     return spent <= WALK_PER_EFFORT * saved + free
 
 
 def _charge(c: Canonicaliser, h: int | None, steps: int, gain: int = 0) -> None:
     for key in (h, None) if h is not None else (None,):
-        spent, saved = c.template_tries.get(key, (0, 0))
-        c.template_tries[key] = (spent + steps, saved + gain)
+        spent, saved = c.ledger.get(key, (0, 0))
+        c.ledger[key] = (spent + steps, saved + gain)
 
 
 def _shape_charged(c: Canonicaliser, x: Sym) -> tuple[int, int, bool] | None:
     """`shape_of(x)`, within what the fit's ledger has left (a trace of a million cheap
     values is not hashed at its first root), the values hashed charged to it."""
-    spent, saved = c.template_tries.get(None, (0, 0))
+    spent, saved = c.ledger.get(None, (0, 0))
     left = WALK_PER_EFFORT * saved + FREE_STEPS_IN_ALL - spent
     before = len(c.shapes)
     got = shape_of(c, x, max(left, 1))
@@ -189,13 +189,15 @@ def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int, fl
 
 
 def _walk(
-    c: Canonicaliser,  # (the lockstep walk of `_transfer`: whether the two DAGs match)
+    c: Canonicaliser,
     stack: list[tuple[Sym, Any]],
     pairs: dict[int, tuple[Sym, Sym]],
     taken: set[int],
     leaves: dict[tuple[str, int], int],
     back: dict[tuple[str, int], int],
 ) -> bool:
+    """`_transfer`'s walk of the two DAGs in step: whether they match node for node, filling
+    `pairs` (value ids to value pairs) and `leaves` (the renaming, `back` its inverse)."""
     shapes = c.shapes
     while stack:
         t, n = stack.pop()
@@ -244,21 +246,16 @@ def _rename_from(
     the walk's pairs and leaves, where the renaming keeps the order the module says; the
     number of canonical nodes renamed, or None where it does not."""
     # within each tensor, the renaming keeps the order of the elements read
-    per: dict[str, list[tuple[int, int]]] = {}
+    per: dict[str, dict[int, int]] = {}
     for (name, a), b in leaves.items():
-        per.setdefault(name, []).append((a, b))
-    for got in per.values():
-        got.sort()
-        if any(p[1] >= q[1] for p, q in zip(got, got[1:], strict=False)):
-            return None
+        per.setdefault(name, {})[a] = b
+    if not all(_increasing(m) for m in per.values()):
+        return None
     # one renaming of the numbers for all tensors (a row of one tensor, or equal shifts)
     # keeps every comparison a sort makes; otherwise sorted sums are checked
     numbers: dict[int, int] = {}
     uniform = all(numbers.setdefault(a, b) == b for (_, a), b in leaves.items())
-    if uniform:
-        pairs_sorted = sorted(numbers.items())
-        uniform = all(p[1] < q[1] for p, q in zip(pairs_sorted, pairs_sorted[1:], strict=False))
-    renaming = _Renaming(leaves, not uniform)
+    renaming = _Renaming(leaves, not (uniform and _increasing(numbers)))
     try:
         root = renaming.of(c, c.memo[id(t_root)])
     except _Mismatch:
@@ -271,6 +268,12 @@ def _rename_from(
             c.pending[id(n)] = (t, renaming)
             c.held.append(n)
     return len(renaming.done) + KEY_STEPS * renaming.compared
+
+
+def _increasing(renaming: dict[int, int]) -> bool:
+    """Whether a renaming of numbers keeps their order (strictly)."""
+    got = sorted(renaming.items())
+    return all(p[1] < q[1] for p, q in zip(got, got[1:], strict=False))
 
 
 class _Renaming:

@@ -42,7 +42,7 @@ def _fresh(x: Sym) -> Any:
 
 def _renamed_hits(c: Canonicaliser) -> int:
     """The canonicalisation effort renaming saved (more than 0: some value was renamed)."""
-    return c.template_tries.get(None, (0, 0))[1]
+    return c.ledger.get(None, (0, 0))[1]
 
 
 ROW = st.lists(st.floats(-4, 4, allow_nan=False), min_size=10, max_size=14)
