@@ -7,7 +7,6 @@ The import package is ``migrator``; the console script is ``migrate``. Library A
     m = migrator.migrate("kernel.cu", out_dir="out")  # Migration: NKI kernel, report, checks
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path as _Path
 from typing import Any
 
@@ -23,10 +22,6 @@ if not (_HERE / "patterns").is_dir() and all(
 ):
     __path__.append(str(_HERE.parent))
 
-try:
-    __version__ = version("cuda2nki")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
 
 # name -> module; imported on first use so `import migrator` stays cheap
 _LAZY = {
@@ -40,7 +35,21 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
+def _version() -> str:
+    # importlib.metadata (and the email parser it brings) is a tenth of `migrate`'s imports:
+    # read only when the version is asked for
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cuda2nki")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        v = globals()["__version__"] = _version()
+        return v
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'migrator' has no attribute {name!r}")

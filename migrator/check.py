@@ -153,7 +153,7 @@ def _params_16bit(
     from migrator.infer import DTYPES
 
     try:  # (read as the spec says, with its -I and -D: the preprocessed file is then reused)
-        k = analyze_file(path, list(pre[0]), dict(pre[1])).kernel(kernel)
+        k = analyze_file(path, list(pre[0]), dict(pre[1]), kernel).kernel(kernel)
     except (SourceError, KeyError, ValueError):
         return {}
     # `template <typename T> ... const T* x` instantiated as T = __nv_bfloat16

@@ -23,7 +23,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from migrator import __version__
 from migrator import diagnostics as diag
 from migrator.api import inspect
 from migrator.contract import SpecError
@@ -197,6 +196,16 @@ def _register_from(module: str, sub: argparse._SubParsersAction) -> object:  # t
     return importlib.import_module(module).register(sub)
 
 
+class _Version(argparse.Action):
+    """`--version`, with the version read only when asked (see `migrator._version`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import migrator
+
+        print(f"cuda2nki {migrator.__version__}")
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     main_job = build_migrate_parser().format_help().replace("usage: migrate", "  migrate", 1)
     parser = argparse.ArgumentParser(
@@ -206,7 +215,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="the main job, `migrate KERNEL.cu [options]`:\n" + main_job,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"cuda2nki {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, register in COMMANDS.items():

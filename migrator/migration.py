@@ -103,7 +103,7 @@ def migrate(
     """Migrate the `__global__` kernels of a CUDA file (or one of them) to NKI. `launch`:
     (grid, block) for spec inference where the file has no usable launch site."""
     t0 = time.perf_counter()
-    tu = analyze_file(source, include_dirs, defines)
+    tu = analyze_file(source, include_dirs, defines, kernel)
     spec_path = Path(spec) if spec else spec_for_source(source)
     task = bind_source(load_spec(spec_path), source) if spec_path else None
     options = {"dtype": dtype, "sizes": sizes, "nki_api": nki_api, "launch": launch,

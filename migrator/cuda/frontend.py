@@ -48,14 +48,27 @@ class _Function:
     qualifier: str  # global | device | host_device | host
     template: Node | None  # template_parameter_list
     instantiations: list[list[str]] = field(default_factory=list)
+    _calls: list[tuple[str, Node | None, Node]] | None = None
+
+    def calls(self, parsed: ParsedSource) -> list[tuple[str, Node | None, Node]]:
+        """(callee name, template arguments, call node) of each call in the body, in `_walk`
+        order, read once: the call graph, template propagation and every host template's
+        binding ask (nine host templates walked llm.c's layer-norm file nine times)."""
+        if self._calls is None:
+            self._calls = [(*callee_name(parsed, n), n) for n in _walk(self.node)
+                           if n.type == "call_expression"]  # fmt: skip
+        return self._calls
 
 
 def analyze_file(
     path: str | Path,
     include_dirs: list[str | Path] | None = None,
     defines: dict[str, str] | None = None,
+    kernel: str | None = None,
 ) -> TranslationUnit:
-    """Read, preprocess, parse and analyse a CUDA file (raises `SourceError` on bad input)."""
+    """Read, preprocess, parse and analyse a CUDA file (raises `SourceError` on bad input).
+    `kernel`: analyse that `__global__` kernel and the functions it calls only (see
+    `analyze`); the whole file where it names no kernel of the file."""
     parsed = parse_file(path, include_dirs, defines)
     # a migration analyses its file more than once (itself, the check's parameter types, often
     # under another spelling of the path): the same preprocessed text gives the same unit, and
@@ -66,10 +79,16 @@ def analyze_file(
     except OSError:
         where = main
     lines = tuple((where if f == main else f, n) for f, n in parsed.pre.line_map)
-    key = (where, parsed.pre.text, lines)
-    hit = _ANALYSED.get(key)
+    key = (where, parsed.pre.text, lines, None)
+    hit = _ANALYSED.get(key)  # (the whole file serves any one kernel of it)
+    if hit is None and kernel is not None:
+        key = (where, parsed.pre.text, lines, kernel)
+        hit = _ANALYSED.get(key)
     if hit is None:
-        tu = analyze(parsed)
+        tu = analyze(parsed, kernel)
+        if kernel is not None and kernel not in {k.name for k in tu.global_kernels}:  # the whole
+            key = (where, parsed.pre.text, lines, None)  # file, so that callers list its kernels
+            tu = analyze(parsed)
         if len(_ANALYSED) >= 8:
             _ANALYSED.pop(next(iter(_ANALYSED)))
         _ANALYSED[key] = (tu, main)
@@ -88,7 +107,11 @@ def analyze_text(text: str, path: str = "<string>", **kw: object) -> Translation
     return analyze(parse_text(text, path, **kw))  # type: ignore[arg-type]
 
 
-def analyze(parsed: ParsedSource) -> TranslationUnit:
+def analyze(parsed: ParsedSource, kernel: str | None = None) -> TranslationUnit:
+    """The translation unit of a parsed file. `kernel`: of its functions, only that kernel
+    and the device functions it reaches are analysed (a migration of one kernel of llm.c's
+    layer-norm file analysed all 22 functions, a fifth of its front end's time); file-scope
+    declarations and every launch site are read as for the whole file."""
     functions, constants, tu_shared, instantiations = _collect_top_level(parsed)
     launches, launch_errors = _launch_sites(parsed, functions)
     if launch_errors:  # invalid CUDA, like a syntax error: nothing sensible to analyse
@@ -120,14 +143,15 @@ def analyze(parsed: ParsedSource) -> TranslationUnit:
     const_values = _constant_values(parsed, functions)
     order = _callees_first(parsed, functions)
     _propagate_instantiations(parsed, list(reversed(order)), by_name)
+    wanted = None if kernel is None else _reached(parsed, functions, kernel)
     kernels: dict[str, Kernel] = {}
     for f in order:
-        if f.qualifier == "host":
+        if f.qualifier == "host" or (wanted is not None and f.name not in wanted):
             continue
         kernels[f.name] = _analyze_function(parsed, f, const_values, tu_shared, constants, kernels)
     ordered = [kernels[f.name] for f in functions if f.name in kernels]
     for site in launches:
-        if site.kernel not in kernels:
+        if site.kernel not in (kernels if wanted is None else by_name):
             tu_diags.append(diag.make("UNKNOWN_LAUNCH_TARGET", site.span, name=site.kernel))
     if not ordered:
         tu_diags.append(diag.make("NO_KERNELS", path=parsed.path))
@@ -315,7 +339,7 @@ def _callees_first(parsed: ParsedSource, functions: list[_Function]) -> list[_Fu
     def visit(f: _Function, stack: tuple[str, ...]) -> None:
         if f.name in seen or f.name in stack:
             return
-        for callee in _called_names(parsed, f.node):
+        for callee in {c[0] for c in f.calls(parsed)}:
             g = by_name.get(callee)
             if g is not None and g.qualifier != "host":
                 visit(g, (*stack, f.name))
@@ -327,16 +351,32 @@ def _callees_first(parsed: ParsedSource, functions: list[_Function]) -> list[_Fu
     return done
 
 
+def _reached(parsed: ParsedSource, functions: list[_Function], kernel: str) -> set[str]:
+    """`kernel` and the device functions it calls, directly or through others (by name: a
+    host function may share a kernel's name)."""
+    named: dict[str, list[_Function]] = {}
+    for f in functions:
+        if f.qualifier != "host":
+            named.setdefault(f.name, []).append(f)
+    seen: set[str] = set()
+    todo = [kernel]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in named:
+            continue
+        seen.add(name)
+        for f in named[name]:
+            todo += [c[0] for c in f.calls(parsed)]
+    return seen
+
+
 def _propagate_instantiations(
     parsed: ParsedSource, callers_first: list[_Function], by_name: dict[str, _Function]
 ) -> None:
     """`block_sum<BLOCK>(v)` inside `kernel<128>` instantiates `block_sum<128>`."""
     for f in callers_first:
         bindings = _bindings(_template_params(parsed, f.template), f.instantiations)
-        for n in _walk(f.node):
-            if n.type != "call_expression":
-                continue
-            name, targs = callee_name(parsed, n)
+        for name, targs, _ in f.calls(parsed):
             g = by_name.get(name)
             if g is None or targs is None or g is f:
                 continue
@@ -930,8 +970,8 @@ def _host_type_bindings(
         if g is host:
             continue
         caller: dict[str, str] | None = None  # g's declared pointer types, read once
-        for n in _walk(g.node):
-            if n.type != "call_expression" or callee_name(parsed, n)[0] != host.name:
+        for name, _, n in g.calls(parsed):
+            if name != host.name:
                 continue
             args_node = n.child_by_field_name("arguments")
             args = [parsed.text(a) for a in args_node.named_children] if args_node else []
