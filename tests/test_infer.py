@@ -423,6 +423,37 @@ def test_a_size_the_host_decides_at_run_time(tmp_path: Path) -> None:
     assert set(spec.sizes) == {"N"} and [t.shape for t in spec.tensors] == [["N"], ["N"]]
 
 
+@pytest.mark.parametrize(
+    "parse",
+    ["atoi(argv[1])", "std::stoi(argv[1])", "strtol(argv[1], nullptr, 10)", "atol( argv[2] )"],
+)
+def test_sizes_read_from_the_command_line_are_sizes_of_their_own(
+    tmp_path: Path, parse: str
+) -> None:
+    """`size_t M = atoi(argv[1]);` (a benchmark's `./main 1024 512`): M and N are the task's
+    sizes, its defaults ours to choose, as for a size a tensor tells at run time."""
+    src = tmp_path / "gemv.cu"
+    src.write_text(
+        "#include <cstdlib>\n#include <string>\n"
+        "__global__ void gemv(const float* A, const float* x, float* y, int M, int N) {\n"
+        "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (r < M) { float s = 0.0f;\n"
+        "    for (int c = 0; c < N; ++c) s += A[r * N + c] * x[c];\n    y[r] = s; }\n}\n"
+        "int main(int argc, char** argv) {\n"
+        f"  size_t M = {parse};\n  size_t N = atoi(argv[3]);\n"
+        "  float *A, *x, *y;\n  cudaMalloc(&A, M * N * sizeof(float));\n"
+        "  gemv<<<(M + 127) / 128, 128>>>(A, x, y, M, N);\n  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert set(spec.sizes) == {"M", "N"}
+    assert [t.shape for t in spec.tensors] == [["M", "N"], ["N"], ["M"]]
+    # an argument parsed as a float is no size: `alpha = atof(argv[1])` stays refused
+    src.write_text(src.read_text().replace(f"size_t M = {parse};", "size_t M = atof(argv[1]);"))
+    with pytest.raises(InferenceError, match="atof"):
+        infer_spec(analyze_file(src), analyze_file(src).global_kernels[0])
+
+
 def test_a_launch_a_call_sets_through_a_pointer_is_not_its_first_value(tmp_path: Path) -> None:
     """`int blocks = 0, threads = 0; cudaOccupancyMaxPotentialBlockSize(&blocks, &threads,
     k);`: the launch is decided at run time, not `<<<0, 0>>>`; inference says so."""

@@ -54,7 +54,12 @@ _FORMULA_FUNCTIONS = {"ceil_div", "round_up", "min", "max", "sqrt", "select"}  #
 _FILE_CONSTANT = re.compile(r"\bsizeof\s*\(\s*[\w:<>, ]+\)|\b(?!std::)\w+(?:<[\w, ]+>)?::\w+\b")
 
 
-_RUNTIME_SIZE = re.compile(r"\.\s*(?:size|numel|stride|sizes|dim)\s*\(")
+# values the host learns at run time, so a size of its own: a tensor's (`x.size(0)`, a torch
+# binding) or the command line's (`M = atoi(argv[1])`, a benchmark's `./main 1024 1024`)
+_RUNTIME_SIZE = re.compile(
+    r"\.\s*(?:size|numel|stride|sizes|dim)\s*\("
+    r"|\b(?:std\s*::\s*)?(?:ato(?:i|l|ll)|sto(?:i|l|ll|ul|ull)|strto(?:l|ll|ul|ull))\s*\(\s*argv\b"
+)
 
 
 _C_CAST = re.compile(

@@ -41,7 +41,8 @@ def view_candidates(program: Program, spec: TaskSpec) -> list[tuple[Program, Tas
     arithmetic shows the split, then as the N-D tensors of its mixed radix (`_nd_views`): each
     way it shows (a causal softmax over `[B * NH * T, T]` rows is both), in that order."""
     out = [v for v in (_two_d_views(program, spec), _nd_views(program, spec),
-                       _row_views(program, spec)) if v is not None]  # fmt: skip
+                       _row_views(program, spec), _segment_views(program, spec))
+           if v is not None]  # fmt: skip
     return out
 
 
@@ -671,6 +672,83 @@ def _row_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | N
     tensors = [t.model_copy(update={"shape": [rows, dims[-1]]}) if t.name in viewed else t
                for t in spec.tensors]  # fmt: skip
     program = Program(assigns=[Assign(tensor=a.tensor, vars=["i", "j"], expr=body)])
+    return program, spec.model_copy(update={"tensors": tensors})
+
+
+def _segment_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | None:
+    """A 1-D output whose every element reduces a run of `c` consecutive elements of a flat
+    input, the runs laid end to end (`d_out[i] = sum_{k < 256} d_in[256*i + k]`: each block's
+    partial sum, the classic tree reduction): the input seen as `[rows, c]`, rows the output's
+    length, and the program as a reduction along those rows, `d_out[i] = sum_k d_in[i, k]`.
+    Reads at the element itself (`d_out[i]`) stay; None where any other read is not a run."""
+    if len(program.assigns) != 1 or len(program.assigns[0].vars) != 1:
+        return None
+    a = program.assigns[0]
+    (i,) = a.vars
+    out_t = spec.tensor_named(a.tensor)
+    if len(out_t.shape) != 1:
+        return None
+    rows = str(out_t.shape[0])
+    sets = spec.all_size_sets()
+
+    def same(x: Number | str, y: Number | str) -> bool:
+        try:
+            return all(spec_eval(str(x), s) == spec_eval(str(y), s) for s in sets)
+        except (ValueError, ArithmeticError, KeyError, SyntaxError):
+            return False
+
+    viewed: dict[str, str] = {}  # tensor -> the run's length
+    flat: set[str] = set()  # tensors read at the element itself
+    failed = False
+
+    def run(m: IndexMap, t_shape: list[str], ranges: dict[str, Number]) -> str | None:
+        """The run length `c` where `m` is `c*i + k` with k over [0, c) and the tensor holds
+        exactly `rows` runs; else None."""
+        if m.gather is not None or m.const != 0 or len(m.terms) != 2 or len(t_shape) != 1:
+            return None
+        if any(t.div is not None or t.mod is not None for t in m.terms):
+            return None
+        by_var = {t.var: t for t in m.terms}
+        if i not in by_var:
+            return None
+        c = by_var.pop(i).coef
+        ((k, tk),) = by_var.items()
+        if tk.coef != 1 or k not in ranges or not same(ranges[k], c):
+            return None
+        return str(c) if same(t_shape[0], f"({rows}) * ({c})") else None
+
+    def rewrite(e: Expr, ranges: dict[str, Number]) -> Expr:
+        nonlocal failed
+        if e.kind == "reduce":
+            if e.upto is not None or e.var is None or e.extent is None:
+                failed = True
+                return e
+            inner = {**ranges, e.var: e.extent}
+            return e.model_copy(update={"args": [rewrite(x, inner) for x in e.args]})
+        if e.kind == "coord":
+            failed = True
+            return e
+        if e.kind != "load":
+            return e.model_copy(update={"args": [rewrite(x, ranges) for x in e.args]})
+        t = spec.tensor_named(e.tensor or "")
+        if len(e.index) == 1 and _is_coord(e.index[0], i):
+            flat.add(t.name)
+            return e
+        c = run(e.index[0], [str(d) for d in t.shape], ranges) if len(e.index) == 1 else None
+        if c is None or viewed.get(t.name, c) != c:
+            failed = True
+            return e
+        viewed[t.name] = c
+        k = next(x.var for x in e.index[0].terms if x.var != i)
+        return e.model_copy(update={"index": [IndexMap(terms=[Term(coef=1, var=i)]),
+                                              IndexMap(terms=[Term(coef=1, var=k)])]})  # fmt: skip
+
+    body = rewrite(a.expr, {})
+    if failed or not viewed or flat & set(viewed) or a.tensor in viewed:
+        return None
+    tensors = [t.model_copy(update={"shape": [rows, viewed[t.name]]}) if t.name in viewed
+               else t for t in spec.tensors]  # fmt: skip
+    program = Program(assigns=[Assign(tensor=a.tensor, vars=[i], expr=body)])
     return program, spec.model_copy(update={"tensors": tensors})
 
 
