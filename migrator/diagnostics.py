@@ -477,6 +477,17 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "need a scalar tail for ragged rows.",
     ),
     DiagnosticKind(
+        "C2N2019",
+        "FLOAT64",
+        "warning",
+        "high",
+        "kernel {kernel} computes in float64 ({tensors}), a type Trainium has no engine or NKI "
+        "dtype for: not emitted",
+        "Migrate a float32 version of the kernel (the same code with `float`, e.g. through the "
+        "file's own precision typedef or macro and -D), and check that float32 accuracy "
+        "suffices for its use; or write a spec with float32 tensors for a float32 variant.",
+    ),
+    DiagnosticKind(
         "C2N3001",
         "ERR_NUM_PARTITION_EXCEED_ARCH_LIMIT",
         "error",

@@ -171,19 +171,19 @@ def _migrate_kernel(
             spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
         if spec is not None and options.get("dtype"):
             spec = with_dtype(spec, options["dtype"])
-        if spec is not None:
+        if spec is not None and not _float64(km, k, spec):
             try:
                 plan = _plan(c, tu, k, spec)
             except PlanError as e:
                 km.diagnostics.append(e.diagnostic)
-    if plan is None and not (spec is None and c.winner is not None):
+    if plan is None and not (spec is None and c.winner is not None) and not _float64(km, k, spec):
         # no family by spelling (or its plan failed): what does the kernel compute?
         if spec is None:
             spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
             inferred = spec is not None
             if spec is not None and options.get("dtype"):
                 spec = with_dtype(spec, options["dtype"])
-        if spec is not None:
+        if spec is not None and not _float64(km, k, spec):
             got = _lifted_plan(tu, k, spec, km, reshape=inferred)
             if got is not None:
                 plan, spec = got
@@ -238,6 +238,16 @@ def _migrate_kernel(
                 km = first
                 nki_path.write_text(km.nki_source or "", encoding="utf-8")
     return km
+
+
+def _float64(km: KernelMigration, k: Kernel, spec: TaskSpec | None) -> bool:
+    """Whether the task has float64 tensors (a kernel in `double`): no NKI kernel can hold
+    them, so nothing is emitted, and the diagnostic (once) says so and what to do instead."""
+    wide = [t.name for t in spec.tensors if t.dtype == "float64"] if spec is not None else []
+    if wide and not any(d.id == "C2N2019" for d in km.diagnostics):
+        km.diagnostics.append(diag.make("FLOAT64", k.span, kernel=k.name,
+                                        tensors=", ".join(wide)))  # fmt: skip
+    return bool(wide)
 
 
 # what `_check` adds to a kernel's diagnostics

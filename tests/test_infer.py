@@ -1517,3 +1517,24 @@ def test_writable_probe_values_are_private_copies_of_one_draw(dtype: str) -> Non
     with pytest.raises(ValueError):
         ro[0] = 1  # the block itself is read-only
     measure._PROBE_VALUES.clear()
+
+
+def test_an_inferred_task_too_large_for_the_oracle_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every run of the original allocates the task's tensors: a shape the host fixes past
+    MAX_ELEMENTS (here lowered to 1000 for a 4096-element table) is refused, not run."""
+    import migrator.infer.spec as inferred
+
+    src = tmp_path / "table.cu"
+    src.write_text(
+        "__global__ void scale(const float* x, float* y) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  y[i] = 2.0f * x[i];\n}\n"
+        "int main() {\n  float *x, *y;\n  scale<<<32, 128>>>(x, y);\n  return 0;\n}\n"
+    )
+    tu = analyze_file(src)
+    assert math.prod(infer_spec(tu, tu.global_kernels[0]).shape_of(
+        infer_spec(tu, tu.global_kernels[0]).tensors[0], {})) == 4096  # fmt: skip
+    monkeypatch.setattr(inferred, "MAX_ELEMENTS", 1000)
+    with pytest.raises(InferenceError, match="would hold 4096 elements"):
+        infer_spec(tu, tu.global_kernels[0])

@@ -256,6 +256,29 @@ def test_a_cuda_original_that_cannot_run_is_reported_not_blamed_on_emission(
     assert all(s.cuda_error and "undeclared_name" in s.cuda_error for s in report.sizes)
 
 
+def test_a_float64_kernel_is_not_emitted_and_says_why(tmp_path: Path) -> None:
+    """A kernel in `double` (teaching code, scientific codes): Trainium has no float64, so the
+    migration is a skeleton whose diagnostic names the tensors and the float32 way out, not an
+    emitted kernel that the check then rejects as breaking a Trainium rule."""
+    src = tmp_path / "axpy64.cu"
+    src.write_text(
+        "__global__ void axpy(const double* x, double* y, double a, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = a * x[i] + y[i];\n}\n"
+        "int main() {\n  const int n = 1000;\n  double *x, *y;\n"
+        "  axpy<<<(n + 127) / 128, 128>>>(x, y, 2.0, n);\n  return 0;\n}\n"
+    )
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "partial"
+    (d,) = [d for d in k.diagnostics if d.id == "C2N2019"]
+    assert "float64 (x, y)" in d.message and "float32" in (d.help or "")
+    assert not any(d.id in ("C2N2007", "C2N2008") for d in k.diagnostics)
+    # the same kernel in float: emitted and checked
+    src.write_text(src.read_text().replace("double", "float"))
+    (k,) = migrate(src, out_dir=tmp_path / "out32").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok
+
+
 def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     m = migrate(Path(__file__).resolve().parent / "data" / "bmm.cu", out_dir=tmp_path)
     (k,) = m.kernels

@@ -41,6 +41,7 @@ from migrator.infer.measure import (
     _WORDS,
     DEFAULT_ELEMENTS,
     DEFAULT_THREADS,
+    MAX_ELEMENTS,
     MISALIGNED,
     SET_ELEMENTS,
     _cap_elements,
@@ -357,7 +358,14 @@ def infer_spec(
     for sset in spec.all_size_sets():  # every formula must evaluate
         spec.launch_config(sset)
         for t in spec.tensors:
-            spec.shape_of(t, sset)
+            # (a shape the host fixes, `const int N = 100000000` read by the indices, is
+            # no size of ours to shrink: every run of the original would allocate it all)
+            if math.prod(spec.shape_of(t, sset)) > MAX_ELEMENTS:
+                raise InferenceError(
+                    f"{t.cuda_param} would hold {math.prod(spec.shape_of(t, sset))} elements at "
+                    f"{sset} (at most {MAX_ELEMENTS} in an inferred task): give a spec with "
+                    "smaller sizes"
+                )
     if _leaves_before_a_shuffle(k):
         spec = _defined_sets(spec, launch_only | in_block)
     return _written_before_read(spec, k)

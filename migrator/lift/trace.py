@@ -7,6 +7,7 @@ integer inputs (indices, labels) and sizes stay concrete. The run is the CUDA in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,10 @@ from migrator.cuda.interp.runner import run_kernel
 from migrator.cuda.interp.spec_run import _parsed, kernel_args
 from migrator.cuda.interp.traced import Sym
 from migrator.lift.program import LiftError
+
+# traced values one run may hold (input leaves and the floats of outputs and scratch): a Sym
+# per element is a Python object, and a trace past this is slow and large, never one we need
+MAX_TRACED = 1 << 22
 
 
 @dataclass
@@ -80,6 +85,12 @@ def trace_run(
     """The traced run at `sizes` (inputs drawn with `seed`), of every block of the launch or
     of `blocks` only (the others' elements stay unwritten: NaN in `out` tensors)."""
     sz = dict(sizes)
+    held = sum(math.prod(spec.shape_of(t, sz)) for t in spec.tensors if _is_float(t.dtype))
+    if held > MAX_TRACED:  # (a value object per element: a 10^8-element input took 24 GB)
+        raise LiftError(
+            f"a traced run at {sz} would hold {held} traced values (at most {MAX_TRACED}): "
+            "the task's tensors are too large to trace"
+        )
     ins = trace_inputs(spec, sz, seed)
     filled = fills(spec)
     args: dict[str, Any] = {}

@@ -806,3 +806,20 @@ def test_whole_problems_of_whole_tiles_are_first_traced_at_one_tile(tmp_path: Pa
     result = lift_task(spec)
     assert result.ok and result.program is not None and len(result.fitted_at) == 1
     assert result.program.render() == "out[i, j] = sum_{k < N} x[i, j, k]"
+
+
+def test_a_trace_too_large_to_hold_is_refused_before_it_is_made() -> None:
+    """A traced value is a Python object per element: a task whose tensors hold more than
+    MAX_TRACED floats (a literal 10^8-element input took 24 GB) is refused, with why."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.program import LiftError
+    from migrator.lift.trace import MAX_TRACED, trace_run
+
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "copy"}, "sizes": {"N": MAX_TRACED + 1},
+        "tensors": [{"name": "x", "role": "in", "shape": ["N"]},
+                    {"name": "y", "role": "out", "shape": ["N"]}],
+        "launch": {"grid": ["(N + 127) / 128"], "block": [128]},
+    })  # fmt: skip
+    with pytest.raises(LiftError, match="too large to trace"):
+        trace_run(spec, {"N": MAX_TRACED // 2 + 1})
