@@ -259,7 +259,7 @@ def _positive_int(text: str) -> int | None:
     from migrator.contract import SpecError, eval_expr
 
     clean = re.sub(r"(?<=\d)[uUlL]+\b", "", text.strip())
-    if not re.fullmatch(r"[\d\s()+*/%-]+", clean):
+    if not re.fullmatch(r"(?:[\d\s()+*/%-]|<<|>>)+", clean):
         return None
     try:
         v = eval_expr(clean, {})

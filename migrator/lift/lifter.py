@@ -180,6 +180,20 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     if not out:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
 
+    def blocks(sizes: dict[str, int]) -> int:
+        return math.prod(spec.launch_config(sizes)[0])
+
+    if block > 128 and all(blocks(s) == 1 for p in out for s in p):
+        # every pair one block per launch (a block takes 512 elements, two a thread): a
+        # pair several blocks wide, else the output's index along the grid never shows
+        for mult in (4, 16):
+            pair = _pair(spec, True, mult * beyond, True)
+            if (pair is not None and pair not in out and blocks(pair[0]) > 1
+                    and _work(spec, pair[1]) <= TRACE_BUDGET):  # fmt: skip
+                out.append(pair)
+                rank.append((len(configs), False))
+                break
+
     # cheapest first: a traced run costs its work, and a small pair that shows the wrong
     # structure is caught by verification at the larger sizes anyway
     # ... except where a pair's launches are one block each while a pair past the block size

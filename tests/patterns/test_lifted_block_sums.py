@@ -32,6 +32,21 @@ def test_block_partial_sums_migrate_as_row_sums(tmp_path: Path, api: str) -> Non
     assert 'relations = ["n % 128 == 0"]' in toml
 
 
+def test_a_block_that_takes_two_inputs_a_thread(tmp_path: Path) -> None:
+    """`grid(N / per_block)` with `per_block = 2 * 256` a host constant: the work of one
+    block, which the kernel's code fixes, stays its value (as a size of its own it was varied
+    from set to set and the input's extent fitted no product); traced over several blocks (a
+    launch of one block hides the output's index: `sum_k in[k]`)."""
+    cu = tmp_path / "block_sums_x2.cu"
+    shutil.copy(KERNEL.with_name("block_sums_x2.cu"), cu)
+    (k,) = migrate(cu, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.family == "rows", k.diagnostics
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "partial[i] = sum_{k < 512} in_[i, k]"
+    toml = (tmp_path / "out" / "block_sums_x2.inferred.toml").read_text()
+    assert "per_block" not in toml and 'grid = ["N / (2 * 256)"' in toml
+
+
 def _spec(shapes: dict[str, str]) -> TaskSpec:
     return TaskSpec.model_validate({
         "kernel": {"name": "k"}, "sizes": {"N": 1024}, "size_sets": [{"N": 256}],
