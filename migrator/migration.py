@@ -185,6 +185,8 @@ def _migrate_kernel(
                 spec = with_dtype(spec, options["dtype"])
         if spec is not None and not _float64(km, k, spec):
             got = _lifted_plan(tu, k, spec, km, reshape=inferred)
+            if got is None and inferred:
+                got = _lifted_at_whole_trips(tu, k, spec, km)
             if got is not None:
                 plan, spec = got
     if plan is None:
@@ -238,6 +240,31 @@ def _migrate_kernel(
                 km = first
                 nki_path.write_text(km.nki_source or "", encoding="utf-8")
     return km
+
+
+def _lifted_at_whole_trips(
+    tu: TranslationUnit, k: Kernel, spec: TaskSpec, km: KernelMigration
+) -> tuple[Plan, TaskSpec] | None:
+    """An inferred task whose lift failed, lifted again at sizes that are whole multiples of
+    the constants the kernel divides its size arguments by (`N / 32` pieces: `N % 32 == 0`,
+    a tutorial's "if N == 32"); the relations are then the task's, stated in its spec. None
+    (and the first attempt's diagnostics) where there are none or the retry fails too."""
+    from migrator.infer.spec import trip_count_relations, with_relations
+
+    relations = trip_count_relations(k, spec)
+    if not relations:
+        return None
+    try:
+        whole = with_relations(spec, relations)
+    except (ValueError, ArithmeticError):
+        return None
+    first = list(km.diagnostics)
+    km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2006", "C2N2014")]
+    got = _lifted_plan(tu, k, whole, km, reshape=True)
+    if got is None:
+        km.diagnostics = first
+        return None
+    return got[0], _respec(got[1], k, km)
 
 
 def _float64(km: KernelMigration, k: Kernel, spec: TaskSpec | None) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -277,6 +278,25 @@ def test_a_float64_kernel_is_not_emitted_and_says_why(tmp_path: Path) -> None:
     src.write_text(src.read_text().replace("double", "float"))
     (k,) = migrate(src, out_dir=tmp_path / "out32").kernels
     assert k.status == "complete" and k.check is not None and k.check.ok
+
+
+def test_a_kernel_written_for_whole_pieces_gets_that_relation_when_lifting_needs_it(
+    tmp_path: Path,
+) -> None:
+    """`int pieces = N / warp_size;` (`const int warp_size = 32`): a warp-per-row gemv reads
+    the first 32 * (N / 32) columns only. Its lift fails at the inferred ragged sizes; lifted
+    again at multiples of 32 it verifies, and the spec says `N % 32 == 0`. Kernel of our own:
+    tests/data/gemv_warp_rows.cu (sizes from the command line, grid M / 4)."""
+    src = tmp_path / "gemv_warp_rows.cu"
+    shutil.copy(Path(__file__).parent / "data" / "gemv_warp_rows.cu", src)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "y[i] = sum_{k < N} (A[i, k] * x[k])"
+    spec = load_spec(tmp_path / "out" / "gemv_warp_rows.inferred.toml")
+    assert spec.relations == ["N % 32 == 0"]
+    assert all(s["N"] % 32 == 0 for s in spec.all_size_sets())
+    assert not any(d.id == "C2N2014" for d in k.diagnostics)
 
 
 def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:

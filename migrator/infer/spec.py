@@ -964,6 +964,37 @@ def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+_CONST_INT = re.compile(r"\bconst(?:expr)?\s+(?:unsigned\s+)?int\s+(\w+)\s*=\s*(\d+)\s*;")
+_BY_CONSTANT = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*(\d+|[A-Za-z_]\w*)\b")
+
+
+def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
+    """`N % 32 == 0` where the kernel divides a size argument by a constant (`int kIteration =
+    N / warp_size;` with `const int warp_size = 32;`): a loop over `N / 32` whole pieces reads
+    the first `32 * (N / 32)` elements only, so the kernel computes what its name says only at
+    multiples (tutorials write it for them: "if N == 32"). Relations the spec lacks, for a
+    retry of a lift that failed at ragged sizes, never imposed up front."""
+    text = _kernel_text(k)
+    consts = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(text)}
+    size_of = {sc.cuda_param: str(sc.size) for sc in spec.scalars
+               if sc.size is not None and re.fullmatch(r"[A-Za-z_]\w*", str(sc.size))}  # fmt: skip
+    out: list[str] = []
+    for a, b in _BY_CONSTANT.findall(text):
+        c = int(b) if b.isdigit() else consts.get(b)
+        if a in size_of and c is not None and c > 1:
+            rel = f"{size_of[a]} % {c} == 0"
+            if rel not in out and rel not in spec.relations:
+                out.append(rel)
+    return out
+
+
+def with_relations(spec: TaskSpec, relations: list[str]) -> TaskSpec:
+    """`spec` with `relations` added and its sizes and size sets rounded to them."""
+    data = spec.model_dump(mode="json")
+    _whole_tiles(data, [*spec.relations, *relations])
+    return TaskSpec.model_validate(data)
+
+
 def _name_quotients(data: dict[str, Any]) -> bool:
     """A size of its own for `C / NH` where the kernel takes it as an argument (`d`, a head
     dimension), C then written `NH * d`: the kernel's index arithmetic is in d, and a program
