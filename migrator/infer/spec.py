@@ -965,7 +965,7 @@ def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
 
 
 _CONST_INT = re.compile(r"\bconst(?:expr)?\s+(?:unsigned\s+)?int\s+(\w+)\s*=\s*(\d+)\s*;")
-_BY_CONSTANT = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*(\d+|[A-Za-z_]\w*)\b")
+_BY_CONSTANT = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*(\d+(?![.\w])|[A-Za-z_]\w*\b)")  # not `x / 2.0f`
 
 
 def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:

@@ -709,7 +709,7 @@ def _segment_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec]
         if any(t.div is not None or t.mod is not None for t in m.terms):
             return None
         by_var = {t.var: t for t in m.terms}
-        if i not in by_var:
+        if i not in by_var or len(by_var) != 2:
             return None
         c = by_var.pop(i).coef
         ((k, tk),) = by_var.items()
