@@ -150,8 +150,10 @@ def analyze(parsed: ParsedSource, kernel: str | None = None) -> TranslationUnit:
             continue
         kernels[f.name] = _analyze_function(parsed, f, const_values, tu_shared, constants, kernels)
     ordered = [kernels[f.name] for f in functions if f.name in kernels]
+    targets = set(kernels) if wanted is None else {f.name for f in functions
+                                                   if f.qualifier != "host"}  # fmt: skip
     for site in launches:
-        if site.kernel not in (kernels if wanted is None else by_name):
+        if site.kernel not in targets:
             tu_diags.append(diag.make("UNKNOWN_LAUNCH_TARGET", site.span, name=site.kernel))
     if not ordered:
         tu_diags.append(diag.make("NO_KERNELS", path=parsed.path))

@@ -90,3 +90,14 @@ def test_analyze_file_names_every_kernel_when_the_one_asked_is_not_there(
     assert {k.name for k in tu.global_kernels} == {"row_energy", "scale", "shift"}
     one = analyze_file(cu, kernel="scale")  # the whole file, memoised, serves one kernel too
     assert one.kernel("scale") == tu.kernel("scale")
+
+
+def test_a_launch_of_no_kernel_is_reported_whether_or_not_one_kernel_is_analysed() -> None:
+    src = (
+        "__global__ void k(float* y) { y[threadIdx.x] = 1.0f; }\n"
+        "void not_a_kernel(float* y) {}\n"
+        "void host(float* y) {\n  k<<<1, 32>>>(y);\n  not_a_kernel<<<1, 32>>>(y);\n}\n"
+    )
+    parsed = parse_text(src, "t.cu")
+    assert [d.id for d in analyze(parsed).diagnostics] == ["C2N1017"]  # UNKNOWN_LAUNCH_TARGET
+    assert analyze(parsed, "k").diagnostics == analyze(parsed).diagnostics
