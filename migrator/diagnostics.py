@@ -464,7 +464,6 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "Bound the read in the CUDA source (e.g. `lane < NUM_WARPS ? smem[lane] : 0`), or size "
         "the shared array to the lanes that read it.",
     ),
-    # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N2018",
         "SIZES_ALIGNED",
@@ -487,6 +486,7 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "file's own precision typedef or macro and -D), and check that float32 accuracy "
         "suffices for its use; or write a spec with float32 tensors for a float32 variant.",
     ),
+    # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",
         "ERR_NUM_PARTITION_EXCEED_ARCH_LIMIT",

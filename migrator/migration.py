@@ -176,7 +176,7 @@ def _migrate_kernel(
                 plan = _plan(c, tu, k, spec)
             except PlanError as e:
                 km.diagnostics.append(e.diagnostic)
-    if plan is None and not (spec is None and c.winner is not None) and not _float64(km, k, spec):
+    if plan is None and not (spec is None and c.winner is not None):
         # no family by spelling (or its plan failed): what does the kernel compute?
         if spec is None:
             spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
@@ -258,11 +258,11 @@ def _lifted_at_whole_trips(
         whole = with_relations(spec, relations)
     except (ValueError, ArithmeticError):
         return None
-    first = list(km.diagnostics)
+    first, lifted = list(km.diagnostics), km.lifted
     km.diagnostics = [d for d in km.diagnostics if d.id not in ("C2N2006", "C2N2014")]
     got = _lifted_plan(tu, k, whole, km, reshape=True)
-    if got is None:
-        km.diagnostics = first
+    if got is None:  # the first attempt's lift and diagnostics, which the report then shows
+        km.diagnostics, km.lifted = first, lifted
         return None
     return got[0], _respec(got[1], k, km)
 

@@ -125,13 +125,13 @@ def infer_spec(
     for name, value in _device_globals(parsed).items():  # `cuda_num_SMs = prop.mult...;`
         values.setdefault(name, value)
     host_params = {n for n, v in site.host_values.items() if v.startswith("<parameter")}
-    constants = _constants_of(parsed, k.name)
+    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
+                 tu.host_helpers, _constants_of(parsed, k.name), host_params)  # fmt: skip
     # `int NUM_PER_BLOCK = 2 * 256; grid(N / NUM_PER_BLOCK)`: the elements one block takes,
     # fixed by the kernel's code (two per thread), not a size of the problem: its value
-    for n in _block_work(site, values, literal, chosen, tu.host_helpers, constants, host_params):
+    for n in _block_work(site, host, literal):
         literal.pop(n)
-    host = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
-                 tu.host_helpers, constants, host_params)  # fmt: skip
+        host.host[n] = values[n]
     # `const dim3 &dimsA` passed in: `dimsA.x` is a size of its own, named dimsA_x
     host_params |= {f"{n}_{a}" for n in host_params for a in "xyz"}
     host_params |= set(literal) | chosen
@@ -365,9 +365,9 @@ def infer_spec(
         for t in spec.tensors:
             # (a shape the host fixes, `const int N = 100000000` read by the indices, is
             # no size of ours to shrink: every run of the original would allocate it all)
-            if math.prod(spec.shape_of(t, sset)) > MAX_ELEMENTS:
+            if (count := math.prod(spec.shape_of(t, sset))) > MAX_ELEMENTS:
                 raise InferenceError(
-                    f"{t.cuda_param} would hold {math.prod(spec.shape_of(t, sset))} elements at "
+                    f"{t.cuda_param} would hold {count} elements at "
                     f"{sset} (at most {MAX_ELEMENTS} in an inferred task): give a spec with "
                     "smaller sizes"
                 )
@@ -639,30 +639,20 @@ def _tile_constants(scalars: list[dict[str, Any]], literal: dict[str, int]) -> s
             if rounds_up and isinstance(divisor, ast.Name) and divisor.id in literal}  # fmt: skip
 
 
-def _block_work(
-    site: LaunchSite,
-    values: dict[str, str],
-    literal: dict[str, int],
-    chosen: set[str],
-    helpers: dict[str, tuple[list[str], str]],
-    constants: Callable[[list[str]], dict[str, int]],
-    params: set[str],
-) -> set[str]:
+def _block_work(site: LaunchSite, host: _Host, literal: dict[str, int]) -> set[str]:
     """Host constants that the grid only divides by (`N / NUM_PER_BLOCK`), named neither in
     the block nor among the kernel's arguments: the work of one block as the kernel's code
     fixes it. Kept as names they would be sizes of their own, varied from set to set, and
     a kernel that takes 512 elements a block whatever the host's constant says reads no
-    product of them."""
+    product of them. `host` resolves everything but the literals, which stay names."""
     import ast
 
     if not literal:
         return set()
-    rest = _Host({n: v for n, v in values.items() if n not in literal and n not in chosen},
-                 helpers, constants, params)  # fmt: skip
     try:
-        grid = [str(g) for g in rest.dim3(site.grid)]
-        elsewhere = " ".join([*(str(b) for b in rest.dim3(site.block)),
-                              *(rest.resolve(a) for a in site.args)])  # fmt: skip
+        grid = [str(g) for g in host.dim3(site.grid)]
+        elsewhere = " ".join([*(str(b) for b in host.dim3(site.block)),
+                              *(host.resolve(a) for a in site.args)])  # fmt: skip
     except (InferenceError, ValueError, TypeError):
         return set()
     out: set[str] = set()

@@ -183,7 +183,12 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     def blocks(sizes: dict[str, int]) -> int:
         return math.prod(spec.launch_config(sizes)[0])
 
-    if block > 128 and all(blocks(s) == 1 for p in out for s in p):
+    # a kernel that works block by block looks like one block's computation where a pair's
+    # launches are one block each (asked of blocks past 128 threads only)
+    def one_block(pair: list[dict[str, int]]) -> bool:
+        return block > 128 and all(blocks(s) == 1 for s in pair)
+
+    if all(one_block(p) for p in out):
         # every pair one block per launch (a block takes 512 elements, two a thread): a
         # pair several blocks wide, else the output's index along the grid never shows
         for mult in (4, 16):
@@ -195,12 +200,8 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
                 break
 
     # cheapest first: a traced run costs its work, and a small pair that shows the wrong
-    # structure is caught by verification at the larger sizes anyway
-    # ... except where a pair's launches are one block each while a pair past the block size
-    # exists: a kernel that works block by block looks like one block's computation there
-    def one_block(pair: list[dict[str, int]]) -> bool:
-        return block > 128 and all(math.prod(spec.launch_config(s)[0]) == 1 for s in pair)
-
+    # structure is caught by verification at the larger sizes anyway, except that pairs of
+    # one-block launches go last where a pair past the block size exists
     work = {ci: min(_work(spec, p[1]) for p, (c, _) in zip(out, rank, strict=True) if c == ci)
             for ci, _ in rank}  # fmt: skip
 

@@ -604,10 +604,7 @@ def _row_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec] | N
     strides = [" * ".join(dims[k + 1 :]) for k in range(len(dims) - 1)]
 
     def same(x: Number, y: str) -> bool:
-        try:
-            return all(spec_eval(str(x), s) == spec_eval(y, s) for s in sets)
-        except (ValueError, ArithmeticError, KeyError, SyntaxError):
-            return False
+        return _equal_at(x, y, sets)
 
     def column(m: IndexMap) -> IndexMap | None:  # no leading coordinate: the row is fixed
         if m.gather is not None or any(t.var in lead for t in m.terms):
@@ -692,10 +689,7 @@ def _segment_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec]
     sets = spec.all_size_sets()
 
     def same(x: Number | str, y: Number | str) -> bool:
-        try:
-            return all(spec_eval(str(x), s) == spec_eval(str(y), s) for s in sets)
-        except (ValueError, ArithmeticError, KeyError, SyntaxError):
-            return False
+        return _equal_at(x, y, sets)
 
     viewed: dict[str, str] = {}  # tensor -> the run's length
     flat: set[str] = set()  # tensors read at the element itself
@@ -750,6 +744,15 @@ def _segment_views(program: Program, spec: TaskSpec) -> tuple[Program, TaskSpec]
                else t for t in spec.tensors]  # fmt: skip
     program = Program(assigns=[Assign(tensor=a.tensor, vars=[i], expr=body)])
     return program, spec.model_copy(update={"tensors": tensors})
+
+
+def _equal_at(x: Number | str, y: Number | str, sets: list[dict[str, int]]) -> bool:
+    """Whether two size expressions have the same value at every size set (False where
+    either does not evaluate)."""
+    try:
+        return all(spec_eval(str(x), s) == spec_eval(str(y), s) for s in sets)
+    except (ValueError, ArithmeticError, KeyError, SyntaxError):
+        return False
 
 
 def _is_coord(m: IndexMap, v: str) -> bool:
