@@ -13,7 +13,7 @@ import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -28,6 +28,9 @@ from migrator.contract import (
     np_dtype,
     spec_for_source,
 )
+
+if TYPE_CHECKING:
+    from migrator.nki.cost import Profile
 
 # Default closeness per output dtype (|got - want| <= atol * max(1, max|want|) + rtol * |want|):
 # fp32 differences
@@ -237,87 +240,25 @@ def check_kernel(
     an original that computes in low precision (from how far its outputs `want` are from the
     exact result); None: the dtype tolerances alone."""
     import migrator.nki as mn
-    from migrator.cuda.interp.findings import InterpError
-    from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
-    from migrator.nki.cost import summarize
+    from migrator.cuda.interp.spec_run import RUN_MEMO
+    from migrator.workers import map_jobs
 
     module = mn.load_kernel_module(nki_file)
     name = nki_name or spec.kernel.name.removesuffix("_kernel")
     kernel = getattr(module, name)
-    results: list[SizeCheck] = []
-    prof = None
     # a kernel with emulator options of its own is checked under them, profiled under `target`
     one_run = profile and getattr(kernel, "options", None) is None
-    for sizes in size_sets or spec.all_size_sets():
-        res = SizeCheck(sizes=dict(sizes))
-        ins = make_inputs(spec, sizes, seed)
-        t0 = time.perf_counter()
-        # the CUDA original computes on float32: low-precision task inputs are given to it
-        # widened, and its outputs are rounded to the task's dtype before comparing
-        cuda_spec = cuda_view(spec)
-        pairs = zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)
-        cuda_ins = {t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c in pairs}
-        try:
-            full = run_spec_full(cuda_spec, sizes, seed=seed, inputs=cuda_ins)
-            want = full.outputs
-            res.cuda_notes = [f.message for f in full.result.findings
-                              if f.kind == "out_of_bounds"]  # fmt: skip
-            unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins,
-                                           full.result.stored)  # fmt: skip
-        except InterpError as e:  # the original does not run: nothing to compare against
-            res.cuda_error = str(e)
-            results.append(res)
-            continue
-        want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
-                                                            strict=False)]  # fmt: skip
-        res.cuda_seconds = time.perf_counter() - t0
-        try:
-            args = nki_args(spec, ins)
-        except ValueError as e:
-            res.error = str(e)
-            results.append(res)
-            continue
-        kwargs = spec.nki_kwargs(sizes)
-        t0 = time.perf_counter()
-        try:
-            if one_run and prof is None and dict(sizes) == dict(spec.sizes) and not results:
-                # the default sizes are also the profile's: one emulator run gives both
-                got, run = mn.run_kernel(
-                    kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs
-                )
-                prof = summarize(run)
-            else:
-                got = kernel(*args, **kwargs)
-        except (mn.NkiConstraintError, mn.NkiKernelError, mn.NkiUnsupportedError) as e:
-            res.error = f"{type(e).__name__}: {e}"
-            results.append(res)
-            continue
-        res.nki_seconds = time.perf_counter() - t0
-        outs = list(got) if isinstance(got, tuple | list) else [got]
-        named = {t.name: w for t, w in zip(spec.outputs_in_order, want, strict=False)}
-        extra = allowance(dict(sizes), ins, named) if allowance is not None else {}
-        for t, g, w, u in zip(spec.outputs_in_order, outs, want, unwritten, strict=False):
-            rtol, atol = _tolerance(spec, t.dtype)
-            a = extra.get(t.name)
-            a = a if a is not None and np.ndim(a) in (0, np.ndim(w)) else None
-            a = a if a is None or np.ndim(a) == 0 or np.shape(a) == np.shape(w) else None
-            exact = extra.get(f"{t.name}@exact")  # finite exact values where the original is not
-            over = 0
-            if exact is not None and np.shape(exact) == np.shape(w):
-                hit = ~np.isnan(exact)
-                over = int(hit.sum())
-                w = w.copy()
-                w[hit] = exact[hit]  # rounded to the output's dtype
-                if a is not None and np.ndim(a):
-                    a = np.where(hit, 0.0, a)
-            out = compare(t.name, g, w, rtol, atol, u, a)
-            res.outputs.append(out.model_copy(update={"overflowed": over}) if over else out)
-        if len(outs) != len(spec.outputs_in_order):
-            res.error = (
-                f"returned {len(outs)} output(s), the contract expects {len(spec.outputs_in_order)}"
-            )
-        res.ok = res.error is None and all(o.ok for o in res.outputs)
-        results.append(res)
+    sets = [dict(s) for s in (size_sets or spec.all_size_sets())]
+
+    def at(k: int) -> tuple[SizeCheck, Profile | None]:
+        # the default sizes are also the profile's: one emulator run gives both
+        profiled = one_run and k == 0 and sets[0] == dict(spec.sizes)
+        return _check_at(spec, kernel, sets[k], seed, target, profiled, allowance)
+
+    # (each size set on its own: on both cores, the original's runs into spec_run's memo)
+    done = map_jobs(at, range(len(sets)), [RUN_MEMO])
+    results = [r for r, _ in done]
+    prof = done[0][1] if done else None
     report = CheckReport(
         kernel=name, nki_file=str(nki_file), sizes=results, ok=all(r.ok for r in results)
     )
@@ -331,6 +272,90 @@ def check_kernel(
         report.bottleneck = prof.bottleneck
         report.profile = prof.model_dump(mode="json")
     return report
+
+
+def _check_at(
+    spec: TaskSpec,
+    kernel: Any,
+    sizes: dict[str, int],
+    seed: int,
+    target: str,
+    profiled: bool,
+    allowance: Callable[..., dict[str, np.ndarray]] | None,
+) -> tuple[SizeCheck, Profile | None]:
+    """The NKI kernel and the CUDA original at one size set, compared; the profile of the
+    emulator's run where `profiled`."""
+    import migrator.nki as mn
+    from migrator.cuda.interp.findings import InterpError
+    from migrator.cuda.interp.spec_run import run_spec_full, unwritten_elements
+    from migrator.nki.cost import summarize
+
+    prof: Profile | None = None
+    res = SizeCheck(sizes=dict(sizes))
+    ins = make_inputs(spec, sizes, seed)
+    t0 = time.perf_counter()
+    # the CUDA original computes on float32: low-precision task inputs are given to it
+    # widened, and its outputs are rounded to the task's dtype before comparing
+    cuda_spec = cuda_view(spec)
+    pairs = zip(spec.inputs_in_order, cuda_spec.inputs_in_order, strict=True)
+    cuda_ins = {t.name: ins[t.name].astype(np_dtype(c.dtype)) for t, c in pairs}
+    try:
+        full = run_spec_full(cuda_spec, sizes, seed=seed, inputs=cuda_ins)
+        want = full.outputs
+        res.cuda_notes = [f.message for f in full.result.findings
+                          if f.kind == "out_of_bounds"]  # fmt: skip
+        unwritten = unwritten_elements(cuda_spec, sizes, seed, want, cuda_ins,
+                                       full.result.stored)  # fmt: skip
+    except InterpError as e:  # the original does not run: nothing to compare against
+        res.cuda_error = str(e)
+        return res, None
+    want = [w.astype(np_dtype(t.dtype)) for w, t in zip(want, spec.outputs_in_order,
+                                                        strict=False)]  # fmt: skip
+    res.cuda_seconds = time.perf_counter() - t0
+    try:
+        args = nki_args(spec, ins)
+    except ValueError as e:
+        res.error = str(e)
+        return res, None
+    kwargs = spec.nki_kwargs(sizes)
+    t0 = time.perf_counter()
+    try:
+        if profiled:
+            got, run = mn.run_kernel(
+                kernel, *args, options=mn.EmulatorOptions(target=target), **kwargs
+            )
+            prof = summarize(run)
+        else:
+            got = kernel(*args, **kwargs)
+    except (mn.NkiConstraintError, mn.NkiKernelError, mn.NkiUnsupportedError) as e:
+        res.error = f"{type(e).__name__}: {e}"
+        return res, None
+    res.nki_seconds = time.perf_counter() - t0
+    outs = list(got) if isinstance(got, tuple | list) else [got]
+    named = {t.name: w for t, w in zip(spec.outputs_in_order, want, strict=False)}
+    extra = allowance(dict(sizes), ins, named) if allowance is not None else {}
+    for t, g, w, u in zip(spec.outputs_in_order, outs, want, unwritten, strict=False):
+        rtol, atol = _tolerance(spec, t.dtype)
+        a = extra.get(t.name)
+        a = a if a is not None and np.ndim(a) in (0, np.ndim(w)) else None
+        a = a if a is None or np.ndim(a) == 0 or np.shape(a) == np.shape(w) else None
+        exact = extra.get(f"{t.name}@exact")  # finite exact values where the original is not
+        over = 0
+        if exact is not None and np.shape(exact) == np.shape(w):
+            hit = ~np.isnan(exact)
+            over = int(hit.sum())
+            w = w.copy()
+            w[hit] = exact[hit]  # rounded to the output's dtype
+            if a is not None and np.ndim(a):
+                a = np.where(hit, 0.0, a)
+        out = compare(t.name, g, w, rtol, atol, u, a)
+        res.outputs.append(out.model_copy(update={"overflowed": over}) if over else out)
+    if len(outs) != len(spec.outputs_in_order):
+        res.error = (
+            f"returned {len(outs)} output(s), the contract expects {len(spec.outputs_in_order)}"
+        )
+    res.ok = res.error is None and all(o.ok for o in res.outputs)
+    return res, prof
 
 
 def output_notes(o: OutputCheck) -> list[str]:

@@ -290,7 +290,7 @@ def _lifted_plan(
     `reshape` (an inferred spec, no user's contract to keep): where no rule fits a program over
     flat tensors, the 2-D views its index arithmetic shows are tried (verified again first)."""
     from migrator.lift import lift_task
-    from migrator.lift.lifter import verify
+    from migrator.lift.lifter import verify_all
     from migrator.lift.views import view_candidates
     from migrator.patterns.lifted import plan_program
 
@@ -323,7 +323,7 @@ def _lifted_plan(
         # each view the indices show, in order (2-D rows first, then N-D): verified, then planned
         told: PlanError | None = None
         for program, vspec in views:
-            checks = [verify(vspec, program, v.sizes, 0) for v in result.verified]
+            checks = verify_all(vspec, program, [v.sizes for v in result.verified], 0)
             if not checks or not all(v.ok for v in checks) or all(v.skipped for v in checks):
                 continue
             try:

@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "patterns": {"diagnostics", "contract", "cuda", "patterns", "plan", "nkiexpr", "lift"},
     "emit": {"plan"},
     # lifting traces the CUDA interpreter and fits a tensor program; it plans nothing
-    "lift": {"diagnostics", "contract", "cuda"},
+    "lift": {"diagnostics", "contract", "cuda", "workers"},
     # grading runs both executors and the migrator's reference, on the spec `migrate` would
     # infer where there is no sidecar; nothing imports the scorer
     "score": {"diagnostics", "contract", "cuda", "nki", "check", "migration", "infer", "score"},

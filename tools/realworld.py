@@ -204,7 +204,9 @@ def _child(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
         cmd += ["-I", str(Path(d).resolve())]
     limit = args.timeout * 120 + 60  # three stages per kernel, about forty kernels
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        # (files run side by side already use the cores: each migration stays on one)
+        env = {**os.environ, "C2N_WORKERS": "1"} if args.jobs > 1 else None
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env)
     except subprocess.TimeoutExpired:
         return [{"file": str(path), "kernel": "?", "parsed": "?", "spec": "?", "interp": "?",
                  "family": "-", "status": "-", "diag": f"file timeout {limit} s",

@@ -211,10 +211,16 @@ def _execute(
         for item in items:
             yield run_item(item, check, seeds)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_one_core) as pool:
         futures = [pool.submit(run_item, item, check, seeds) for item in items]
         for fut in as_completed(futures):
             yield fut.result()
+
+
+def _one_core() -> None:
+    """A pool worker's migrations stay on one core (`migrator.workers`): the pool's other
+    workers use the others."""
+    os.environ["C2N_WORKERS"] = "1"
 
 
 def _require_ray() -> Any:

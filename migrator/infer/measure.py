@@ -58,14 +58,13 @@ MAX_PROBE_ALLOC = 1 << 26  # no measurement run allocates a larger tensor
 
 def _fixed_extents(parsed: Any, data: dict[str, Any], params: list[str]) -> dict[str, str]:
     """Extents of a launch without sizes: one run shows how far it reaches (each a number)."""
-    import numpy as np
 
     from migrator.cuda.interp.findings import InterpError
 
     if parsed is None:
         raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
     try:
-        reached = _probe_run(parsed, data, set(params), {}, 8, np.random.default_rng(0))
+        reached = _probe_run(parsed, data, set(params), {}, 8)
     except InterpError as e:
         raise InferenceError(
             f"the extent of {params[0]} cannot be read from its indices, and measuring it "
@@ -274,9 +273,7 @@ _PROBE_COVER: dict[tuple[Any, int], _Block] = {}  # `cover` blocks, by dtype and
 PROBE_COVER_KEPT = 4
 
 
-def _probe_values(
-    dt: Any, high: int, n: int, rng: Any, cover: bool = False, writable: bool = True
-) -> Any:
+def _probe_values(dt: Any, high: int, n: int, cover: bool = False, writable: bool = True) -> Any:
     """`n` input values (integers in [0, high), floats normal) — a copy of a block drawn once
     per dtype, since four-million-element draws would dominate a measurement. `cover`: every
     integer is high - 1, so every gather reaches its table's last row (the extent then is
@@ -299,6 +296,9 @@ def _probe_values(
     block = _PROBE_VALUES.get((dt, high, cover))
     if block is None or len(block) < n:
         m = max(n, PROBE_ELEMS)
+        # (a fixed seed: what a block holds never depends on when, or in which process, it
+        # was drawn; measurement runs share the second core, `_measure`)
+        rng = np.random.default_rng(BLOCK_SEED)
         if np.issubdtype(dt, np.integer):
             block = _Block(rng.integers(0, high, m).astype(dt))
         else:
@@ -307,12 +307,13 @@ def _probe_values(
     return block.copy(n) if writable else block.values[:n]
 
 
+BLOCK_SEED = 0
 _PROBES: dict[tuple[Any, ...], dict[str, int]] = {}  # recent probe runs (their reach)
 PROBE_MEMO_SIZE = 64
 
 
 def _probe_run(
-    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int, rng: Any
+    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int
 ) -> dict[str, int]:
     """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
     their shapes) and return how far it reached into each array argument. Runs repeat across
@@ -326,7 +327,7 @@ def _probe_run(
     hit = _PROBES.get(key)
     if hit is not None:
         return dict(hit)
-    got = _probe_once(parsed, data, big, sz, high, rng)
+    got = _probe_once(parsed, data, big, sz, high)
     if len(_PROBES) >= PROBE_MEMO_SIZE:
         _PROBES.pop(next(iter(_PROBES)))
     _PROBES[key] = dict(got)
@@ -334,7 +335,7 @@ def _probe_run(
 
 
 def _probe_once(
-    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int, rng: Any
+    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int
 ) -> dict[str, int]:
     import numpy as np
 
@@ -356,10 +357,10 @@ def _probe_once(
         if t["role"] == "out":  # its values are never read: zeros cost no copy (calloc)
             args[t["param"]] = np.zeros(n_el, dtype=dt)
         elif isinstance(rows, str):  # indices into a table of `rows` rows (a gather)
-            args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, rng, True,
+            args[t["param"]] = _probe_values(dt, int(eval_expr(rows, sz)), n_el, True,
                                              writable=t["role"] != "in")  # fmt: skip
         else:
-            args[t["param"]] = _probe_values(dt, high, n_el, rng, writable=t["role"] != "in")
+            args[t["param"]] = _probe_values(dt, high, n_el, writable=t["role"] != "in")
     for sc in data["scalars"]:
         args[sc["name"]] = eval_expr(sc["size"], sz) if "size" in sc else sc["value"]
     for p in data["launch"].get("null_args", []):
@@ -415,7 +416,6 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
     the task's default sizes: those are measured instead. Buffers are allocated at the read
     shapes (the reach past them is recorded, out-of-bounds accesses only reported); a kernel
     that does not run at those sizes keeps its shapes (the check will say why)."""
-    import numpy as np
 
     from migrator.contract import SpecError, eval_expr
     from migrator.cuda.interp.findings import InterpError
@@ -424,7 +424,7 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
         return []
     sz = dict(data["sizes"])
     try:
-        reached = _probe_run(parsed, data, set(), sz, 8, np.random.default_rng(0))
+        reached = _probe_run(parsed, data, set(), sz, 8)
         shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
                   for t in data["tensors"]}  # fmt: skip
     except (InterpError, SpecError, ValueError, ArithmeticError):
@@ -759,13 +759,13 @@ def _measure(
     import numpy as np
 
     from migrator.cuda.interp.findings import InterpError
+    from migrator.workers import map_jobs
 
     if parsed is None:
         raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
     names = sorted(data["sizes"])
     fixed = {n: data["sizes"][n] for n in launch_only}  # block sizes stay as chosen
     free = [n for n in names if n not in fixed]
-    rng = np.random.default_rng(0)
     # each size varies on its own from run to run, so every product of sizes is told apart
     # tiles are large: fewer runs where fewer sizes leave fewer products to tell apart
     n_runs = min(PROBE_RUNS, max(4, 2 ** len(free))) if tiles else PROBE_RUNS
@@ -794,9 +794,23 @@ def _measure(
     measured: dict[int, tuple[dict[str, int], dict[str, int] | None]] = {}
     failures: dict[int, str] = {}
     first_ok: int | None = None
-    for j in [*order, n_runs]:
+
+    def probe(j: int) -> dict[str, int] | str:
+        try:
+            return _probe_run(parsed, data, set(params), sets[j], 8)
+        except (InterpError, ValueError, ArithmeticError) as e:
+            # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
+            return f"at sizes {sets[j]}: {' '.join(str(e).split())[:200]}"
+
+    # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
+    # there, as below), then all the others
+    ahead: dict[int, dict[str, int] | str] = {}
+    for pos, j in enumerate([*order, n_runs]):
         if j < n_runs:
             sz = sets[j]
+            if j not in ahead:
+                batch = order[pos : max(4, pos + 1)] if pos < 4 else order[pos:]
+                ahead.update(zip(batch, map_jobs(probe, batch, [_PROBES]), strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
             first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)
             sz = sets[first_ok if first_ok is not None else 0]
@@ -805,12 +819,16 @@ def _measure(
             # (no integer input: the repeat would draw the same values and reach as far)
             measured[j] = measured[first_ok]
             break
-        try:
-            extents = _probe_run(parsed, data, set(params), sz, high, rng)
-        except (InterpError, ValueError, ArithmeticError) as e:
-            # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
-            failures[j] = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
-            extents = None
+        if j < n_runs:
+            got = ahead.pop(j)
+        else:
+            try:
+                got = _probe_run(parsed, data, set(params), sz, high)
+            except (InterpError, ValueError, ArithmeticError) as e:
+                got = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+        extents = got if isinstance(got, dict) else None
+        if isinstance(got, str):
+            failures[j] = got
         measured[j] = (sz, extents)
         done = [measured[i] for i in sorted(measured)
                 if i < n_runs and measured[i][1] is not None]  # fmt: skip

@@ -30,7 +30,12 @@ from migrator.contract import (
     tile_relations,
 )
 from migrator.cuda.interp.findings import InterpError
-from migrator.cuda.interp.spec_run import _parse_key, run_spec_full, unwritten_elements
+from migrator.cuda.interp.spec_run import (
+    RUN_MEMO,
+    _parse_key,
+    run_spec_full,
+    unwritten_elements,
+)
 from migrator.cuda.interp.traced import TraceEscape
 from migrator.lift.counts import fit_counts
 from migrator.lift.fit import (
@@ -57,6 +62,7 @@ from migrator.lift.program import (
 )
 from migrator.lift.scatter import fit_scatter
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
+from migrator.workers import map_jobs
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
 # verification samples output elements (tens of thousands of them: as telling as all, and the
@@ -595,7 +601,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
                            frozenset(launch) - _data_sizes(spec))  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
-        checks = [verify(spec, single, s, seed) for s in check_sizes(spec, sets, single)]
+        checks = verify_all(spec, single, check_sizes(spec, sets, single), seed)
         # a set too large to evaluate proves nothing: the sizes read into the numbers (64 as
         # N * N at N = 8) may be what made it too large, which the second fit decides
         if checks and all(v.ok for v in checks) and any(not v.skipped for v in checks):
@@ -613,7 +619,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
         # the kernel's own run at small sizes failed (a launch it cannot take, a construct the
         # interpreter lacks): nothing to lift from, said as such
         return LiftResult(kernel=name, fitted_at=sets, error=f"the traced run failed: {e}")
-    checks = [verify(spec, program, s, seed) for s in check_sizes(spec, sets, program)]
+    checks = verify_all(spec, program, check_sizes(spec, sets, program), seed)
     return LiftResult(kernel=name, program=program, fitted_at=sets, verified=checks,
                       sources=source_parts(spec, program, rows))  # fmt: skip
 
@@ -784,6 +790,15 @@ def _largest(
         return int(np.max(_index(m, env, sizes)))
     except (KeyError, ValueError):  # a bound that reads an enclosing reduction's variable
         return max(shape, default=1)
+
+
+def verify_all(
+    spec: TaskSpec, program: Program, size_sets: list[dict[str, int]], seed: int
+) -> list[Verification]:
+    """`verify` at each size set, on both cores (`workers.map_jobs`): each set's run of the
+    original is independent of the others, and the runs come back into spec_run's memo, where
+    the migration's check finds them."""
+    return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO])
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:

@@ -31,6 +31,7 @@ _PARSED: dict[str, ParsedSource] = {}
 # verifies at the same ones again: fewer entries than that would evict each run before its reuse.
 _RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult]] = {}
 _RUNS_MAX = 16
+RUN_MEMO = _RUNS  # (runs made in a worker process are copied into it: `migrator.workers`)
 _RUNS_MAX_BYTES = 256 << 20
 
 

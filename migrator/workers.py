@@ -1,0 +1,192 @@
+"""Independent jobs on the machine's second core: this process and one forked child at once.
+
+A migration's verification and check run the CUDA interpreter (and the NKI emulator) at five
+or more size sets, one after the other, each run independent of the others: on two cores half
+of them can run in a child. `fork` gives the child everything this process has built (the
+parsed program, its memos, the probe values) at no cost; the child sends its results back
+pickled, and the entries it added to the memos named by the caller, so that later phases (the
+check after the verification) find those runs as if they had run here.
+
+Nothing about a result depends on where it ran: every job is a pure function of its item (the
+interpreter and the emulator are deterministic, inputs are drawn from seeds). A job that fails
+in the child is run again here, so that its exception (and traceback) is the one a sequential
+run would raise. Sequential where forking is not possible or would not pay: one core, one job,
+threads running (a fork copies their locks held), inside a child already, or `C2N_WORKERS=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_IN_CHILD = False  # this process is a child: its jobs run in it, one after the other
+_BUSY = False  # a child is running: jobs nested in this process's share do not fork again
+
+
+def workers() -> int:
+    """Processes a batch of jobs may use: `C2N_WORKERS` where set, else the CPUs this process
+    may run on, at most 2 (one child: more would not pay for what each fork copies)."""
+    env = os.environ.get("C2N_WORKERS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus))
+
+
+def _can_fork() -> bool:
+    return (
+        hasattr(os, "fork")
+        and not _IN_CHILD
+        and not _BUSY
+        and workers() > 1
+        and threading.active_count() == 1
+    )
+
+
+def map_jobs(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    memos: Sequence[MutableMapping[Any, Any]] = (),
+) -> list[R]:
+    """`[fn(x) for x in items]`, computed by this process and a forked child at once, each
+    taking the next item not yet taken (a queue of one-byte tokens in a pipe: runs differ in
+    cost severalfold, so a fixed split would leave one core idle). Entries the child's jobs
+    added to `memos` (dicts this process shares with it) are added here too."""
+    global _BUSY
+    items = list(items)
+    if not 2 <= len(items) <= MAX_ITEMS or not _can_fork():
+        return [fn(x) for x in items]
+    try:
+        queue_r, queue_w = os.pipe()
+        os.write(queue_w, bytes(range(len(items))))  # (< PIPE_BUF: written at once)
+        os.close(queue_w)
+        back_r, back_w = os.pipe()
+    except OSError:
+        return [fn(x) for x in items]
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:  # (no memory for the copy, or a sandbox that forbids it)
+        for fd in (queue_r, back_r, back_w):
+            os.close(fd)
+        return [fn(x) for x in items]
+    if pid == 0:  # the child: never returns
+        os.close(back_r)
+        _child(fn, items, memos, queue_r, back_w, parent)
+    os.close(back_w)
+    done = False
+    _BUSY = True
+    try:
+        mine = {i: fn(items[i]) for i in _taken(queue_r)}
+        with os.fdopen(back_r, "rb") as f:
+            payload = f.read()
+        back_r = -1
+        os.waitpid(pid, 0)
+        done = True
+    finally:
+        _BUSY = False
+        os.close(queue_r)
+        if not done:  # an exception here: the child's work is not wanted
+            _stop(pid)
+            if back_r >= 0:
+                os.close(back_r)
+    try:
+        theirs, added = pickle.loads(payload)
+    except Exception:  # the child died before it wrote (killed, out of memory)
+        theirs, added = {}, [{} for _ in memos]
+    for memo, new in zip(memos, added, strict=False):
+        for k, v in new.items():
+            memo.setdefault(k, v)
+    out = []
+    for i, x in enumerate(items):
+        if i in mine:
+            out.append(mine[i])
+        else:  # the child's result; one it failed (or never reported) is computed here
+            ok, r = theirs.get(i, (False, None))
+            out.append(r if ok else fn(x))
+    return out
+
+
+MAX_ITEMS = 255  # (one byte per token)
+
+
+def _taken(queue: int) -> Iterator[int]:
+    """The items this process takes from the queue, until it is empty. A one-byte read from a
+    pipe is atomic: the two processes never take the same item."""
+    while True:
+        b = os.read(queue, 1)
+        if not b:
+            return
+        yield b[0]
+
+
+def _child(
+    fn: Callable[[Any], Any],
+    items: list[Any],
+    memos: Sequence[MutableMapping[Any, Any]],
+    queue: int,
+    fd: int,
+    parent: int,
+) -> None:
+    global _IN_CHILD
+    _IN_CHILD = True
+    status = 0
+    try:
+        _die_with_parent(parent)
+        before = [set(m) for m in memos]
+        results: dict[int, tuple[bool, Any]] = {}
+        for i in _taken(queue):
+            try:
+                results[i] = (True, fn(items[i]))
+            except BaseException:  # (run again in the parent, which raises it there)
+                results[i] = (False, None)
+        added = [{k: m[k] for k in m if k not in b} for m, b in zip(memos, before, strict=True)]
+        try:
+            data = pickle.dumps((results, added), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a result that does not pickle: the parent computes them
+            data = pickle.dumps(({}, [{} for _ in memos]))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        status = 1
+    finally:
+        # (no atexit handlers, no flushing of the parent's buffered output, no test teardown)
+        os._exit(status)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the child is killed when the parent dies (a timeout that kills the migration
+    must not leave its child running)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError, ImportError):
+        return
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _stop(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass

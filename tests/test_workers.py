@@ -1,0 +1,98 @@
+"""`migrator.workers.map_jobs`: results in item order whichever process ran them, the child's
+memo entries copied back, failures raised as a sequential run raises them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from migrator import workers
+
+
+@pytest.fixture
+def two(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("C2N_WORKERS", "2")  # (forks even where the machine has one core)
+    # (and where an earlier test of the session left a thread behind: these jobs take no lock)
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+
+
+def test_results_come_back_in_item_order_and_some_ran_in_a_child(two: None) -> None:
+    me = os.getpid()
+    got = workers.map_jobs(lambda x: (x * x, os.getpid()), list(range(12)))
+    assert [v for v, _ in got] == [x * x for x in range(12)]
+    # (the child takes items as this process does: with a slow first item it takes some)
+    slow = workers.map_jobs(
+        lambda x: (__import__("time").sleep(0.2 if x == 0 else 0.01), os.getpid())[1], range(6)
+    )
+    assert me in slow and any(p != me for p in slow)
+
+
+def test_memo_entries_made_in_the_child_are_copied_back(two: None) -> None:
+    memo: dict[int, int] = {100: -1}
+
+    def job(x: int) -> int:
+        memo[x] = x + 1
+        return x
+
+    assert workers.map_jobs(job, list(range(8)), [memo]) == list(range(8))
+    assert memo == {100: -1, **{x: x + 1 for x in range(8)}}
+
+
+def test_a_job_that_raises_raises_here_with_its_own_exception(two: None) -> None:
+    def job(x: int) -> int:
+        if x == 3:
+            raise KeyError("three")
+        return x
+
+    with pytest.raises(KeyError, match="three"):
+        workers.map_jobs(job, list(range(6)))
+
+
+def test_a_result_that_does_not_pickle_is_computed_here(two: None) -> None:
+    got = workers.map_jobs(lambda x: lambda: x, list(range(5)))  # (lambdas do not pickle)
+    assert [f() for f in got] == list(range(5))
+
+
+def test_one_worker_one_item_or_a_nested_batch_runs_in_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    me = os.getpid()
+    monkeypatch.setenv("C2N_WORKERS", "1")
+    assert workers.map_jobs(lambda x: os.getpid(), range(4)) == [me] * 4
+    monkeypatch.setenv("C2N_WORKERS", "2")
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    assert workers.map_jobs(lambda x: os.getpid(), [0]) == [me]
+    # a batch inside a batch: no second fork (three processes on two cores would not pay)
+    inner = workers.map_jobs(lambda x: workers.map_jobs(lambda y: os.getpid(), range(3)), [0, 1])
+    assert all(len(set(pids)) == 1 for pids in inner)
+
+
+def _report(out: Path, workers_: str) -> object:
+    """The migration report of tests/data/block_sums.cu made with `workers_` processes, its
+    paths and timings left out."""
+    env = {**os.environ, "C2N_WORKERS": workers_}
+    src = Path(__file__).parent / "data" / "block_sums.cu"
+    cmd = [sys.executable, "-m", "migrator.cli", str(src), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+
+    def strip(v: object) -> object:
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if not k.endswith("seconds")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v.replace(str(out), "OUT") if isinstance(v, str) else v
+
+    return strip(json.loads((out / "block_sums_migration.json").read_text()))
+
+
+def test_a_migration_on_two_processes_reports_what_it_reports_on_one(tmp_path: Path) -> None:
+    """Inference (measurement runs), the lift's verification and the check each run their
+    size sets on both cores: the report is the same as a one-process migration's."""
+    one, two = _report(tmp_path / "a", "1"), _report(tmp_path / "b", "2")
+    assert one == two
+    assert "complete" in json.dumps(one)
