@@ -481,10 +481,11 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "warning",
         "high",
         "kernel {kernel} computes in float64 ({tensors}), a type Trainium has no engine or NKI "
-        "dtype for: not emitted",
-        "Migrate a float32 version of the kernel (the same code with `float`, e.g. through the "
-        "file's own precision typedef or macro and -D), and check that float32 accuracy "
-        "suffices for its use; or write a spec with float32 tensors for a float32 variant.",
+        "dtype for: migrated as its float32 variant (the check compares the original's float64 "
+        "results, rounded, at float32 tolerance)",
+        "Check that float32 accuracy suffices for the kernel's use (long sums, differences of "
+        "close values and iterative solvers may not); where it does not, the computation needs "
+        "another formulation (compensated sums, mixed precision), not a migration.",
     ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from migrator import diagnostics as diag
-from migrator.check import CheckReport, check_kernel, with_dtype
+from migrator.check import CheckReport, check_kernel, float32_variant, with_dtype
 from migrator.contract import (
     TaskSpec,
     bind_source,
@@ -171,7 +171,8 @@ def _migrate_kernel(
             spec = _inferred(tu, k, km, out, options.get("launch"), options.get("pre"))
         if spec is not None and options.get("dtype"):
             spec = with_dtype(spec, options["dtype"])
-        if spec is not None and not _float64(km, k, spec):
+        if spec is not None:
+            spec = _float32_variant(km, k, spec)
             try:
                 plan = _plan(c, tu, k, spec)
             except PlanError as e:
@@ -183,7 +184,8 @@ def _migrate_kernel(
             inferred = spec is not None
             if spec is not None and options.get("dtype"):
                 spec = with_dtype(spec, options["dtype"])
-        if spec is not None and not _float64(km, k, spec):
+        if spec is not None:
+            spec = _float32_variant(km, k, spec)
             got = _lifted_plan(tu, k, spec, km, reshape=inferred)
             if got is None and inferred:
                 got = _lifted_at_whole_trips(tu, k, spec, km)
@@ -267,14 +269,17 @@ def _lifted_at_whole_trips(
     return got[0], _respec(got[1], k, km)
 
 
-def _float64(km: KernelMigration, k: Kernel, spec: TaskSpec | None) -> bool:
-    """Whether the task has float64 tensors (a kernel in `double`): no NKI kernel can hold
-    them, so nothing is emitted, and the diagnostic (once) says so and what to do instead."""
-    wide = [t.name for t in spec.tensors if t.dtype == "float64"] if spec is not None else []
-    if wide and not any(d.id == "C2N2019" for d in km.diagnostics):
+def _float32_variant(km: KernelMigration, k: Kernel, spec: TaskSpec) -> TaskSpec:
+    """`check.float32_variant` of the task (a kernel in `double`: Trainium has no float64),
+    compared at float32 tolerance; the diagnostic (once) says so: whether float32 suffices for
+    the kernel's use is the user's call."""
+    wide = [t.name for t in spec.tensors if t.dtype == "float64"]
+    if not wide:
+        return spec
+    if not any(d.id == "C2N2019" for d in km.diagnostics):
         km.diagnostics.append(diag.make("FLOAT64", k.span, kernel=k.name,
                                         tensors=", ".join(wide)))  # fmt: skip
-    return bool(wide)
+    return float32_variant(spec)
 
 
 # what `_check` adds to a kernel's diagnostics

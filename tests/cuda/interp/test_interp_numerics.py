@@ -12,6 +12,7 @@ import pytest
 
 from migrator.cuda.interp import InterpOptions, RunResult
 from migrator.cuda.interp.builtins import erf
+from migrator.cuda.interp.findings import LaunchError
 
 Runner = Callable[..., RunResult]  # the `krun` fixture (conftest.py)
 
@@ -150,6 +151,28 @@ def test_shadow_f64_gives_float64_truth(krun: Runner) -> None:
     assert truth.dtype == np.float64
     assert truth[0] == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-12)
     assert abs(o[0] - truth[0]) > 1e-4  # the fp32 loop drifts; the shadow does not
+
+
+def test_float32_data_for_a_double_kernel_is_widened_and_computed_in_double(
+    krun: Runner,
+) -> None:
+    """A float32 tensor given to a `double*` parameter (the float32 variant of a float64 kernel:
+    `check.float32_variant`): its values widened exactly, the kernel's arithmetic in double,
+    its outputs float64. Any other dtype mismatch is still refused."""
+    src = """
+    __global__ void k(const double* x, double* y, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) y[i] = (x[i] + 1e8) - 1e8;
+    }"""
+    x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
+    r = krun(src, "k", 1, 64, x=x, y=np.zeros(64, np.float32), n=64)
+    y = r.outputs["y"]
+    assert y.dtype == np.float64
+    want = (x.astype(np.float64) + 1e8) - 1e8  # in float32 the sum would round to 1e8
+    assert np.array_equal(y, want) and np.abs(y - x).max() < 1e-7
+    with pytest.raises(LaunchError, match="dtype float64"):
+        krun(src.replace("double", "float"), "k", 1, 64, x=x.astype(np.float64),
+             y=np.zeros(64, np.float32), n=64)  # fmt: skip
 
 
 def test_atomic_add_and_max_results_and_old_values(krun: Runner) -> None:
