@@ -310,6 +310,23 @@ def test_a_kernel_written_for_whole_pieces_gets_that_relation_when_lifting_needs
     assert not any(d.id == "C2N2014" for d in k.diagnostics)
 
 
+def test_template_arguments_named_by_host_constants_are_the_kernels_constants(
+    tmp_path: Path,
+) -> None:
+    """`tile_scale<TILE, SCALE><<<n / TILE, 128>>>` with `const int TILE = 512;` and `const
+    bool SCALE = true;` in main: the kernel is compiled for TILE = 512 and SCALE = true, and
+    the grid divides by that same constant, so TILE is no size to vary (the grid would no
+    longer match the kernel's tile) and SCALE's value is read from the host, not refused.
+    Kernel of our own: tests/data/tile_scale.cu."""
+    src = tmp_path / "tile_scale.cu"
+    shutil.copy(Path(__file__).parent / "data" / "tile_scale.cu", src)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    spec = load_spec(tmp_path / "out" / "tile_scale.inferred.toml")
+    assert [str(a) for a in spec.kernel.template_args] == ["512", "true"]
+    assert set(spec.sizes) == {"n"} and spec.launch.grid == ["n / 512"]
+
+
 def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     m = migrate(Path(__file__).resolve().parent / "data" / "bmm.cu", out_dir=tmp_path)
     (k,) = m.kernels

@@ -657,13 +657,15 @@ def _launch_sites(
                 used |= {w: site_values[w] for x in [*parts, *args]
                          for w in re.findall(r"[A-Za-z_]\w*", x) if w in site_values}  # fmt: skip
                 used = dict(sorted(used.items()))
+            raw_targs = [_substituted(a, sub) if tags else a for a in _template_args(parsed, targs)]
+            # `Sgemm<BLOCK_SIZE_M, ...><<<dim3(N / BLOCK_SIZE_M), ...>>>`: the constant the
+            # kernel is compiled for, which the launch reads too: a constant of this launch
+            compiled = {a.strip(): v for a in raw_targs if a.strip() in used
+                        and (v := _host_constant(a, values_here)) != a}  # fmt: skip
             sites.extend(
                 LaunchSite(
                     kernel=name,
-                    template_args=[
-                        _host_constant(_substituted(a, sub) if tags else a, values_here)
-                        for a in _template_args(parsed, targs)
-                    ],  # fmt: skip
+                    template_args=[_host_constant(a, values_here) for a in raw_targs],
                     grid=parts[0] if parts else "",
                     block=parts[1] if len(parts) > 1 else "",
                     shared_bytes=parts[2] if len(parts) > 2 else None,
@@ -672,7 +674,7 @@ def _launch_sites(
                     arg_types={a: host_types[a] for a in args if a in host_types},
                     host_function=f.name,
                     host_values=used,
-                    case_values={k: v for k, v in cases.items() if k in used},
+                    case_values={**compiled, **{k: v for k, v in cases.items() if k in used}},
                     requires=_host_requirements(parsed, f.node, n),
                     fills={b: v for b, (v, _) in memsets.items()},
                     fill_bytes={b: c for b, (_, c) in memsets.items()},
@@ -906,15 +908,16 @@ def _case_bindings(parsed: ParsedSource, call: Node) -> dict[str, str]:
 
 
 def _host_constant(arg: str, host_values: dict[str, str]) -> str:
-    """A template argument named by a host constant (`constexpr int BX = 32; k<BX>`) as its
-    integer value; anything else as written."""
+    """A template argument named by a host constant (`constexpr int BX = 32; k<BX>`,
+    `const bool DOUBLE_BUFFER = false; k<..., DOUBLE_BUFFER>`) as its integer or boolean
+    value; anything else as written."""
 
     def literal(name: str) -> str | None:
         value, seen = name, set()
         while value in host_values and value not in seen:
             seen.add(value)
             value = host_values[value].strip()
-        return value if seen and re.fullmatch(r"-?\d+[uUlL]*", value) else None
+        return value if seen and re.fullmatch(r"-?\d+[uUlL]*|true|false", value) else None
 
     whole = literal(arg.strip())
     if whole is not None:

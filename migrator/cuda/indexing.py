@@ -219,7 +219,10 @@ class IndexEvaluator:
         if name in self.local_constants:
             return Val(poly.const(self.local_constants[name]))
         var = self.env.lookup(name)
-        if (var is None or var.kind == "param") and name in self.constants:
+        # (a function parameter shadows a file-scope constant of its name: `const int N =
+        # 100000000;` and `__global__ void k(..., const int N)` read the argument)
+        bound_value = var is not None and var.kind == "param" and var.expr is None
+        if (var is None or bound_value) and name in self.constants:
             return Val(poly.const(self.constants[name]))  # constexpr or bound template value
         if var is None:
             return Val(poly.sym(name))  # kernel-invariant: a scalar/template parameter or global

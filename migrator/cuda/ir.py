@@ -264,7 +264,8 @@ class LaunchSite(_Node):
     arg_types: dict[str, str] = Field(default_factory=dict)  # host-declared pointer types
     host_function: str | None = None
     host_values: dict[str, str] = Field(default_factory=dict)  # host locals the config uses
-    # `switch (K) { case 64: k<64><<<...>>>` : K is 64 at this launch (a constant, not a size)
+    # `switch (K) { case 64: k<64><<<...>>>` : K is 64 at this launch (a constant, not a size);
+    # so is `BM` of `k<BM><<<N / BM, ...>>>` with `const int BM = 128`: the kernel's compiled tile
     case_values: dict[str, str] = Field(default_factory=dict)
     # `if (n % TILE != 0) exit(1);` before the launch: what the host requires, as conditions
     # that hold at the launch (`n % TILE == 0`), in host names

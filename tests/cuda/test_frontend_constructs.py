@@ -34,6 +34,29 @@ def test_float4_reinterpret_alias_scales_index() -> None:
     assert k.param("x").role == "in" and k.param("y").role == "out"
 
 
+def test_a_parameter_shadows_a_file_scope_constant_of_its_name() -> None:
+    """`const int N = 100000000;` at file scope and a kernel parameter `const int N` (teaching
+    code passes the constant it is named after): the kernel's `n < N` reads the argument, a
+    size, not the file's number."""
+    k = one(
+        "const int N = 100000000;\n"
+        "__global__ void k(const float* x, float* y, const int N) {\n"
+        "  for (int n = blockIdx.x * blockDim.x + threadIdx.x; n < N;"
+        " n += blockDim.x * gridDim.x) y[n] = x[n];\n"
+        "}\n"
+    )
+    (loop,) = k.loops
+    assert loop.bound.canonical == "N"
+    # (a name no parameter shadows stays the file's constant)
+    k = one(
+        "const int M = 64;\n"
+        "__global__ void k(float* y, int n) {\n"
+        "  for (int i = threadIdx.x; i < M; i += blockDim.x) y[i] = 0.0f;\n"
+        "}\n"
+    )
+    assert k.loops[0].bound.canonical == "64"
+
+
 def test_row_pointer_offset_alias() -> None:
     k = one(
         "__global__ void k(const float* in, float* out, int cols) {\n"
