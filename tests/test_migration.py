@@ -327,6 +327,23 @@ def test_template_arguments_named_by_host_constants_are_the_kernels_constants(
     assert set(spec.sizes) == {"n"} and spec.launch.grid == ["n / 512"]
 
 
+def test_a_fixed_problem_too_large_to_run_as_written_has_its_size_as_a_size(
+    tmp_path: Path,
+) -> None:
+    """`const int N = 100000000;` in main, read only by the grid (`N / 128`) of a kernel that
+    takes no size: N is the problem's size, varied at sizes both executors run, with the
+    whole blocks the unguarded kernel needs (`N % 128 == 0`), not a 10^8-element task refused.
+    Kernel of our own: tests/data/add_fixed_big.cu."""
+    src = tmp_path / "add_fixed_big.cu"
+    shutil.copy(Path(__file__).parent / "data" / "add_fixed_big.cu", src)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    spec = load_spec(tmp_path / "out" / "add_big.inferred.toml")
+    assert spec.relations == ["N % 128 == 0"] and spec.launch.grid == ["N / 128"]
+    assert all(t.shape == ["N"] for t in spec.tensors)
+    assert all(s["N"] % 128 == 0 and s["N"] <= 1 << 22 for s in spec.all_size_sets())
+
+
 def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     m = migrate(Path(__file__).resolve().parent / "data" / "bmm.cu", out_dir=tmp_path)
     (k,) = m.kernels

@@ -194,8 +194,10 @@ def infer_spec(
         else:
             raise InferenceError(f"integer argument {p.name} = {arg} is not a host size")
     size_names -= set(ties) - {v for v in ties.values()}
-    # a literal the kernel's arguments never name (`threads = 256`) is the launch as written
-    unused = {n: v for n, v in literal.items() if n not in size_names}
+    # a literal the kernel's arguments never name (`threads = 256`) is the launch as written;
+    # not one too large to run as written (`N = 100000000`, the grid `N / 128` of a kernel that
+    # takes no N): the problem's size, a size of its own
+    unused = {n: v for n, v in literal.items() if n not in size_names and v <= MAX_ELEMENTS}
     # a launch set under a branch is its values' text; one a tensor's size sets at run time
     # (`nh = Q.size(1)`, used only by the grid) stays a size of its own
     branched = {n for n in chosen - size_names - settled if not _RUNTIME_SIZE.search(values[n])}
