@@ -344,6 +344,25 @@ def test_a_fixed_problem_too_large_to_run_as_written_has_its_size_as_a_size(
     assert all(s["N"] % 128 == 0 and s["N"] <= 1 << 22 for s in spec.all_size_sets())
 
 
+def test_a_gemv_over_whole_float4_pieces_is_measured_at_multiples_of_its_piece(
+    tmp_path: Path,
+) -> None:
+    """`pieces = (N / 32) / 4` (at least one) float4 reads per lane: below N = 128 a probe reads
+    128 columns whatever N is, so no formula fits the extents; measured at multiples of 128
+    (the kernel divides N by 32 and then by 4) they are N, and the spec says N % 128 == 0. The
+    row pointer moved by `A = &A[row * N]` leaves A an input. Kernel of our own:
+    tests/data/gemv_float4_pieces.cu."""
+    src = tmp_path / "gemv_float4_pieces.cu"
+    shutil.copy(Path(__file__).parent / "data" / "gemv_float4_pieces.cu", src)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "y[i] = sum_{k < N} (A[i, k] * x[k])"
+    spec = load_spec(tmp_path / "out" / "gemv_f4.inferred.toml")
+    assert "N % 128 == 0" in spec.relations
+    assert {t.name: t.role for t in spec.tensors} == {"A": "in", "x": "in", "y": "out"}
+
+
 def test_batched_matmul_without_a_sidecar(tmp_path: Path) -> None:
     m = migrate(Path(__file__).resolve().parent / "data" / "bmm.cu", out_dir=tmp_path)
     (k,) = m.kernels

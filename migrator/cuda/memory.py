@@ -31,7 +31,16 @@ class MemoryMixin(BodyState):
     def _assignment(self, node: Node, kind: str) -> None:
         op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        if right is not None:
+        moved = (  # `A = &A[row * N]`: the pointer moves, as at a declaration of an alias; the
+            # address taken is no escape (accesses through A record A's elements, offset)
+            left is not None and unparen(left).type == "identifier"
+            and self._is_pointer_var(self.p.text(unparen(left)))
+            and right is not None and self.resolve_pointer(right) is not None  # type: ignore[attr-defined]
+        )  # fmt: skip
+        if right is not None and moved:
+            for off in self._alias_offsets(right):  # type: ignore[attr-defined]
+                self.expr(off, "read")
+        elif right is not None:
             self.expr(right, "read")
         if left is None:
             return

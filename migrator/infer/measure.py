@@ -439,6 +439,7 @@ def measure_extents(
     launch_only: set[str],
     tie: bool = True,
     pad: bool = True,
+    whole: dict[str, int] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -446,7 +447,9 @@ def measure_extents(
     `a[idx]` read unguarded, a K loop over whole slices), then, with at most three sizes, at
     four times the sizes; last (`tie`), with every size equal (square problems). Returns the
     extents and the relations the sizes then obey (`N % 128 == 0`, `K == M`; none unless a
-    tiled or tied attempt was the one that fitted)."""
+    tiled or tied attempt was the one that fitted). `whole`: constants the kernel divides
+    sizes by (`kIteration = (N / 32) / 4`), the sizes' tiles of a last attempt before the
+    tied one (a probe below 128 reads one piece of 128 whatever N is)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
@@ -470,6 +473,12 @@ def measure_extents(
     first: InferenceError | None = None
     # rows padded past their width (`_padded_rows`) last, after square problems: a GEMM
     # tutorial's one leading dimension reaches `(M - 1) * K + N` too
+    if whole:
+        merged = dict(tiles or {})
+        for n, c in whole.items():
+            merged[n] = math.lcm(merged.get(n, 1), c)
+        if merged != tiles and _tiles_affordable(data, merged, launch_only):
+            attempts.append((TILE_MULTIPLES, 1, merged))
     plain = [(v, s, t, False) for v, s, t in attempts] + [("tied", 0, None, False)]
     padding = [(v, s, t, True) for v, s, t in attempts] if pad else []
     for values, scale, tiled, padding_now in plain + padding:

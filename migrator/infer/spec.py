@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +302,7 @@ def infer_spec(
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        extents, measured = _measured(parsed, data, unshaped, launch_only)
+        extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data))
         relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
@@ -319,7 +319,7 @@ def infer_spec(
         if short:
             for p in short:
                 next(t for t in tensors if t["param"] == p)["shape"] = []
-            extents, more = _measured(parsed, data, short, launch_only)
+            extents, more = _measured(parsed, data, short, launch_only, _trip_tiles(k, data))
             _measure_into(tensors, extents)
             relations += [r for r in more if r not in relations]
             unshaped += short
@@ -535,7 +535,11 @@ TABLE_ROWS = (256, 37, 130)  # a gather table's rows: the default, then one per 
 
 
 def _measured(
-    parsed: Any, data: dict[str, Any], params: list[str], launch_only: set[str]
+    parsed: Any,
+    data: dict[str, Any],
+    params: list[str],
+    launch_only: set[str],
+    whole: dict[str, int] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
     `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
@@ -543,7 +547,7 @@ def _measured(
     from migrator.contract import np_dtype
 
     try:
-        return measure_extents(parsed, data, params, launch_only)
+        return measure_extents(parsed, data, params, launch_only, whole=whole)
     except GatherError:
         ints = [t for t in data["tensors"] if t["role"] == "in"
                 and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
@@ -957,6 +961,29 @@ def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
 
 _CONST_INT = re.compile(r"\bconst(?:expr)?\s+(?:unsigned\s+)?int\s+(\w+)\s*=\s*(\d+)\s*;")
 _BY_CONSTANT = re.compile(r"\b([A-Za-z_]\w*)\s*/\s*(\d+(?![.\w])|[A-Za-z_]\w*\b)")  # not `x / 2.0f`
+_BY_CONSTANT_TWICE = re.compile(
+    r"\(\s*([A-Za-z_]\w*)\s*/\s*(\d+|[A-Za-z_]\w*)\s*\)\s*/\s*(\d+(?![.\w])|[A-Za-z_]\w*\b)"
+)
+
+
+def _trip_divisors(k: Kernel, size_of: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(size, c) where the kernel divides a size argument by a constant c, directly or twice
+    (`N / warp_size`, `(N / warp_size) / 4`: c = 128), `size_of` naming each parameter's size."""
+    text = _kernel_text(k)
+    consts = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(text)}
+
+    def value(b: str) -> int | None:
+        return int(b) if b.isdigit() else consts.get(b)
+
+    found = [(a, value(b)) for a, b in _BY_CONSTANT.findall(text)]
+    for a, b, c in _BY_CONSTANT_TWICE.findall(text):
+        vb, vc = value(b), value(c)
+        found.append((a, vb * vc if vb is not None and vc is not None else None))
+    out: list[tuple[str, int]] = []
+    for a, c in found:
+        if a in size_of and c is not None and c > 1 and (size_of[a], c) not in out:
+            out.append((size_of[a], c))
+    return out
 
 
 def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
@@ -965,17 +992,26 @@ def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
     the first `32 * (N / 32)` elements only, so the kernel computes what its name says only at
     multiples (tutorials write it for them: "if N == 32"). Relations the spec lacks, for a
     retry of a lift that failed at ragged sizes, never imposed up front."""
-    text = _kernel_text(k)
-    consts = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(text)}
     size_of = {sc.cuda_param: str(sc.size) for sc in spec.scalars
                if sc.size is not None and re.fullmatch(r"[A-Za-z_]\w*", str(sc.size))}  # fmt: skip
     out: list[str] = []
-    for a, b in _BY_CONSTANT.findall(text):
-        c = int(b) if b.isdigit() else consts.get(b)
-        if a in size_of and c is not None and c > 1:
-            rel = f"{size_of[a]} % {c} == 0"
-            if rel not in out and rel not in spec.relations:
-                out.append(rel)
+    for n, c in _trip_divisors(k, size_of):
+        rel = f"{n} % {c} == 0"
+        if rel not in out and rel not in spec.relations:
+            out.append(rel)
+    return out
+
+
+def _trip_tiles(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
+    """The same divisions as tiles to measure at (`kIteration = (N / 32) / 4`, at least one:
+    a probe below 128 reads one piece of 128 whatever N is, so its reach fits no formula), the
+    largest constant per size; for the measurement's last resort, not imposed up front."""
+    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
+               if "size" in sc and re.fullmatch(r"[A-Za-z_]\w*", str(sc["size"]))}  # fmt: skip
+    out: dict[str, int] = {}
+    for n, c in _trip_divisors(k, size_of):
+        if n in data["sizes"]:
+            out[n] = max(out.get(n, 1), c)
     return out
 
 

@@ -85,6 +85,26 @@ def test_a_moved_pointer_parameter_carries_its_offset() -> None:
         assert a.indices[0].canonical == "blockIdx.x*blockDim.x*C + threadIdx.x*C + c"
 
 
+def test_a_pointer_moved_to_an_element_address_is_read_not_written() -> None:
+    """`A = &A[row * N];` (a gemv tutorial's row pointer): the parameter moves, as `A += row *
+    N` does; taking the address to move it writes nothing, so A stays an input, and the float4
+    reads through it carry the offset."""
+    k = one(
+        "__global__ void k(float* __restrict__ A, float* x, float* y, const int N) {\n"
+        "  int r = blockIdx.x;\n"
+        "  A = &A[r * N];\n"
+        "  float4 v = reinterpret_cast<float4 *>(A)[threadIdx.x];\n"
+        "  y[r] = v.x + x[0];\n"
+        "}\n"
+    )
+    assert k.param("A").role == "in"
+    (read,) = [a for a in k.accesses if a.array == "A"]
+    assert read.kind == "read" and read.indices[0].canonical == "blockIdx.x*N + 4*threadIdx.x"
+    # (an address that escapes into something else is still a possible write)
+    k = one("__global__ void k(float* A, float** P) { P[0] = &A[threadIdx.x]; }\n")
+    assert k.param("A").role == "inout"
+
+
 def test_a_pointer_moved_in_a_loop_or_branch_is_not_affine() -> None:
     """Moved each iteration or on some paths only, the offset is unknown: said, never guessed."""
     k = one(
