@@ -184,7 +184,13 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
                 out.append(pair)
                 rank.append((ci, fallback))
     if not out:
-        raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
+        tiled = _tiled_pair(spec)
+        if tiled is None:
+            raise LiftError(
+                "no two small size sets with distinct sizes obey the kernel's relations"
+            )
+        out.append(tiled)
+        rank.append((len(configs), True))
 
     def blocks(sizes: dict[str, int]) -> int:
         return math.prod(spec.launch_config(sizes)[0])
@@ -216,6 +222,33 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
 
     order = sorted(range(len(out)), key=key)
     return _one_tile_first(spec, [out[n] for n in order])
+
+
+def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
+    """The cheapest two size sets of one to four whole tiles each (`M % 128 == 0`: 128 to 512),
+    distinct within a set and different between the sets for every size, the values of one
+    set free to reappear under other names in the other (M = 128, N = 256 then M = 256,
+    N = 128): a kernel of large tiles has no pair among the sizes stepped up from small ones
+    (a 128 x 128 tile GEMM: 128 x 256 x 32, then 256 x 384 x 64, past the budget). The last
+    resort, within twice the usual budget."""
+    fixed = _launch_only(spec)
+    names = [n for n in spec.sizes if n not in fixed]
+    tiles = tile_relations(spec.relations)
+    if not names or len(names) > 4 or any(tiles.get(n, 1) < 8 for n in names):
+        return None  # (untiled sizes: the stepped pairs serve them)
+    combos = []
+    for values in itertools.product(*([tiles[n] * k for k in (1, 2, 3, 4)] for n in names)):
+        sizes = {**fixed, **dict(zip(names, values, strict=True))}
+        if len(set(values)) == len(values) and not spec.broken_relations(sizes):
+            combos.append((_work(spec, sizes), sizes))
+    combos.sort(key=lambda c: c[0])
+    for w1, first in combos:
+        for w2, second in combos:
+            if max(w1, w2) > 2 * TRACE_BUDGET:
+                break
+            if all(first[n] != second[n] for n in names):
+                return [first, second]
+    return None
 
 
 def _one_tile_first(

@@ -688,6 +688,32 @@ def test_trace_sizes_that_are_expressions_of_each_other_come_last() -> None:
     assert any(_coincident(p[0], set()) for p in pairs[1:])  # the plain pairs kept after
 
 
+def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
+    """A GEMM of 128 x 128 tiles (`M % 128 == 0`, `N % 128 == 0`, `K % 32 == 0`, a tutorial's
+    template constants): the pairs stepped up from small sizes all pass the budget (the
+    second set 256 x 384 x 64), so the last resort is the cheapest two sets of whole tiles
+    whose values differ per size, free to reappear under another name (M = 128, N = 256, then
+    M = 256, N = 128)."""
+    from migrator.contract import TaskSpec
+    from migrator.lift.lifter import TRACE_BUDGET, _work, trace_pairs
+
+    spec = TaskSpec.model_validate({
+        "kernel": {"name": "k"},
+        "sizes": {"M": 256, "N": 256, "K": 256},
+        "relations": ["M % 128 == 0", "N % 128 == 0", "K % 32 == 0"],
+        "tensors": [{"name": "A", "role": "in", "shape": ["M", "K"]},
+                    {"name": "B", "role": "in", "shape": ["K", "N"]},
+                    {"name": "C", "role": "out", "shape": ["M", "N"]}],
+        "scalars": [{"name": n, "size": n} for n in ("M", "N", "K")],
+        "launch": {"grid": ["N / 128", "M / 128"], "block": [16, 16]},
+    })  # fmt: skip
+    ((a, b),) = trace_pairs(spec)
+    assert not spec.broken_relations(a) and not spec.broken_relations(b)
+    assert all(a[n] != b[n] for n in "MNK") and len({*a.values()}) == len({*b.values()}) == 3
+    assert max(_work(spec, a), _work(spec, b)) <= 2 * TRACE_BUDGET
+    assert {a["M"], a["N"]} == {b["M"], b["N"]} == {128, 256}
+
+
 def test_trace_pairs_keep_padded_rows_at_least_their_width() -> None:
     """`P >= V` (rows of width V at a stride P): a pair that sets relations aside still keeps
     P past V (rows that overlap compute nothing the program could say), and with a tied or a
