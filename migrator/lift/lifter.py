@@ -183,14 +183,13 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
             if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
                 out.append(pair)
                 rank.append((ci, fallback))
-    if not out:
+    # no pair that obeys the relations (large tiles): the cheapest two sets of whole tiles,
+    # first (the pairs that set the relations aside read past the tiles' edges)
+    tiled = None
+    if not any(not spec.broken_relations(a) and not spec.broken_relations(b) for a, b in out):
         tiled = _tiled_pair(spec)
-        if tiled is None:
-            raise LiftError(
-                "no two small size sets with distinct sizes obey the kernel's relations"
-            )
-        out.append(tiled)
-        rank.append((len(configs), True))
+    if not out and tiled is None:
+        raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
 
     def blocks(sizes: dict[str, int]) -> int:
         return math.prod(spec.launch_config(sizes)[0])
@@ -221,7 +220,7 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         return one_block(out[n]), work[rank[n][0]], rank[n][1], _work(spec, out[n][1])
 
     order = sorted(range(len(out)), key=key)
-    return _one_tile_first(spec, [out[n] for n in order])
+    return _one_tile_first(spec, [*([tiled] if tiled else []), *(out[n] for n in order)])
 
 
 def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
