@@ -144,6 +144,9 @@ def _fmt(s: Mapping[str, int]) -> str:
 
 
 TRACE_BUDGET = 2_000_000  # product of the traced sizes beyond which a pair is not traced
+# ... for the last resort of whole large tiles (`_tiled_pair`): a 128 x 128 tile GEMM whose K
+# is in whole 64s traces 128 x 256 x 64 and 256 x 128 x 192 (K = 128 would equal N)
+TILED_BUDGET = 4 * TRACE_BUDGET
 
 
 def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
@@ -229,7 +232,7 @@ def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
     set free to reappear under other names in the other (M = 128, N = 256 then M = 256,
     N = 128): a kernel of large tiles has no pair among the sizes stepped up from small ones
     (a 128 x 128 tile GEMM: 128 x 256 x 32, then 256 x 384 x 64, past the budget). The last
-    resort, within twice the usual budget."""
+    resort, within `TILED_BUDGET`."""
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
     tiles = tile_relations(spec.relations)
@@ -243,7 +246,7 @@ def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
     combos.sort(key=lambda c: c[0])
     for w1, first in combos:
         for w2, second in combos:
-            if max(w1, w2) > 2 * TRACE_BUDGET:
+            if max(w1, w2) > TILED_BUDGET:
                 break
             if all(first[n] != second[n] for n in names):
                 return [first, second]

@@ -695,7 +695,7 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     whose values differ per size, free to reappear under another name (M = 128, N = 256, then
     M = 256, N = 128)."""
     from migrator.contract import TaskSpec
-    from migrator.lift.lifter import TRACE_BUDGET, _work, trace_pairs
+    from migrator.lift.lifter import TILED_BUDGET, _work, trace_pairs
 
     spec = TaskSpec.model_validate({
         "kernel": {"name": "k"},
@@ -710,7 +710,7 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     ((a, b),) = trace_pairs(spec)
     assert not spec.broken_relations(a) and not spec.broken_relations(b)
     assert all(a[n] != b[n] for n in "MNK") and len({*a.values()}) == len({*b.values()}) == 3
-    assert max(_work(spec, a), _work(spec, b)) <= 2 * TRACE_BUDGET
+    assert max(_work(spec, a), _work(spec, b)) <= TILED_BUDGET
     assert {a["M"], a["N"]} == {b["M"], b["N"]} == {128, 256}
 
 
