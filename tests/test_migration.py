@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from migrator.contract import load_spec
-from migrator.migration import migrate
+from migrator.contract import TaskSpec, load_spec
+from migrator.migration import KernelMigration, migrate
 from migrator.report import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -291,6 +291,18 @@ def test_a_float64_kernel_migrates_as_its_float32_variant_and_says_so(tmp_path: 
     assert any(d.id == "C2N2019" for d in k.diagnostics)
 
 
+def _migrated_data_kernel(
+    tmp_path: Path, stem: str, kernel: str
+) -> tuple[KernelMigration, TaskSpec]:
+    """tests/data/<stem>.cu migrated without a spec (complete and checked, asserted) and the
+    task inferred for `kernel`."""
+    src = tmp_path / f"{stem}.cu"
+    shutil.copy(Path(__file__).parent / "data" / f"{stem}.cu", src)
+    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    return k, load_spec(tmp_path / "out" / f"{kernel}.inferred.toml")
+
+
 def test_a_kernel_written_for_whole_pieces_gets_that_relation_when_lifting_needs_it(
     tmp_path: Path,
 ) -> None:
@@ -298,13 +310,9 @@ def test_a_kernel_written_for_whole_pieces_gets_that_relation_when_lifting_needs
     the first 32 * (N / 32) columns only. Its lift fails at the inferred ragged sizes; lifted
     again at multiples of 32 it verifies, and the spec says `N % 32 == 0`. Kernel of our own:
     tests/data/gemv_warp_rows.cu (sizes from the command line, grid M / 4)."""
-    src = tmp_path / "gemv_warp_rows.cu"
-    shutil.copy(Path(__file__).parent / "data" / "gemv_warp_rows.cu", src)
-    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
-    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    k, spec = _migrated_data_kernel(tmp_path, "gemv_warp_rows", "gemv_warp_rows")
     assert k.lifted is not None and k.lifted.program is not None
     assert k.lifted.program.render() == "y[i] = sum_{k < N} (A[i, k] * x[k])"
-    spec = load_spec(tmp_path / "out" / "gemv_warp_rows.inferred.toml")
     assert spec.relations == ["N % 32 == 0"]
     assert all(s["N"] % 32 == 0 for s in spec.all_size_sets())
     assert not any(d.id == "C2N2014" for d in k.diagnostics)
@@ -318,11 +326,7 @@ def test_template_arguments_named_by_host_constants_are_the_kernels_constants(
     the grid divides by that same constant, so TILE is no size to vary (the grid would no
     longer match the kernel's tile) and SCALE's value is read from the host, not refused.
     Kernel of our own: tests/data/tile_scale.cu."""
-    src = tmp_path / "tile_scale.cu"
-    shutil.copy(Path(__file__).parent / "data" / "tile_scale.cu", src)
-    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
-    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
-    spec = load_spec(tmp_path / "out" / "tile_scale.inferred.toml")
+    k, spec = _migrated_data_kernel(tmp_path, "tile_scale", "tile_scale")
     assert [str(a) for a in spec.kernel.template_args] == ["512", "true"]
     assert set(spec.sizes) == {"n"} and spec.launch.grid == ["n / 512"]
 
@@ -334,11 +338,7 @@ def test_a_fixed_problem_too_large_to_run_as_written_has_its_size_as_a_size(
     takes no size: N is the problem's size, varied at sizes both executors run, with the
     whole blocks the unguarded kernel needs (`N % 128 == 0`), not a 10^8-element task refused.
     Kernel of our own: tests/data/add_fixed_big.cu."""
-    src = tmp_path / "add_fixed_big.cu"
-    shutil.copy(Path(__file__).parent / "data" / "add_fixed_big.cu", src)
-    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
-    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
-    spec = load_spec(tmp_path / "out" / "add_big.inferred.toml")
+    k, spec = _migrated_data_kernel(tmp_path, "add_fixed_big", "add_big")
     assert spec.relations == ["N % 128 == 0"] and spec.launch.grid == ["N / 128"]
     assert all(t.shape == ["N"] for t in spec.tensors)
     assert all(s["N"] % 128 == 0 and s["N"] <= 1 << 22 for s in spec.all_size_sets())
@@ -352,13 +352,9 @@ def test_a_gemv_over_whole_float4_pieces_is_measured_at_multiples_of_its_piece(
     (the kernel divides N by 32 and then by 4) they are N, and the spec says N % 128 == 0. The
     row pointer moved by `A = &A[row * N]` leaves A an input. Kernel of our own:
     tests/data/gemv_float4_pieces.cu."""
-    src = tmp_path / "gemv_float4_pieces.cu"
-    shutil.copy(Path(__file__).parent / "data" / "gemv_float4_pieces.cu", src)
-    (k,) = migrate(src, out_dir=tmp_path / "out").kernels
-    assert k.status == "complete" and k.check is not None and k.check.ok, k.diagnostics
+    k, spec = _migrated_data_kernel(tmp_path, "gemv_float4_pieces", "gemv_f4")
     assert k.lifted is not None and k.lifted.program is not None
     assert k.lifted.program.render() == "y[i] = sum_{k < N} (A[i, k] * x[k])"
-    spec = load_spec(tmp_path / "out" / "gemv_f4.inferred.toml")
     assert "N % 128 == 0" in spec.relations
     assert {t.name: t.role for t in spec.tensors} == {"A": "in", "x": "in", "y": "out"}
 
