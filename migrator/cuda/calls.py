@@ -62,7 +62,7 @@ class CallMixin(BodyState):
             self._through_pointer(node, args[0], "write")
             args = args[1:]
         elif ck == CallKind.DEVICE:
-            self._device_call(node, name, args)
+            args = self._device_call(node, name, args)
         for a in args:
             self.expr(a, "read")
 
@@ -172,8 +172,11 @@ class CallMixin(BodyState):
                 )
             )
 
-    def _device_call(self, node: Node, name: str, args: list[Node]) -> None:
-        """Pointer roles and reductions of a helper count for its caller."""
+    def _device_call(self, node: Node, name: str, args: list[Node]) -> list[Node]:
+        """Pointer roles and reductions of a helper count for its caller; an element of memory
+        bound to a reference parameter the helper sets (`add(x[n], y[n], z[n])` with `double
+        &z`) is updated there (read and written: the helper's reads of it are not told apart).
+        Returns the arguments still to be read as values."""
         callee = self.callees[name]
         for r in callee.reductions:
             if not any(x.target == f"{name}:{r.target}" for x in self.facts.reductions):
@@ -186,7 +189,13 @@ class CallMixin(BodyState):
                         span=self.p.span(node),
                     )
                 )
+        plain = list(args)
         for arg, param in zip(args, callee.params, strict=False):
+            in_memory = unparen(arg).type in ("subscript_expression", "pointer_expression")
+            if param.is_reference and not param.is_const and param.role == "out" and in_memory:
+                self.expr(unparen(arg), "update")
+                plain.remove(arg)
+                continue
             if param.is_reference and not param.is_const and unparen(arg).type == "identifier":
                 # `mulAndScale(a, b, c)` with `fComplex &a`: the helper may change the local,
                 # so its value after the call is not the one this analysis tracked
@@ -206,6 +215,7 @@ class CallMixin(BodyState):
                 ev.add("read")
             if role in ("out", "inout"):
                 ev.add("write")
+        return plain
 
     def _maybe_reduction(
         self, node: Node, left: Node, op: str, right: Node | None

@@ -105,6 +105,24 @@ def test_a_pointer_moved_to_an_element_address_is_read_not_written() -> None:
     assert k.param("A").role == "inout"
 
 
+def test_an_element_a_helper_sets_through_a_reference_is_written() -> None:
+    """`add(x[n], y[n], z[n])` with `__device__ void add(double x, double y, double &z)`: z[n]
+    is stored by the helper, so z is an output of the kernel (it read as an input, and the
+    NKI kernel emitted from the traced program returned an output the task did not have)."""
+    k = one(
+        "__device__ void add(const float x, const float y, float &z) { z = x + y; }\n"
+        "__device__ float twice(const float &v) { return 2.0f * v; }\n"
+        "__global__ void k(const float* x, const float* y, float* z, float* w, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) { add(x[i], y[i], z[i]); w[i] = twice(y[i]); }\n"
+        "}\n"
+    )
+    roles = {p.name: p.role for p in k.params}
+    assert roles == {"x": "in", "y": "in", "z": "inout", "w": "out", "n": "scalar"}
+    (z,) = [a for a in k.accesses if a.array == "z"]
+    assert z.kind == "update" and z.indices[0].canonical == "blockIdx.x*blockDim.x + threadIdx.x"
+
+
 def test_a_pointer_moved_in_a_loop_or_branch_is_not_affine() -> None:
     """Moved each iteration or on some paths only, the offset is unknown: said, never guessed."""
     k = one(
