@@ -19,6 +19,7 @@ def two(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("C2N_WORKERS", "2")  # (forks even where the machine has one core)
     # (and where an earlier test of the session left a thread behind: these jobs take no lock)
     monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(workers, "FORK_AFTER", 0.0)  # (quick jobs shared too)
 
 
 def test_results_come_back_in_item_order_and_some_ran_in_a_child(two: None) -> None:
@@ -58,18 +59,44 @@ def test_a_result_that_does_not_pickle_is_computed_here(two: None) -> None:
     assert [f() for f in got] == list(range(5))
 
 
+def test_quick_jobs_stay_in_this_process_and_slow_ones_are_shared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first item runs here; the rest go to two processes only where, at its pace, they
+    would take `FORK_AFTER` seconds or more (a fork costs tens of milliseconds)."""
+    import time
+
+    me = os.getpid()
+    monkeypatch.setenv("C2N_WORKERS", "2")
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    assert workers.map_jobs(lambda x: os.getpid(), range(8)) == [me] * 8
+    pids = workers.map_jobs(lambda x: (time.sleep(0.06), os.getpid())[1], range(8))
+    assert pids[0] == me and any(p != me for p in pids)
+
+
 def test_one_worker_one_item_or_a_nested_batch_runs_in_this_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import time
+
     me = os.getpid()
     monkeypatch.setenv("C2N_WORKERS", "1")
     assert workers.map_jobs(lambda x: os.getpid(), range(4)) == [me] * 4
     monkeypatch.setenv("C2N_WORKERS", "2")
     monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(workers, "FORK_AFTER", 0.0)
     assert workers.map_jobs(lambda x: os.getpid(), [0]) == [me]
+
     # a batch inside a batch: no second fork (three processes on two cores would not pay)
-    inner = workers.map_jobs(lambda x: workers.map_jobs(lambda y: os.getpid(), range(3)), [0, 1])
-    assert all(len(set(pids)) == 1 for pids in inner)
+    # (the first outer item runs alone, so its batch may share; the others ran while a child
+    # was running, in it or beside it)
+    def outer(x: int) -> list[int]:
+        time.sleep(0.1)  # (so that each process takes one of the items left)
+        return workers.map_jobs(lambda y: os.getpid(), range(3))
+
+    inner = workers.map_jobs(outer, range(3))
+    assert all(len(set(pids)) == 1 for pids in inner[1:])
+    assert len({pids[0] for pids in inner[1:]}) == 2  # (the outer batch was shared)
 
 
 def _report(out: Path, workers_: str) -> object:
