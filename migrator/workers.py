@@ -72,16 +72,26 @@ def map_jobs(
     share (the probe values, the parsed program's memos) before the fork."""
     items = list(items)
     done: list[R] = []
+    after = _fork_after()
     t0 = time.perf_counter()
     for i, x in enumerate(items):
         left = len(items) - i
-        if i and left >= 2 and (time.perf_counter() - t0) / i * left >= FORK_AFTER:
+        if i and left >= 2 and (time.perf_counter() - t0) / i * left >= after:
             return done + _shared(fn, items[i:], memos)
         done.append(fn(x))
     return done
 
 
 FORK_AFTER = 0.2  # seconds of work left, at the pace so far, that pay for a second process
+
+
+def _fork_after() -> float:
+    """`FORK_AFTER`, or `C2N_FORK_AFTER` where set (0: every batch shared, as the tests that
+    compare one process with two need)."""
+    try:
+        return float(os.environ.get("C2N_FORK_AFTER", FORK_AFTER))
+    except ValueError:
+        return FORK_AFTER
 
 
 def _shared(

@@ -102,7 +102,7 @@ def test_one_worker_one_item_or_a_nested_batch_runs_in_this_process(
 def _report(out: Path, workers_: str) -> object:
     """The migration report of tests/data/block_sums.cu made with `workers_` processes, its
     paths and timings left out."""
-    env = {**os.environ, "C2N_WORKERS": workers_}
+    env = {**os.environ, "C2N_WORKERS": workers_, "C2N_FORK_AFTER": "0"}  # (every batch shared)
     src = Path(__file__).parent / "data" / "block_sums.cu"
     cmd = [sys.executable, "-m", "migrator.cli", str(src), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, env=env)
