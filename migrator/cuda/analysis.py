@@ -276,11 +276,8 @@ class BodyAnalyzer(ControlMixin, MemoryMixin, CallMixin, ExprMixin):
             d = unwrap_declarator(self.p, child)
             if d is None:
                 continue
-            if d.init is not None and not (d.pointer_depth and self.resolve_pointer(d.init)):
-                self.expr(d.init, "read")
-            elif d.init is not None:  # an alias (`&x[off]`, `table + tok[n] * C`) accesses
-                for off in self._alias_offsets(d.init):  # nothing itself; its offsets may read
-                    self.expr(off, "read")
+            if d.init is not None:
+                self.read_assigned(d.init, bool(d.pointer_depth))
             if d.ctor_args is not None:
                 self.expr(d.ctor_args, "read")
             if "__shared__" in quals:

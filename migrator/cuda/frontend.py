@@ -658,14 +658,15 @@ def _launch_sites(
                          for w in re.findall(r"[A-Za-z_]\w*", x) if w in site_values}  # fmt: skip
                 used = dict(sorted(used.items()))
             raw_targs = [_substituted(a, sub) if tags else a for a in _template_args(parsed, targs)]
+            template_args = [_host_constant(a, values_here) for a in raw_targs]
             # `Sgemm<BLOCK_SIZE_M, ...><<<dim3(N / BLOCK_SIZE_M), ...>>>`: the constant the
             # kernel is compiled for, which the launch reads too: a constant of this launch
-            compiled = {a.strip(): v for a in raw_targs if a.strip() in used
-                        and (v := _host_constant(a, values_here)) != a}  # fmt: skip
+            compiled = {a.strip(): v for a, v in zip(raw_targs, template_args, strict=True)
+                        if a.strip() in used and v != a}  # fmt: skip
             sites.extend(
                 LaunchSite(
                     kernel=name,
-                    template_args=[_host_constant(a, values_here) for a in raw_targs],
+                    template_args=template_args,
                     grid=parts[0] if parts else "",
                     block=parts[1] if len(parts) > 1 else "",
                     shared_bytes=parts[2] if len(parts) > 2 else None,

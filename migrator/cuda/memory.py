@@ -31,17 +31,13 @@ class MemoryMixin(BodyState):
     def _assignment(self, node: Node, kind: str) -> None:
         op = self.p.text(node.child_by_field_name("operator"))  # type: ignore[arg-type]
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        moved = (  # `A = &A[row * N]`: the pointer moves, as at a declaration of an alias; the
-            # address taken is no escape (accesses through A record A's elements, offset)
-            left is not None and unparen(left).type == "identifier"
-            and self._is_pointer_var(self.p.text(unparen(left)))
-            and right is not None and self.resolve_pointer(right) is not None  # type: ignore[attr-defined]
-        )  # fmt: skip
-        if right is not None and moved:
-            for off in self._alias_offsets(right):  # type: ignore[attr-defined]
-                self.expr(off, "read")
-        elif right is not None:
-            self.expr(right, "read")
+        if right is not None:  # (`A = &A[row * N]`: the pointer moves, as at a declaration)
+            to_pointer = (
+                left is not None
+                and unparen(left).type == "identifier"
+                and (self._is_pointer_var(self.p.text(unparen(left))))
+            )
+            self.read_assigned(right, to_pointer)
         if left is None:
             return
         left = unparen(left)  # `(LDST128BITS(c[i])) = v`: macros add parentheses
@@ -63,6 +59,17 @@ class MemoryMixin(BodyState):
             if accumulating and right is not None:
                 self.note_accumulation(name, style[0], style[1], right, op)  # type: ignore[attr-defined,index]
             self._assign_scalar(name, op, right, node, accumulating)  # type: ignore[attr-defined]
+
+    def read_assigned(self, value: Node, to_pointer: bool) -> None:
+        """What a value given to a variable reads. Given to a pointer, an alias of memory
+        (`&x[off]`, `table + tok[n] * C`) accesses nothing itself, only its offsets read (the
+        address is no escape: accesses through the pointer record the array's elements);
+        anything else is read whole."""
+        if to_pointer and self.resolve_pointer(value) is not None:  # type: ignore[attr-defined]
+            for off in self._alias_offsets(value):  # type: ignore[attr-defined]
+                self.expr(off, "read")
+        else:
+            self.expr(value, "read")
 
     def _update(self, node: Node, kind: str) -> None:
         arg = node.child_by_field_name("argument")

@@ -804,12 +804,13 @@ def _measure(
     failures: dict[int, str] = {}
     first_ok: int | None = None
 
-    def probe(j: int) -> dict[str, int] | str:
+    def probe(sz: dict[str, int], high: int) -> dict[str, int] | str:
+        """The run's reach, or why it is void (sizes that break a relation the kernel assumes,
+        `C % NH == 0`)."""
         try:
-            return _probe_run(parsed, data, set(params), sets[j], 8)
+            return _probe_run(parsed, data, set(params), sz, high)
         except (InterpError, ValueError, ArithmeticError) as e:
-            # sizes that break a relation the kernel assumes (`C % NH == 0`): this run is void
-            return f"at sizes {sets[j]}: {' '.join(str(e).split())[:200]}"
+            return f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
 
     # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
     # there, as below), then all the others
@@ -819,7 +820,8 @@ def _measure(
             sz = sets[j]
             if j not in ahead:
                 batch = order[pos : max(4, pos + 1)] if pos < 4 else order[pos:]
-                ahead.update(zip(batch, map_jobs(probe, batch, [_PROBES]), strict=True))
+                got = map_jobs(lambda i: probe(sets[i], 8), batch, [_PROBES])
+                ahead.update(zip(batch, got, strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
             first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)
             sz = sets[first_ok if first_ok is not None else 0]
@@ -828,13 +830,7 @@ def _measure(
             # (no integer input: the repeat would draw the same values and reach as far)
             measured[j] = measured[first_ok]
             break
-        if j < n_runs:
-            got = ahead.pop(j)
-        else:
-            try:
-                got = _probe_run(parsed, data, set(params), sz, high)
-            except (InterpError, ValueError, ArithmeticError) as e:
-                got = f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+        got = ahead.pop(j) if j < n_runs else probe(sz, high)
         extents = got if isinstance(got, dict) else None
         if isinstance(got, str):
             failures[j] = got
