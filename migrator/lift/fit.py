@@ -1079,6 +1079,7 @@ def fit_elements(
     (`_one_form`); failing that, where some elements are one stored constant at positions a
     comparison of the coordinates tells (a causal mask's 0 or -inf above the diagonal), that
     constant there and the expression of the others elsewhere."""
+    unpicked: Assign | None = None  # the form fitted where no label picks, if one was
     try:
         one = _one_form(c, tensor, values, shapes, sizes, sources, unwritten, ints, agrees)
         # the sample may miss the one element per row a label picks: checked there
@@ -1087,6 +1088,7 @@ def fit_elements(
         )
         if not missed:
             return one
+        unpicked = one
         first = LiftError(f"{tensor} is computed differently at the elements labels pick")
     except LiftError as e:
         # (kept without its traceback: the traceback holds this frame, whose `first` would
@@ -1099,7 +1101,7 @@ def fit_elements(
     masked = _masked(values, names, unwritten, sizes, tensor)
     if masked is None:
         picked = _picked_by_index(c, tensor, values, shapes, sizes, sources, unwritten, ints,
-                                  agrees)  # fmt: skip
+                                  agrees, unpicked)  # fmt: skip
         if picked is not None:
             return picked
         try:
@@ -1128,10 +1130,13 @@ def _picked_by_index(
     unwritten: np.ndarray,
     ints: Mapping[str, np.ndarray] | None,
     agrees: Callable[[Assign, list[int]], bool] | None,
+    unpicked: Assign | None = None,
 ) -> Assign | None:
     """`j == ids[i] ? picked : other`: one element per row, at the column an integer input
     gives (a label: cross-entropy's gradient subtracts 1 there), computed differently from the
-    rest; each part fitted on its own elements. None where no integer input explains it."""
+    rest; each part fitted on its own elements. None where no integer input explains it.
+    `unpicked`: the rest's form where a fit of elements no label picks made it already (a
+    second fit of other such elements was a third of a cross-entropy's lift)."""
     shape = values.shape
     names = list(OUT_VARS[: len(shape)])
     # (elements of blocks the trace skipped are NaN: neither part reads them)
@@ -1139,8 +1144,9 @@ def _picked_by_index(
     for name, width, at in _label_positions(values, ints):
         others = np.setdiff1d(np.arange(values.size), at)
         try:
-            rest = _one_form(c, tensor, values, shapes, sizes, sources, np.union1d(unwritten, at),
-                             ints, agrees, share=False)  # fmt: skip
+            rest = unpicked if unpicked is not None else _one_form(
+                c, tensor, values, shapes, sizes, sources, np.union1d(unwritten, at), ints,
+                agrees, share=False)  # fmt: skip
             pick = _one_form(c, tensor, values, shapes, sizes, sources,
                              np.union1d(unwritten, others), ints, agrees, share=False)  # fmt: skip
         except LiftError:
