@@ -46,6 +46,7 @@ from migrator.infer.measure import (
     SET_ELEMENTS,
     _cap_elements,
     _cap_threads,
+    _cap_work,
     _fit_budget,
     _fixed_extents,
     _grow_until_launchable,
@@ -247,6 +248,16 @@ def infer_spec(
                 sset[n] = 3 - j
     shaped = {n for t in tensors for d in t["shape"] for n in re.findall(r"[A-Za-z_]\w*", d)}
     in_block = {n for b in block for n in re.findall(r"[A-Za-z_]\w*", str(b))}
+    for n in _block_constants(in_block & set(sizes), literal, tensors, scalars):
+        # `const int BLOCK_SIZE = 128;` as the block, and one partial sum a block: the block
+        # the launch is written for sizes an output (`(N + BLOCK_SIZE - 1) / BLOCK_SIZE`),
+        # no input and no argument; its value, as a `#define` would be (a size of its own,
+        # varied from set to set, the NKI kernel could read from no shape)
+        grid, block, smem, tensors = _substituted(n, literal[n], grid, block, smem, tensors)
+        for sset in (sizes, *sets):
+            sset.pop(n, None)
+        shaped.discard(n)
+        in_block.discard(n)
     launch_only = (in_block & set(sizes)) - shaped
     for n in in_block & set(sizes):
         # `dim3 block(s, s)` or `block = s * s`: s at most 16 (CUDA's 1024 threads a block)
@@ -353,6 +364,15 @@ def infer_spec(
             _cap_threads(data, sset, launch_only | in_block | tied)
         _cap_elements(tensors, data["sizes"], launch_only | in_block | set(literal) | tied,
                       DEFAULT_ELEMENTS)  # fmt: skip
+    # a contraction's work (M * N * K), which no tensor shows, bounded at every set: sizes
+    # tied by a relation other than whole tiles (`C % NH == 0`, `K == M`) stay as they are
+    tiles = tile_relations(data.get("relations", []))
+    tied = {w for r in data.get("relations", []) if not _TILE_RELATION.fullmatch(r.strip())
+            for w in _WORDS.findall(r)}  # fmt: skip
+    for sset in (data["sizes"], *data["size_sets"]):
+        _cap_work(tensors, sset, launch_only | in_block | tied, tiles)
+    data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
+                         if s != data["sizes"] and s not in data["size_sets"][:i]]  # fmt: skip
     _small_batches(data)
     _label_ranges(k, data)
     _memset_inputs(k, site, data, resolve)
@@ -378,6 +398,7 @@ def infer_spec(
     return _written_before_read(spec, k)
 
 
+_TILE_RELATION = re.compile(r"\w+ % \d+ == 0")  # `N % 128 == 0` (`tile_relations`)
 _LAST_BLOCK = re.compile(r"gridDim\s*\.\s*[xyz]\s*-\s*1\b")  # the last ticket
 _RESULT_USED = re.compile(r"=\s*atomic(?:Add|Inc)\s*\(|atomic(?:Add|Inc)\s*\([^;]*\)\s*[=!<>]=?")
 
@@ -632,6 +653,44 @@ def _round_to_tiles(sset: dict[str, int], tiles: dict[str, int]) -> None:
     for n, t in tiles.items():
         if n in sset:
             sset[n] = max(t, round(sset[n] / t) * t)
+
+
+def _block_constants(
+    names: set[str],
+    literal: dict[str, int],
+    tensors: list[dict[str, Any]],
+    scalars: list[dict[str, Any]],
+) -> list[str]:
+    """Host literals among the block's `names` that shape outputs only: in no input's shape
+    and in no scalar the kernel is passed (`layernorm<<<B * T, C>>>(out, inp, C)` keeps C, a
+    size of the problem)."""
+
+    def words(text: Any) -> set[str]:
+        return set(re.findall(r"[A-Za-z_]\w*", str(text)))
+
+    inputs = {w for t in tensors if t["role"] in ("in", "inout") for d in t["shape"]
+              for w in words(d)}  # fmt: skip
+    passed = {w for sc in scalars for w in words(sc.get("size", ""))}
+    outputs = {w for t in tensors if t["role"] == "out" for d in t["shape"] for w in words(d)}
+    return sorted(n for n in names
+                  if n in literal and n in outputs and n not in inputs | passed)  # fmt: skip
+
+
+def _substituted(
+    name: str, value: int, grid: list[Any], block: list[Any], smem: Any,
+    tensors: list[dict[str, Any]],
+) -> tuple[list[Any], list[Any], Any, list[dict[str, Any]]]:  # fmt: skip
+    """The launch and the tensors' shapes with size `name` written as its `value`."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+
+    def sub(x: Any) -> Any:
+        if not isinstance(x, str):
+            return x
+        out = word.sub(str(value), x)
+        return int(out) if out.strip().isdigit() else out
+
+    return ([sub(g) for g in grid], [sub(b) for b in block], sub(smem),
+            [{**t, "shape": [str(sub(d)) for d in t["shape"]]} for t in tensors])  # fmt: skip
 
 
 def _tile_constants(scalars: list[dict[str, Any]], literal: dict[str, int]) -> set[str]:

@@ -47,6 +47,22 @@ def test_a_block_that_takes_two_inputs_a_thread(tmp_path: Path) -> None:
     assert "per_block" not in toml and 'grid = ["N / (2 * 256)"' in toml
 
 
+def test_a_block_that_is_a_host_constant_stays_its_value(tmp_path: Path) -> None:
+    """`const int BLOCK = 128;` as the launch's block and in the output's length `(N + BLOCK -
+    1) / BLOCK`, in no input and no argument: the block the launch is written for, its value
+    in every size set and in the shapes (a size of its own, varied from set to set, was one
+    the NKI kernel could read from no shape: a skeleton)."""
+    cu = tmp_path / "block_sums_const.cu"
+    shutil.copy(KERNEL.with_name("block_sums_const.cu"), cu)
+    (k,) = migrate(cu, out_dir=tmp_path / "out").kernels
+    assert k.status == "complete" and k.family == "rows", k.diagnostics
+    assert k.check is not None and k.check.ok
+    assert k.lifted is not None and k.lifted.program is not None
+    assert k.lifted.program.render() == "partial[i] = sum_{k < 128} x[i, k]"
+    toml = (tmp_path / "out" / "block_sums_const.inferred.toml").read_text()
+    assert "BLOCK" not in toml and 'grid = ["(N + 128 - 1) / 128"]' in toml
+
+
 def _spec(shapes: dict[str, str]) -> TaskSpec:
     return TaskSpec.model_validate({
         "kernel": {"name": "k"}, "sizes": {"N": 1024}, "size_sets": [{"N": 256}],
