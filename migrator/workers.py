@@ -16,6 +16,7 @@ threads running (a fork copies their locks held), inside a child already, or `C2
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -158,6 +159,96 @@ def _shared(
 
 
 MAX_ITEMS = 255  # (one byte per token)
+
+
+class Ahead:
+    """Jobs a forked child has started on (`ahead`) while this process does other work; what
+    they add to the memos is collected by `join`. Only their memo entries are wanted: a
+    later phase makes the same calls and finds them done."""
+
+    def __init__(self, fn: Callable[[Any], Any], items: list[Any],
+                 memos: Sequence[MutableMapping[Any, Any]], pid: int, queue: int,
+                 back: int) -> None:  # fmt: skip
+        self.fn, self.items, self.memos = fn, items, memos
+        self.pid, self.queue, self.back = pid, queue, back
+        self.open = True
+
+    def join(self) -> None:
+        """The jobs the child has not taken run here (a failure is left for the later call
+        to raise), then the child's memo entries are copied in."""
+        if not self.open:
+            return
+        payload = b""
+        try:
+            for i in _taken(self.queue):
+                # (a failure: the phase that needs this job runs it again, and raises there)
+                with contextlib.suppress(Exception):
+                    self.fn(self.items[i])
+            with os.fdopen(self.back, "rb") as f:
+                self.back = -1
+                payload = f.read()
+            os.waitpid(self.pid, 0)
+            self.pid = -1
+        finally:
+            self._close()
+        try:
+            _, added = pickle.loads(payload)
+        except Exception:  # the child died before it wrote
+            return
+        for memo, new in zip(self.memos, added, strict=False):
+            for k, v in new.items():
+                memo.setdefault(k, v)
+
+    def cancel(self) -> None:
+        """The child's work is not wanted (the phase that needed it never came): stopped."""
+        if self.open:
+            self._close()
+
+    def _close(self) -> None:
+        global _BUSY
+        _BUSY = False
+        self.open = False
+        if self.pid > 0:
+            _stop(self.pid)
+            self.pid = -1
+        for fd in (self.queue, self.back):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.queue = self.back = -1
+
+
+def ahead(
+    fn: Callable[[T], Any], items: Sequence[T], memos: Sequence[MutableMapping[Any, Any]]
+) -> Ahead | None:
+    """`fn` of each item started now in a forked child, while this process goes on (a
+    migration's fit, say, on one core, and the runs its verification will need on the
+    other); `join` collects them. None where no child can be forked (then nothing runs
+    ahead). Until the join, batches of this process run here alone (no second child)."""
+    global _BUSY
+    items = list(items)
+    if not 1 <= len(items) <= MAX_ITEMS or not _can_fork():
+        return None
+    try:
+        queue_r, queue_w = os.pipe()
+        os.write(queue_w, bytes(range(len(items))))
+        os.close(queue_w)
+        back_r, back_w = os.pipe()
+    except OSError:
+        return None
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (queue_r, back_r, back_w):
+            os.close(fd)
+        return None
+    if pid == 0:  # (the results are not sent: only the memo entries are wanted)
+        os.close(back_r)
+        _child(lambda x: (fn(x), None)[1], items, memos, queue_r, back_w, parent)
+    os.close(back_w)
+    _BUSY = True
+    return Ahead(fn, items, memos, pid, queue_r, back_r)
 
 
 def _taken(queue: int) -> Iterator[int]:

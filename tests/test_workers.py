@@ -99,10 +99,49 @@ def test_one_worker_one_item_or_a_nested_batch_runs_in_this_process(
     assert len({pids[0] for pids in inner[1:]}) == 2  # (the outer batch was shared)
 
 
+def test_jobs_started_ahead_leave_their_memo_entries_at_the_join(two: None) -> None:
+    """`ahead`: a child starts on the items while this process goes on; `join` runs here the
+    items the child has not taken and copies the child's memo entries in."""
+    import time
+
+    memo: dict[int, int] = {}
+
+    def job(x: int) -> None:
+        time.sleep(0.02)
+        memo[x] = os.getpid()
+
+    me = os.getpid()
+    pending = workers.ahead(job, range(6), [memo])
+    assert pending is not None
+    # meanwhile a batch of this process runs here alone (no second child beside the first)
+    assert workers.map_jobs(lambda x: os.getpid(), range(4)) == [me] * 4
+    pending.join()
+    assert sorted(memo) == list(range(6)) and any(p != me for p in memo.values())
+    slow = workers.map_jobs(lambda x: (time.sleep(0.05), os.getpid())[1], range(8))
+    assert slow != [me] * 8  # (after the join, batches are shared again)
+
+
+def test_work_started_ahead_and_not_wanted_is_stopped(two: None) -> None:
+    import time
+
+    memo: dict[int, int] = {}
+    pending = workers.ahead(lambda x: (time.sleep(30), memo.setdefault(x, x)), [0], [memo])
+    assert pending is not None
+    pid = pending.pid
+    t = time.perf_counter()
+    pending.cancel()
+    assert time.perf_counter() - t < 5 and memo == {}
+    with pytest.raises(ChildProcessError):  # (stopped and reaped: no such child left)
+        os.waitpid(pid, 0)
+    pending.join()  # (after a cancel: nothing to collect)
+    assert memo == {}
+
+
 def _report(out: Path, workers_: str) -> object:
     """The migration report of tests/data/block_sums.cu made with `workers_` processes, its
     paths and timings left out."""
-    env = {**os.environ, "C2N_WORKERS": workers_, "C2N_FORK_AFTER": "0"}  # (every batch shared)
+    # (every batch shared, and the task's own runs started ahead of the verification)
+    env = {**os.environ, "C2N_WORKERS": workers_, "C2N_FORK_AFTER": "0", "C2N_AHEAD_AFTER": "0"}
     src = Path(__file__).parent / "data" / "block_sums.cu"
     cmd = [sys.executable, "-m", "migrator.cli", str(src), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, env=env)

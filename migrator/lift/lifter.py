@@ -13,6 +13,7 @@ import contextlib
 import gc
 import itertools
 import math
+import os
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -30,6 +31,7 @@ from migrator.contract import (
     tile_relations,
 )
 from migrator.cuda.interp.findings import InterpError
+from migrator.cuda.interp.runner import SECONDS
 from migrator.cuda.interp.spec_run import (
     RUN_MEMO,
     _parse_key,
@@ -62,7 +64,7 @@ from migrator.lift.program import (
 )
 from migrator.lift.scatter import fit_scatter
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
-from migrator.workers import map_jobs
+from migrator.workers import Ahead, ahead, map_jobs
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
 # verification samples output elements (tens of thousands of them: as telling as all, and the
@@ -599,11 +601,48 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
+    global _AHEAD
     name = spec.kernel.name
     try:
         pairs = trace_pairs(spec)
     except LiftError as e:
         return LiftResult(kernel=name, error=str(e))
+    _AHEAD = _runs_ahead(spec, seed)
+    try:
+        return _lift_pairs(spec, pairs, seed, budget_s)
+    finally:
+        if _AHEAD is not None:  # (no verification came: the runs are not wanted)
+            _AHEAD.cancel()
+            _AHEAD = None
+
+
+AHEAD_AFTER = 0.25  # seconds of launches so far past which the task's own runs start ahead
+_AHEAD: Ahead | None = None  # the task's own runs, started ahead (`verify_all` joins them)
+
+
+def _runs_ahead(spec: TaskSpec, seed: int) -> Ahead | None:
+    """The original's runs at the task's own size sets, which the verification (and the
+    migration's check) will make, started now on the second core while this process traces
+    and fits: where launches have cost time so far (the measurement's), those runs are
+    likely to as well (an attention's cost seconds, as its trace and fit do)."""
+    try:  # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
+        after = float(os.environ.get("C2N_AHEAD_AFTER", AHEAD_AFTER))
+    except ValueError:
+        after = AHEAD_AFTER
+    if SECONDS[0] < after:
+        return None
+    own = [s for s in (_launchable(spec, dict(x)) for x in spec.all_size_sets()) if s is not None]
+    return ahead(lambda s: _run_quietly(spec, s, seed), own, [RUN_MEMO])
+
+
+def _run_quietly(spec: TaskSpec, sizes: dict[str, int], seed: int) -> None:
+    with contextlib.suppress(InterpError, ValueError, ArithmeticError):
+        run_spec_full(spec, sizes, seed)
+
+
+def _lift_pairs(
+    spec: TaskSpec, pairs: list[list[dict[str, int]]], seed: int, budget_s: float
+) -> LiftResult:
     first: LiftResult | None = None
     # (this process's CPU time: other processes on the machine, parallel test workers or
     # migration jobs, do not change which pairs are tried)
@@ -833,6 +872,10 @@ def verify_all(
     """`verify` at each size set, on both cores (`workers.map_jobs`): each set's run of the
     original is independent of the others, and the runs come back into spec_run's memo, where
     the migration's check finds them."""
+    global _AHEAD
+    if _AHEAD is not None:  # the own sets' runs started ahead: theirs are in the memo then
+        _AHEAD.join()
+        _AHEAD = None
     return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO])
 
 

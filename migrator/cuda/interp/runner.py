@@ -161,6 +161,9 @@ def _dim3(v: int | tuple[int, ...] | list[int]) -> Dim3:
     return tuple((vals + [1, 1, 1])[:3])  # type: ignore[return-value]
 
 
+SECONDS = [0.0]  # this process's time in launches so far (what a phase to come may cost)
+
+
 def run_kernel(
     source_or_parsed: str | Path | ParsedSource,
     kernel_name: str | None,
@@ -224,6 +227,7 @@ def run_kernel(
             result.thread_statements += statements
             result.batches += 1
     result.seconds = time.perf_counter() - t0
+    SECONDS[0] += result.seconds
     result.findings = log.items
     if opts.extents and bound is not None:
         for name, (_, v) in bound.items():
