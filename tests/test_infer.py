@@ -17,8 +17,10 @@ from migrator.infer.measure import (
     DEFAULT_ELEMENTS,
     MAX_THREADS,
     SET_ELEMENTS,
+    WORK_BUDGET,
     _cap_elements,
     _cap_threads,
+    _cap_work,
     _halve_until,
 )
 from migrator.lift import lift_task
@@ -1100,6 +1102,27 @@ def test_caps_halve_only_sizes_the_cost_depends_on() -> None:
     sset = {"B": 16, "C": 32, "NH": 32, "T": 32}
     _cap_threads(data, sset, set(), 1 << 16)
     assert sset["C"] == 32 and sset["T"] == 32 and sset["B"] * sset["NH"] * 256 <= 1 << 16
+
+
+def test_a_contraction_is_capped_by_its_work_in_whole_tiles_and_launchable() -> None:
+    """A GEMM's M * N * K, which no tensor's elements show (256^3 cost seconds a run of a
+    register-tiled kernel in the oracle), is bounded: the largest size halved in whole tiles
+    (`M % 64 == 0`), never below one tile, never to a grid without a block, and a kept size
+    (a relation ties it) as it is."""
+    data = {"tensors": [{"shape": ["M", "K"]}, {"shape": ["K", "N"]}, {"shape": ["M", "N"]}],
+            "launch": {"grid": ["N / 128", "M / 64"], "block": ["256"]}}  # fmt: skip
+    sset = {"K": 256, "M": 256, "N": 256}
+    _cap_work(data, sset, set(), {"M": 64, "N": 64, "K": 32})
+    assert math.prod(sset.values()) <= WORK_BUDGET, sset
+    assert sset["M"] % 64 == 0 and sset["K"] % 32 == 0 and sset["N"] % 64 == 0, sset
+    assert sset["N"] >= 128 and len(set(sset.values())) == 3, sset  # (N / 128: one block)
+    kept = {"K": 512, "M": 256, "N": 256}
+    ceil = {**data, "launch": {"grid": ["(N + 127) / 128", "(M + 63) / 64"], "block": ["256"]}}
+    _cap_work(ceil, kept, {"K"}, {})
+    assert kept["K"] == 512 and math.prod(kept.values()) <= WORK_BUDGET, kept
+    small = {"K": 64, "M": 128, "N": 128}  # within the budget: as it was
+    _cap_work(data, small, set(), {})
+    assert small == {"K": 64, "M": 128, "N": 128}
 
 
 def test_sizes_rounded_to_whole_tiles_are_capped_again(tmp_path: Path) -> None:

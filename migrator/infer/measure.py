@@ -149,7 +149,7 @@ WORK_BUDGET = 1 << 22  # product of the sizes the shapes use, at any inferred si
 
 
 def _cap_work(
-    tensors: list[dict[str, Any]], sset: dict[str, int], keep: set[str],
+    data: dict[str, Any], sset: dict[str, int], keep: set[str],
     tiles: Mapping[str, int], cap: int = WORK_BUDGET,
 ) -> None:  # fmt: skip
     """Halve the largest free size a shape uses (in whole tiles where a relation asks for them,
@@ -157,13 +157,25 @@ def _cap_work(
     of a contraction (a GEMM's M * N * K), which no tensor's elements show, and the oracle
     simulates every thread's every step (a register-tiled GEMM took seconds a run at 256^3,
     ten at 256 x 128 x 512)."""
-    used = {w for t in tensors for d in t["shape"] for w in _WORDS.findall(str(d))}
+    from migrator.contract import SpecError, eval_expr
+
+    def whole(sizes: dict[str, int]) -> bool:
+        """Every grid dimension at least one block (`N / 128` at N = 64 has none: a tile
+        the relations do not name, where only `N % 64 == 0` was inferred)."""
+        try:
+            return all(eval_expr(str(g), sizes) >= 1 for g in data["launch"]["grid"])
+        except (SpecError, ArithmeticError, TypeError, ValueError):
+            return False
+
+    used = {w for t in data["tensors"] for d in t["shape"] for w in _WORDS.findall(str(d))}
     names = [n for n in sset if n in used]
+    stuck: set[str] = set()  # sizes whose halving the launch does not take
     for _ in range(64):
         if math.prod(sset[n] for n in names) <= cap:
             return
         tile = {n: max(1, tiles.get(n, 1)) for n in names}
-        free = [n for n in names if n not in keep and sset[n] // 2 >= max(8, tile[n])]
+        free = [n for n in names
+                if n not in keep | stuck and sset[n] // 2 >= max(8, tile[n])]  # fmt: skip
         if not free:
             return
         n = max(free, key=lambda x: sset[x])
@@ -174,8 +186,11 @@ def _cap_work(
         step = tile[n] if tile[n] > 1 else 2
         # (a halved size moves off a value another size has, as `_halve_until` does)
         near = (half + k * step for k in (0, 1, -1, 2, -2))
-        sset[n] = next((v for v in near if max(8, tile[n]) <= v < sset[n] and v not in taken),
-                       half)  # fmt: skip
+        v = next((v for v in near if max(8, tile[n]) <= v < sset[n] and v not in taken), half)
+        if whole(sset) and not whole({**sset, n: v}):
+            stuck.add(n)
+            continue
+        sset[n] = v
 
 
 def _cap_threads(
@@ -243,21 +258,16 @@ def _probe_sizes(data: dict[str, Any], free: list[str], fixed: dict[str, int],
         if n in free:
             v = sz[n]  # (one to three tiles where the draw is below one: the extent varies)
             sz[n] = t * (round(v / t) if v >= t else 1 + v % 3)
-    # (only the sizes the grid is computed from grow: a GEMM's K, which no grid dimension
-    # counts, grown with M and N made each probe of a 128 x 128 tile kernel a K loop of
-    # hundreds of steps, seconds of the measurement)
-    in_grid = {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
-    grow = [n for n in free if n in in_grid] or free
     for _ in range(3):
         try:
             dims = [eval_expr(g, sz) for g in data["launch"]["grid"]]
         except (SpecError, ArithmeticError):
             break
-        if min(dims, default=1) >= 1 or math.prod(sz[n] for n in free) * 8 ** len(grow) > (
+        if min(dims, default=1) >= 1 or math.prod(sz[n] for n in free) * 8 ** len(free) > (
             PROBE_ELEMS
         ):
             break
-        sz.update({n: sz[n] * 8 for n in grow})
+        sz.update({n: sz[n] * 8 for n in free})
     return sz
 
 

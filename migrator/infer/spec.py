@@ -370,7 +370,7 @@ def infer_spec(
     tied = {w for r in data.get("relations", []) if not _TILE_RELATION.fullmatch(r.strip())
             for w in _WORDS.findall(r)}  # fmt: skip
     for sset in (data["sizes"], *data["size_sets"]):
-        _cap_work(tensors, sset, launch_only | in_block | tied, tiles)
+        _cap_work(data, sset, launch_only | in_block | tied, tiles)
     data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
                          if s != data["sizes"] and s not in data["size_sets"][:i]]  # fmt: skip
     _small_batches(data)
