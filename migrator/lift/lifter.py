@@ -616,7 +616,7 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
             _AHEAD = None
 
 
-AHEAD_AFTER = 0.25  # seconds of launches so far past which the task's own runs start ahead
+AHEAD_AFTER = 1.0  # seconds of launches so far past which the task's own runs start ahead
 _AHEAD: Ahead | None = None  # the task's own runs, started ahead (`verify_all` joins them)
 
 
@@ -624,7 +624,9 @@ def _runs_ahead(spec: TaskSpec, seed: int) -> Ahead | None:
     """The original's runs at the task's own size sets, which the verification (and the
     migration's check) will make, started now on the second core while this process traces
     and fits: where launches have cost time so far (the measurement's), those runs are
-    likely to as well (an attention's cost seconds, as its trace and fit do)."""
+    likely to as well (an attention's cost seconds, as its trace and fit do). Not below
+    `AHEAD_AFTER`: while the child lives, every page this process writes is copied (a fork's
+    copy-on-write), a tenth of a second of a fit that the child's quick runs do not repay."""
     try:  # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
         after = float(os.environ.get("C2N_AHEAD_AFTER", AHEAD_AFTER))
     except ValueError:
