@@ -607,13 +607,14 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
         pairs = trace_pairs(spec)
     except LiftError as e:
         return LiftResult(kernel=name, error=str(e))
-    _AHEAD = _runs_ahead(spec, seed)
+    outer = _AHEAD  # (a lift inside a lift, were there one, starts nothing and keeps it)
+    _AHEAD = _runs_ahead(spec, seed) if outer is None else None
     try:
         return _lift_pairs(spec, pairs, seed, budget_s)
     finally:
         if _AHEAD is not None:  # (no verification came: the runs are not wanted)
             _AHEAD.cancel()
-            _AHEAD = None
+        _AHEAD = outer
 
 
 AHEAD_AFTER = 1.0  # seconds of launches so far past which the task's own runs start ahead
