@@ -89,10 +89,16 @@ FORK_AFTER = 0.2  # seconds of work left, at the pace so far, that pay for a sec
 def _fork_after() -> float:
     """`FORK_AFTER`, or `C2N_FORK_AFTER` where set (0: every batch shared, as the tests that
     compare one process with two need)."""
+    return seconds_setting("C2N_FORK_AFTER", FORK_AFTER)
+
+
+def seconds_setting(name: str, default: float) -> float:
+    """A threshold in seconds from the environment variable `name`, else `default` (also
+    where it is no number)."""
     try:
-        return float(os.environ.get("C2N_FORK_AFTER", FORK_AFTER))
+        return float(os.environ.get(name, default))
     except ValueError:
-        return FORK_AFTER
+        return default
 
 
 def _shared(
@@ -104,50 +110,10 @@ def _shared(
     taking the next item not yet taken (a queue of one-byte tokens in a pipe: runs differ in
     cost severalfold, so a fixed split would leave one core idle). Entries the child's jobs
     added to `memos` (dicts this process shares with it) are added here too."""
-    global _BUSY
-    if not 2 <= len(items) <= MAX_ITEMS or not _can_fork():
+    child = _fork(fn, items, memos) if 2 <= len(items) <= MAX_ITEMS else None
+    if child is None:
         return [fn(x) for x in items]
-    try:
-        queue_r, queue_w = os.pipe()
-        os.write(queue_w, bytes(range(len(items))))  # (< PIPE_BUF: written at once)
-        os.close(queue_w)
-        back_r, back_w = os.pipe()
-    except OSError:
-        return [fn(x) for x in items]
-    parent = os.getpid()
-    try:
-        pid = os.fork()
-    except OSError:  # (no memory for the copy, or a sandbox that forbids it)
-        for fd in (queue_r, back_r, back_w):
-            os.close(fd)
-        return [fn(x) for x in items]
-    if pid == 0:  # the child: never returns
-        os.close(back_r)
-        _child(fn, items, memos, queue_r, back_w, parent)
-    os.close(back_w)
-    done = False
-    _BUSY = True
-    try:
-        mine = {i: fn(items[i]) for i in _taken(queue_r)}
-        with os.fdopen(back_r, "rb") as f:
-            payload = f.read()
-        back_r = -1
-        os.waitpid(pid, 0)
-        done = True
-    finally:
-        _BUSY = False
-        os.close(queue_r)
-        if not done:  # an exception here: the child's work is not wanted
-            _stop(pid)
-            if back_r >= 0:
-                os.close(back_r)
-    try:
-        theirs, added = pickle.loads(payload)
-    except Exception:  # the child died before it wrote (killed, out of memory)
-        theirs, added = {}, [{} for _ in memos]
-    for memo, new in zip(memos, added, strict=False):
-        for k, v in new.items():
-            memo.setdefault(k, v)
+    mine, theirs = child.finish(lambda i: fn(items[i]))
     out = []
     for i, x in enumerate(items):
         if i in mine:
@@ -162,9 +128,10 @@ MAX_ITEMS = 255  # (one byte per token)
 
 
 class Ahead:
-    """Jobs a forked child has started on (`ahead`) while this process does other work; what
-    they add to the memos is collected by `join`. Only their memo entries are wanted: a
-    later phase makes the same calls and finds them done."""
+    """A forked child taking `items` from a queue of one-byte tokens (`_fork`), while this
+    process does other work or takes them too; `finish` collects its results and what its
+    jobs added to the memos, `cancel` stops it. Started by `ahead`, only the memo entries
+    are wanted (`join`): a later phase makes the same calls and finds them done."""
 
     def __init__(self, fn: Callable[[Any], Any], items: list[Any],
                  memos: Sequence[MutableMapping[Any, Any]], pid: int, queue: int,
@@ -173,17 +140,17 @@ class Ahead:
         self.pid, self.queue, self.back = pid, queue, back
         self.open = True
 
-    def join(self) -> None:
-        """The jobs the child has not taken run here (a failure is left for the later call
-        to raise), then the child's memo entries are copied in."""
+    def finish(
+        self, run: Callable[[int], Any]
+    ) -> tuple[dict[int, Any], dict[int, tuple[bool, Any]]]:
+        """The items the child has not taken, computed here by `run(i)`, then the child's
+        results ((ok, result) by item), its memo entries copied into the memos. An exception
+        of `run` stops the child (its work is not wanted) and propagates."""
         if not self.open:
-            return
+            return {}, {}
         payload = b""
         try:
-            for i in _taken(self.queue):
-                # (a failure: the phase that needs this job runs it again, and raises there)
-                with contextlib.suppress(Exception):
-                    self.fn(self.items[i])
+            mine = {i: run(i) for i in _taken(self.queue)}
             with os.fdopen(self.back, "rb") as f:
                 self.back = -1
                 payload = f.read()
@@ -192,12 +159,23 @@ class Ahead:
         finally:
             self._close()
         try:
-            _, added = pickle.loads(payload)
-        except Exception:  # the child died before it wrote
-            return
+            theirs, added = pickle.loads(payload)
+        except Exception:  # the child died before it wrote (killed, out of memory)
+            return mine, {}
         for memo, new in zip(self.memos, added, strict=False):
             for k, v in new.items():
                 memo.setdefault(k, v)
+        return mine, theirs
+
+    def join(self) -> None:
+        """`finish`, the items left run here for their memo entries alone (a failure is
+        left for the phase that needs the job: it runs it again, and raises there)."""
+
+        def run(i: int) -> None:
+            with contextlib.suppress(Exception):
+                self.fn(self.items[i])
+
+        self.finish(run)
 
     def cancel(self) -> None:
         """The child's work is not wanted (the phase that needed it never came): stopped."""
@@ -225,13 +203,24 @@ def ahead(
     migration's fit, say, on one core, and the runs its verification will need on the
     other); `join` collects them. None where no child can be forked (then nothing runs
     ahead). Until the join, batches of this process run here alone (no second child)."""
-    global _BUSY
     items = list(items)
-    if not 1 <= len(items) <= MAX_ITEMS or not _can_fork():
+    if not 1 <= len(items) <= MAX_ITEMS:
+        return None
+    # (the results are not sent back: only the memo entries are wanted)
+    return _fork(lambda x: (fn(x), None)[1], items, memos)
+
+
+def _fork(
+    fn: Callable[[Any], Any], items: list[Any], memos: Sequence[MutableMapping[Any, Any]]
+) -> Ahead | None:
+    """A child forked to take `items` from the queue and compute `fn` of each; None where
+    none can be (one core, a child running, threads, no pipe or no memory for the fork)."""
+    global _BUSY
+    if not _can_fork():
         return None
     try:
         queue_r, queue_w = os.pipe()
-        os.write(queue_w, bytes(range(len(items))))
+        os.write(queue_w, bytes(range(len(items))))  # (< PIPE_BUF: written at once)
         os.close(queue_w)
         back_r, back_w = os.pipe()
     except OSError:
@@ -239,13 +228,13 @@ def ahead(
     parent = os.getpid()
     try:
         pid = os.fork()
-    except OSError:
+    except OSError:  # (no memory for the copy, or a sandbox that forbids it)
         for fd in (queue_r, back_r, back_w):
             os.close(fd)
         return None
-    if pid == 0:  # (the results are not sent: only the memo entries are wanted)
+    if pid == 0:  # the child: never returns
         os.close(back_r)
-        _child(lambda x: (fn(x), None)[1], items, memos, queue_r, back_w, parent)
+        _child(fn, items, memos, queue_r, back_w, parent)
     os.close(back_w)
     _BUSY = True
     return Ahead(fn, items, memos, pid, queue_r, back_r)

@@ -367,12 +367,11 @@ def infer_spec(
     # a contraction's work (M * N * K), which no tensor shows, bounded at every set: sizes
     # tied by a relation other than whole tiles (`C % NH == 0`, `K == M`) stay as they are
     tiles = tile_relations(data.get("relations", []))
-    tied = {w for r in data.get("relations", []) if not _TILE_RELATION.fullmatch(r.strip())
+    tied = {w for r in data.get("relations", []) if not tile_relations([r])
             for w in _WORDS.findall(r)}  # fmt: skip
     for sset in (data["sizes"], *data["size_sets"]):
         _cap_work(data, sset, launch_only | in_block | tied, tiles)
-    data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
-                         if s != data["sizes"] and s not in data["size_sets"][:i]]  # fmt: skip
+    _drop_repeated_sets(data)
     _small_batches(data)
     _label_ranges(k, data)
     _memset_inputs(k, site, data, resolve)
@@ -398,7 +397,6 @@ def infer_spec(
     return _written_before_read(spec, k)
 
 
-_TILE_RELATION = re.compile(r"\w+ % \d+ == 0")  # `N % 128 == 0` (`tile_relations`)
 _LAST_BLOCK = re.compile(r"gridDim\s*\.\s*[xyz]\s*-\s*1\b")  # the last ticket
 _RESULT_USED = re.compile(r"=\s*atomic(?:Add|Inc)\s*\(|atomic(?:Add|Inc)\s*\([^;]*\)\s*[=!<>]=?")
 
@@ -665,13 +663,12 @@ def _block_constants(
     and in no scalar the kernel is passed (`layernorm<<<B * T, C>>>(out, inp, C)` keeps C, a
     size of the problem)."""
 
-    def words(text: Any) -> set[str]:
-        return set(re.findall(r"[A-Za-z_]\w*", str(text)))
+    def words(roles: tuple[str, ...]) -> set[str]:
+        return {w for t in tensors if t["role"] in roles for d in t["shape"]
+                for w in _WORDS.findall(str(d))}  # fmt: skip
 
-    inputs = {w for t in tensors if t["role"] in ("in", "inout") for d in t["shape"]
-              for w in words(d)}  # fmt: skip
-    passed = {w for sc in scalars for w in words(sc.get("size", ""))}
-    outputs = {w for t in tensors if t["role"] == "out" for d in t["shape"] for w in words(d)}
+    inputs, outputs = words(("in", "inout")), words(("out",))
+    passed = {w for sc in scalars for w in _WORDS.findall(str(sc.get("size", "")))}
     return sorted(n for n in names
                   if n in literal and n in outputs and n not in inputs | passed)  # fmt: skip
 
@@ -1179,6 +1176,12 @@ def _small_batches(data: dict[str, Any]) -> None:
     for j, sset in enumerate((data["sizes"], *data["size_sets"])):
         for i, n in enumerate(sorted(batch)):
             sset[n] = values[j][i] if j < 3 and i < 3 else 2 + i + j
+    _drop_repeated_sets(data)
+
+
+def _drop_repeated_sets(data: dict[str, Any]) -> None:
+    """The extra size sets without any that repeats the defaults or an earlier set (a cap or
+    a rounding can make two sets one)."""
     data["size_sets"] = [s for i, s in enumerate(data["size_sets"])
                          if s != data["sizes"] and s not in data["size_sets"][:i]]  # fmt: skip
 

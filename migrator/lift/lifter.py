@@ -13,7 +13,6 @@ import contextlib
 import gc
 import itertools
 import math
-import os
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -64,7 +63,7 @@ from migrator.lift.program import (
 )
 from migrator.lift.scatter import fit_scatter
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
-from migrator.workers import Ahead, ahead, map_jobs
+from migrator.workers import Ahead, ahead, map_jobs, seconds_setting
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
 # verification samples output elements (tens of thousands of them: as telling as all, and the
@@ -488,11 +487,15 @@ def check_sizes(
             s = _within(spec, s, fitted, budget, set(launch), program)
         if s is not None and s not in out and s not in fitted:
             out.append(s)
-    for s in own:
-        got = _launchable(spec, dict(s))
-        if got is not None and got not in out and got not in fitted:
+    for got in _own_sets(spec):
+        if got not in out and got not in fitted:
             out.append(got)
     return out
+
+
+def _own_sets(spec: TaskSpec) -> list[dict[str, int]]:
+    """The task's own size sets, each as launchable (`_launchable`), where it can be."""
+    return [s for s in (_launchable(spec, dict(x)) for x in spec.all_size_sets()) if s is not None]
 
 
 LIFT_MIN_THREADS = 1 << 16  # a verification set may always be this large
@@ -628,14 +631,10 @@ def _runs_ahead(spec: TaskSpec, seed: int) -> Ahead | None:
     likely to as well (an attention's cost seconds, as its trace and fit do). Not below
     `AHEAD_AFTER`: while the child lives, every page this process writes is copied (a fork's
     copy-on-write), a tenth of a second of a fit that the child's quick runs do not repay."""
-    try:  # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
-        after = float(os.environ.get("C2N_AHEAD_AFTER", AHEAD_AFTER))
-    except ValueError:
-        after = AHEAD_AFTER
-    if SECONDS[0] < after:
+    # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
+    if SECONDS[0] < seconds_setting("C2N_AHEAD_AFTER", AHEAD_AFTER):
         return None
-    own = [s for s in (_launchable(spec, dict(x)) for x in spec.all_size_sets()) if s is not None]
-    return ahead(lambda s: _run_quietly(spec, s, seed), own, [RUN_MEMO])
+    return ahead(lambda s: _run_quietly(spec, s, seed), _own_sets(spec), [RUN_MEMO])
 
 
 def _run_quietly(spec: TaskSpec, sizes: dict[str, int], seed: int) -> None:

@@ -15,6 +15,11 @@ def one(src: str, name: str = "k") -> Kernel:
     return tu_of(src).kernel(name)
 
 
+def roles(k: Kernel) -> dict[str, str]:
+    """Each parameter's role, by name."""
+    return {p.name: p.role for p in k.params}
+
+
 def diag_ids(k: Kernel) -> set[str]:
     return {d.id for d in k.diagnostics}
 
@@ -117,8 +122,7 @@ def test_an_element_a_helper_sets_through_a_reference_is_written() -> None:
         "  if (i < n) { add(x[i], y[i], z[i]); w[i] = twice(y[i]); }\n"
         "}\n"
     )
-    roles = {p.name: p.role for p in k.params}
-    assert roles == {"x": "in", "y": "in", "z": "inout", "w": "out", "n": "scalar"}
+    assert roles(k) == {"x": "in", "y": "in", "z": "inout", "w": "out", "n": "scalar"}
     (z,) = [a for a in k.accesses if a.array == "z"]
     assert z.kind == "update" and z.indices[0].canonical == "blockIdx.x*blockDim.x + threadIdx.x"
 
@@ -496,8 +500,7 @@ def test_cache_hinted_loads_and_stores_are_accesses_of_their_pointer() -> None:
         "  if (i < n) { __stcs(y + i, __ldcs(x + i) + __ldg(&z[i])); __stcg(&w[i], 1.0f); }\n"
         "}\n"
     )
-    roles = {p.name: p.role for p in k.params}
-    assert roles == {"y": "out", "x": "in", "z": "in", "w": "out", "n": "scalar"}
+    assert roles(k) == {"y": "out", "x": "in", "z": "in", "w": "out", "n": "scalar"}
     w = next(a for a in k.accesses if a.array == "w")
     assert w.kind == "write" and w.indices[0].canonical == "blockIdx.x*blockDim.x + threadIdx.x"
 
@@ -512,8 +515,7 @@ def test_a_pointer_chosen_by_a_ternary_gives_both_arrays_their_roles() -> None:
         "  if (i < n) { w[i] = q[i]; out[i] = q[i] * 2.0f; }\n"
         "}\n"
     )
-    roles = {p.name: p.role for p in k.params}
-    assert roles == {"out": "out", "a": "in", "b": "in", "c": "out", "d": "out",
+    assert roles(k) == {"out": "out", "a": "in", "b": "in", "c": "out", "d": "out",
                      "v": "scalar", "n": "scalar"}  # fmt: skip
 
 
@@ -529,7 +531,7 @@ def test_macro_wrapped_128_bit_accesses_are_reads_and_writes() -> None:
         "  if ((idx + 7) < N) { LDST128BITS(c[idx]) = LDST128BITS(pa[0]); }\n"
         "}\n"
     )
-    assert {p.name: p.role for p in k.params} == {"a": "in", "c": "out", "N": "scalar"}
+    assert roles(k) == {"a": "in", "c": "out", "N": "scalar"}
     c = next(a for a in k.accesses if a.array == "c")
     assert c.kind == "write" and c.vector_width == 8
 
