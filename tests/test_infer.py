@@ -102,24 +102,27 @@ def test_typedef_types_casts_and_a_block_size_parameter(tmp_path: Path) -> None:
         assert spec.launch_config(spec.sizes)[1][0] == 256
 
 
+ROW_SCALE = (
+    "__global__ void row_scale(float* out, const float* inp, const float* w,\n"
+    "                          int B, int T, int C) {\n"
+    "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (idx >= B * T) return;\n"
+    "  int b = idx / T, t = idx % T;\n"
+    "  const float* x = inp + b * T * C + t * C;\n"
+    "  float* y = out + b * T * C + t * C;\n"
+    "  for (int c = 0; c < C; c++) y[c] = x[c] * w[c];\n}\n"
+    "void launch(float* out, const float* inp, const float* w, int B, int T, int C) {\n"
+    "  int block_size = 128;\n"
+    "  int grid = (B * T + block_size - 1) / block_size;\n"
+    "  row_scale<<<grid, block_size>>>(out, inp, w, B, T, C);\n}\n"
+)
+
+
 def test_extents_the_indices_do_not_show_are_measured(tmp_path: Path) -> None:
     """A row pointer from a split flat index (`x + b * T * C + t * C`) hides the shape from
     the index algebra; the kernel is run at several sizes and the extent fitted (B * C * T)."""
     src = tmp_path / "rows.cu"
-    src.write_text(
-        "__global__ void row_scale(float* out, const float* inp, const float* w,\n"
-        "                          int B, int T, int C) {\n"
-        "  int idx = blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "  if (idx >= B * T) return;\n"
-        "  int b = idx / T, t = idx % T;\n"
-        "  const float* x = inp + b * T * C + t * C;\n"
-        "  float* y = out + b * T * C + t * C;\n"
-        "  for (int c = 0; c < C; c++) y[c] = x[c] * w[c];\n}\n"
-        "void launch(float* out, const float* inp, const float* w, int B, int T, int C) {\n"
-        "  int block_size = 128;\n"
-        "  int grid = (B * T + block_size - 1) / block_size;\n"
-        "  row_scale<<<grid, block_size>>>(out, inp, w, B, T, C);\n}\n"
-    )
+    src.write_text(ROW_SCALE)
     tu = analyze_file(src)
     spec = infer_spec(tu, tu.global_kernels[0])
     shapes = {t.name: t.shape for t in spec.tensors}
@@ -988,6 +991,48 @@ def test_a_measurement_runs_its_cheapest_size_sets_first(
     # (and no repeat with other integer inputs: it has none, so a repeat reaches as far;
     # an embedding's repeat is what tells its table's rows from a size)
     assert len(fitted) > 4 and fitted == sorted(fitted)
+
+
+def test_a_measurement_stops_once_its_cheapest_runs_leave_one_formula_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cheapest DECIDED_AFTER runs of a measurement already leave one `c * product + d`
+    for every extent (B * C * T for a row kernel's input and output): the costlier runs drawn
+    after them are not made, and the extents are those all the runs would give."""
+    from migrator.infer import measure
+
+    runs: list[dict[str, int]] = []
+    real_once = measure._probe_once
+
+    def once(parsed: object, data: object, big: object, sz: dict[str, int], *a: object) -> object:
+        runs.append(dict(sz))
+        return real_once(parsed, data, big, sz, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_probe_once", once)
+    monkeypatch.setattr(measure, "_PROBES", {})
+    monkeypatch.setenv("C2N_WORKERS", "1")
+    src = tmp_path / "rows.cu"
+    src.write_text(ROW_SCALE)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert {t.name: t.shape for t in spec.tensors}["inp"] == ["B * C * T"]
+    probes = [r for r in runs if set(r) >= {"B", "T", "C"} and r.get("B", 0) <= 32]
+    costs = [math.prod(r[n] for n in ("B", "T", "C")) for r in probes[: measure.DECIDED_AFTER]]
+    assert costs == sorted(costs)
+    assert len(probes) < measure.PROBE_RUNS  # (the eight drawn, less the two costliest)
+
+
+def test_one_formula_each_needs_every_extent_decided() -> None:
+    """Runs that tell B * T from B * T * T only where T varies: with T the same at every
+    run, two formulas fit and the measurement goes on."""
+    from migrator.infer.measure import _one_formula_each
+
+    sets = [{"B": b, "T": t} for b, t in ((8, 16), (16, 8), (32, 16), (8, 32), (16, 32))]
+    done = [(sz, {"x": sz["B"] * sz["T"], "y": sz["B"] * sz["T"] * sz["T"]}) for sz in sets]
+    assert _one_formula_each(["x", "y"], ["B", "T"], done)
+    flat = [(sz | {"T": 16}, {"x": sz["B"] * 16, "y": 0}) for sz in sets]
+    assert not _one_formula_each(["x"], ["B", "T"], flat)  # B * T or 16 * B
+    assert not _one_formula_each(["x"], ["B", "T"], done[:4])  # too few runs
 
 
 def test_a_tiled_gemm_without_bounds_checks_is_inferred_and_migrated(tmp_path: Path) -> None:

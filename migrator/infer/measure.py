@@ -785,6 +785,22 @@ def _product_fits(free: list[str], used: list[Any], seen: list[int]) -> list[str
     return fits
 
 
+DECIDED_AFTER = 6  # runs after which one formula fitting every extent ends a measurement
+
+
+def _one_formula_each(params: list[str], free: list[str], done: list[Any]) -> bool:
+    """Whether the runs `done` (sizes, extents) leave exactly one `_product_fits` formula for
+    every extent, each fitted to at least DECIDED_AFTER - 1 runs that reached it."""
+    for p in params:
+        used = [r for r in done if r[1].get(p, 0) > 0]
+        seen = [r[1][p] for r in used]
+        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
+            return False
+        if len(_product_fits(free, used, seen)) != 1:
+            return False
+    return True
+
+
 def _possible(free: list[str], used: list[Any], seen: list[int], is_input: bool) -> bool:
     """Whether some formula `_measure` accepts could still fit runs that include `used`
     (extents `seen`): `_product_fits`, a constant extent (a monomial that may vary only at
@@ -861,13 +877,18 @@ def _measure(
             return f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
 
     # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
-    # there, as below), then all the others
+    # there, as below), the next two (after which one formula may already fit each extent,
+    # as below), then all the others
     ahead: dict[int, dict[str, int] | str] = {}
+    decided = False
     for pos, j in enumerate([*order, n_runs]):
+        if j < n_runs and decided:
+            continue
         if j < n_runs:
             sz = sets[j]
             if j not in ahead:
-                batch = order[pos : max(4, pos + 1)] if pos < 4 else order[pos:]
+                end = 4 if pos < 4 else DECIDED_AFTER if pos < DECIDED_AFTER else n_runs
+                batch = order[pos : max(end, pos + 1)]
                 got = map_jobs(lambda i: probe(sets[i], 8), batch, [_PROBES])
                 ahead.update(zip(batch, got, strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
@@ -901,15 +922,20 @@ def _measure(
                         f"measured at {len(used)} size sets ({seen}) fit no product of "
                         f"{', '.join(free)}"
                     )
+        # the cheapest runs already leave one formula for every extent, each the formula of
+        # a size set no costlier run would change (the larger ones cost an attention's or a
+        # GEMM's measurement seconds; the sizes inferred are verified against the original)
+        decided = pos + 1 >= DECIDED_AFTER and j < n_runs and _one_formula_each(
+            params, free, done)  # fmt: skip
     failed = failures[max(failures)] if failures else ""
-    runs = [measured[j] for j in range(n_runs + 1)]
-    ok = [r for r in runs[:n_runs] if r[1] is not None]
+    runs = [measured[j] for j in sorted(measured)]  # (drawn order; the repeat last)
+    ok = [r for r in runs[:-1] if r[1] is not None]
     if len(ok) < 3 or runs[-1][1] is None:
         raise InferenceError(
             f"the extent of {params[0]} cannot be read from its indices, and measuring it "
             f"failed {failed}"
         )
-    base = runs[first_ok][1]  # type: ignore[index]
+    base = measured[first_ok][1]  # type: ignore[index]
     runs = ok + [runs[-1]]
     out: dict[str, str] = {}
     for p in params:
