@@ -112,8 +112,32 @@ def _comparisons_read_as_templates(tree: Tree, data: bytes) -> list[tuple[int, i
     return found
 
 
+# Trees by preprocessed text: a migration parses its file three times (front end, interpreter,
+# the check's parameter types), each a tenth of a second on a large file. A tree is never
+# edited, so one serves every parse of the same text.
+_TREES: dict[str, tuple[Tree, bytes]] = {}
+_TREES_MAX = 8
+
+
 def parse_preprocessed(pre: Preprocessed) -> ParsedSource:
-    data = _untangle_templates(pre.text).encode("utf-8")
+    hit = _TREES.get(pre.text)
+    if hit is None:
+        hit = _parse_text(pre.text)
+        if len(_TREES) >= _TREES_MAX:
+            _TREES.pop(next(iter(_TREES)))  # the oldest
+        _TREES[pre.text] = hit
+    tree, data = hit
+    parsed = ParsedSource(pre=pre, tree=tree, source_bytes=data, diagnostics=list(pre.diagnostics))
+    errors = syntax_errors(parsed)
+    if errors:
+        raise SourceError(errors)
+    return parsed
+
+
+def _parse_text(text: str) -> tuple[Tree, bytes]:
+    """The tree of preprocessed text, and the bytes it was parsed from (comparisons read as
+    template arguments parenthesised)."""
+    data = _untangle_templates(text).encode("utf-8")
     tree = new_parser().parse(data)
     for _ in range(64):  # (each pass parenthesises the names it finds, then parses again)
         spots = _comparisons_read_as_templates(tree, data)
@@ -124,11 +148,7 @@ def parse_preprocessed(pre: Preprocessed) -> ParsedSource:
             buf[start : end + 3] = b"(" + data[start:end] + b")<"
         data = bytes(buf)
         tree = new_parser().parse(data)
-    parsed = ParsedSource(pre=pre, tree=tree, source_bytes=data, diagnostics=list(pre.diagnostics))
-    errors = syntax_errors(parsed)
-    if errors:
-        raise SourceError(errors)
-    return parsed
+    return tree, data
 
 
 def parse_file(

@@ -44,3 +44,18 @@ def test_valid_cuda_parses_cleanly() -> None:
         "k.cu",
     )
     assert not parsed.root.has_error
+
+
+def test_a_file_parsed_again_reuses_its_tree_under_each_spelling(tmp_path: Path) -> None:
+    """A migration parses its file several times (front end, interpreter, the check), under
+    several spellings of its path: the tree is parsed once, and each parse keeps the path as
+    its caller spelled it; an edit parses again."""
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    first = parse_file(src)
+    again = parse_file(tmp_path / "." / "k.cu")
+    assert again.tree is first.tree and again.source_bytes == first.source_bytes
+    assert again.path == str(tmp_path / "." / "k.cu") and first.path == str(src)
+    src.write_text("__global__ void k(float* x) { x[threadIdx.x] = 2.0f; }\n")
+    edited = parse_file(src)
+    assert edited.tree is not first.tree and b"2.0f" in edited.source_bytes
