@@ -135,9 +135,9 @@ class Ahead:
 
     def __init__(self, fn: Callable[[Any], Any], items: list[Any],
                  memos: Sequence[MutableMapping[Any, Any]], pid: int, queue: int,
-                 back: int) -> None:  # fmt: skip
+                 back: int, status: int) -> None:  # fmt: skip
         self.fn, self.items, self.memos = fn, items, memos
-        self.pid, self.queue, self.back = pid, queue, back
+        self.pid, self.queue, self.back, self.status = pid, queue, back, status
         self.open = True
 
     def finish(
@@ -167,14 +167,26 @@ class Ahead:
                 memo.setdefault(k, v)
         return mine, theirs
 
-    def join(self) -> None:
+    def join(self, wanted: Callable[[Any], bool] | None = None) -> None:
         """`finish`, the items left run here for their memo entries alone (a failure is
-        left for the phase that needs the job: it runs it again, and raises there)."""
+        left for the phase that needs the job: it runs it again, and raises there). With
+        `wanted`, items started ahead on a guess: those left that it rejects are not run,
+        and one the child is running is abandoned (its memo entries are then not made)."""
 
         def run(i: int) -> None:
-            with contextlib.suppress(Exception):
-                self.fn(self.items[i])
+            if wanted is None or wanted(self.items[i]):
+                with contextlib.suppress(Exception):
+                    self.fn(self.items[i])
 
+        if wanted is None or not self.open:
+            self.finish(run)
+            return
+        for i in _taken(self.queue):  # (the child takes no item after this)
+            run(i)
+        running = _running(self.status)
+        if running is not None and not wanted(self.items[running]) and self.pid > 0:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, ABANDON)
         self.finish(run)
 
     def cancel(self) -> None:
@@ -189,11 +201,32 @@ class Ahead:
         if self.pid > 0:
             _stop(self.pid)
             self.pid = -1
-        for fd in (self.queue, self.back):
+        for fd in (self.queue, self.back, self.status):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.queue = self.back = -1
+        self.queue = self.back = self.status = -1
+
+
+ABANDON = signal.SIGUSR1  # the parent's word to a child that the item it runs is not wanted
+
+
+class _Abandoned(BaseException):
+    """Raised in a child, within the item it runs, when the parent sends ABANDON (not an
+    Exception: no handler of the job's own takes it for one of its failures)."""
+
+
+def _running(status: int) -> int | None:
+    """The item the child has started and not finished, from the two-byte records (b"s" or
+    b"f", item) it has written to the status pipe so far; None when it runs none."""
+    seen = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(status, 4096):
+            seen += chunk
+    started: set[int] = set()
+    for k in range(0, len(seen) - 1, 2):
+        (started.add if seen[k : k + 1] == b"s" else started.discard)(seen[k + 1])
+    return next(iter(started), None)
 
 
 def ahead(
@@ -223,21 +256,25 @@ def _fork(
         os.write(queue_w, bytes(range(len(items))))  # (< PIPE_BUF: written at once)
         os.close(queue_w)
         back_r, back_w = os.pipe()
+        status_r, status_w = os.pipe()  # (two bytes per item started or finished: never full)
+        os.set_blocking(status_r, False)
     except OSError:
         return None
     parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:  # (no memory for the copy, or a sandbox that forbids it)
-        for fd in (queue_r, back_r, back_w):
+        for fd in (queue_r, back_r, back_w, status_r, status_w):
             os.close(fd)
         return None
     if pid == 0:  # the child: never returns
         os.close(back_r)
-        _child(fn, items, memos, queue_r, back_w, parent)
+        os.close(status_r)
+        _child(fn, items, memos, queue_r, back_w, parent, status_w)
     os.close(back_w)
+    os.close(status_w)
     _BUSY = True
-    return Ahead(fn, items, memos, pid, queue_r, back_r)
+    return Ahead(fn, items, memos, pid, queue_r, back_r, status_r)
 
 
 def _taken(queue: int) -> Iterator[int]:
@@ -257,19 +294,32 @@ def _child(
     queue: int,
     fd: int,
     parent: int,
+    status_fd: int = -1,
 ) -> None:
     global _IN_CHILD
     _IN_CHILD = True
     status = 0
+    running = [False]
+
+    def abandon(signum: int, frame: Any) -> None:
+        if running[0]:  # (between items there is nothing to abandon)
+            raise _Abandoned
+
     try:
         _die_with_parent(parent)
+        signal.signal(ABANDON, abandon)
         before = [set(m) for m in memos]
         results: dict[int, tuple[bool, Any]] = {}
         for i in _taken(queue):
+            _note(status_fd, b"s", i)
+            running[0] = True
             try:
                 results[i] = (True, fn(items[i]))
             except BaseException:  # (run again in the parent, which raises it there)
                 results[i] = (False, None)
+            finally:
+                running[0] = False
+            _note(status_fd, b"f", i)
         added = [{k: m[k] for k in m if k not in b} for m, b in zip(memos, before, strict=True)]
         try:
             data = pickle.dumps((results, added), protocol=pickle.HIGHEST_PROTOCOL)
@@ -282,6 +332,13 @@ def _child(
     finally:
         # (no atexit handlers, no flushing of the parent's buffered output, no test teardown)
         os._exit(status)
+
+
+def _note(fd: int, what: bytes, i: int) -> None:
+    """A child's record of an item started (b"s") or finished (b"f"), for `_running`."""
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.write(fd, what + bytes([i]))
 
 
 def _die_with_parent(parent: int) -> None:

@@ -137,6 +137,61 @@ def test_work_started_ahead_and_not_wanted_is_stopped(two: None) -> None:
     assert memo == {}
 
 
+def _started(marker: Path) -> None:
+    """Wait until a job in the child has written `marker` (it is inside that item)."""
+    import time
+
+    for _ in range(1000):
+        if marker.exists():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the child never started the item")
+
+
+def test_work_started_ahead_on_a_guess_is_abandoned_where_the_join_does_not_want_it(
+    two: None, tmp_path: Path
+) -> None:
+    """`join(wanted)`: items started ahead on a guess that the phase then does not want are
+    neither run here nor waited for: the child's item in progress is abandoned (and leaves no
+    memo entry), the wanted ones' entries come back as before."""
+    import time
+
+    memo: dict[int, int] = {}
+
+    def job(x: int) -> None:
+        if x == 9:
+            (tmp_path / "9").touch()
+            time.sleep(30)
+        memo[x] = x
+
+    pending = workers.ahead(job, [1, 9, 2, 3], [memo])
+    assert pending is not None
+    _started(tmp_path / "9")  # (the child has run 1 and started 9)
+    t = time.perf_counter()
+    pending.join(lambda x: x != 9 and x != 3)
+    assert time.perf_counter() - t < 5
+    assert memo == {1: 1, 2: 2}  # (2 run here, 3 left: not wanted, 9 abandoned)
+
+
+def test_a_join_waits_for_the_wanted_item_the_child_is_running(two: None, tmp_path: Path) -> None:
+    import time
+
+    memo: dict[int, int] = {}
+
+    def job(x: int) -> None:
+        if x == 0:
+            (tmp_path / "0").touch()
+            time.sleep(0.5)
+        memo[x] = os.getpid()
+
+    me = os.getpid()
+    pending = workers.ahead(job, [0, 1, 2], [memo])
+    assert pending is not None
+    _started(tmp_path / "0")  # (the child is inside item 0)
+    pending.join(lambda x: x != 2)
+    assert sorted(memo) == [0, 1] and memo[0] != me and memo[1] == me
+
+
 def _report(out: Path, workers_: str) -> object:
     """The migration report of tests/data/block_sums.cu made with `workers_` processes, its
     paths and timings left out."""

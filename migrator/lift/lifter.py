@@ -611,7 +611,7 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
     except LiftError as e:
         return LiftResult(kernel=name, error=str(e))
     outer = _AHEAD  # (a lift inside a lift, were there one, starts nothing and keeps it)
-    _AHEAD = _runs_ahead(spec, seed) if outer is None else None
+    _AHEAD = _runs_ahead(spec, seed, pairs[0] if pairs else None) if outer is None else None
     try:
         return _lift_pairs(spec, pairs, seed, budget_s)
     finally:
@@ -624,17 +624,27 @@ AHEAD_AFTER = 1.0  # seconds of launches so far past which the task's own runs s
 _AHEAD: Ahead | None = None  # the task's own runs, started ahead (`verify_all` joins them)
 
 
-def _runs_ahead(spec: TaskSpec, seed: int) -> Ahead | None:
+def _runs_ahead(
+    spec: TaskSpec, seed: int, first: list[dict[str, int]] | None = None
+) -> Ahead | None:
     """The original's runs at the task's own size sets, which the verification (and the
     migration's check) will make, started now on the second core while this process traces
     and fits: where launches have cost time so far (the measurement's), those runs are
-    likely to as well (an attention's cost seconds, as its trace and fit do). Not below
-    `AHEAD_AFTER`: while the child lives, every page this process writes is copied (a fork's
-    copy-on-write), a tenth of a second of a fit that the child's quick runs do not repay."""
+    likely to as well (an attention's cost seconds, as its trace and fit do). With them, the
+    verification's other sets as `check_sizes` makes them for the `first` pair before a
+    program is fitted (a guess: the program's arithmetic may shrink or drop them, and
+    `verify_all` abandons what it does not want), cheapest first. Not below `AHEAD_AFTER`:
+    while the child lives, every page this process writes is copied (a fork's copy-on-write),
+    a tenth of a second of a fit that the child's quick runs do not repay."""
     # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
     if SECONDS[0] < seconds_setting("C2N_AHEAD_AFTER", AHEAD_AFTER):
         return None
-    return ahead(lambda s: _run_quietly(spec, s, seed), _own_sets(spec), [RUN_MEMO])
+    sets = _own_sets(spec)
+    if first:
+        with contextlib.suppress(LiftError, ValueError, ArithmeticError):
+            sets += [s for s in check_sizes(spec, first) if s not in sets]
+    sets.sort(key=lambda s: _work(spec, s))
+    return ahead(lambda s: _run_quietly(spec, s, seed), sets, [RUN_MEMO])
 
 
 def _run_quietly(spec: TaskSpec, sizes: dict[str, int], seed: int) -> None:
@@ -875,8 +885,9 @@ def verify_all(
     original is independent of the others, and the runs come back into spec_run's memo, where
     the migration's check finds them."""
     global _AHEAD
-    if _AHEAD is not None:  # the own sets' runs started ahead: theirs are in the memo then
-        _AHEAD.join()
+    if _AHEAD is not None:  # the runs started ahead: theirs are in the memo then
+        own = _own_sets(spec)  # (the check runs these, verified here or not)
+        _AHEAD.join(lambda s: s in size_sets or s in own)
         _AHEAD = None
     return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO])
 

@@ -849,3 +849,35 @@ def test_a_trace_too_large_to_hold_is_refused_before_it_is_made() -> None:
     })  # fmt: skip
     with pytest.raises(LiftError, match="too large to trace"):
         trace_run(spec, {"N": MAX_TRACED // 2 + 1})
+
+
+def test_runs_started_ahead_include_the_first_pairs_verification_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `AHEAD_AFTER` seconds of launches, the runs started ahead of the verification are
+    the task's own size sets and the sets `check_sizes` makes for the first trace pair (a guess
+    made before the program: `verify_all` abandons what it then does not want), cheapest
+    first; the lift's result is the one it is without them."""
+    from migrator.lift import lifter
+
+    spec = _task(tmp_path, "linear")
+    quiet = lift_task(spec)
+    started: list[list[dict[str, int]]] = []
+    real = lifter.ahead
+
+    def ahead(fn, items, memos):  # type: ignore[no-untyped-def]
+        started.append(list(items))
+        return real(fn, items, memos)
+
+    monkeypatch.setattr(lifter, "ahead", ahead)
+    monkeypatch.setenv("C2N_AHEAD_AFTER", "0")
+    lifter._LIFTS.clear()
+    again = lift_task(spec)
+    first = lifter.trace_pairs(spec)[0]
+    [items] = started
+    assert all(s in items for s in lifter._own_sets(spec))
+    assert all(s in items for s in lifter.check_sizes(spec, first))
+    work = [lifter._work(spec, s) for s in items]
+    assert work == sorted(work)
+    assert again.program == quiet.program
+    assert [v.sizes for v in again.verified] == [v.sizes for v in quiet.verified]
