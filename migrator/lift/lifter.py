@@ -620,7 +620,7 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
         _AHEAD = outer
 
 
-AHEAD_AFTER = 1.0  # seconds of launches so far past which the task's own runs start ahead
+AHEAD_AFTER = 0.1  # seconds of launches so far past which the verification's runs start ahead
 _AHEAD: Ahead | None = None  # the task's own runs, started ahead (`verify_all` joins them)
 
 
@@ -635,7 +635,7 @@ def _runs_ahead(
     program is fitted (a guess: the program's arithmetic may shrink or drop them, and
     `verify_all` abandons what it does not want), cheapest first. Not below `AHEAD_AFTER`:
     while the child lives, every page this process writes is copied (a fork's copy-on-write),
-    a tenth of a second of a fit that the child's quick runs do not repay."""
+    which runs of a few milliseconds do not repay."""
     # (`C2N_AHEAD_AFTER=0`: always, as the test comparing one process with two sets)
     if SECONDS[0] < seconds_setting("C2N_AHEAD_AFTER", AHEAD_AFTER):
         return None
