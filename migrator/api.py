@@ -31,7 +31,7 @@ def clear_caches() -> None:
     parsed sources, recent runs of CUDA originals, lifted programs and drawn inputs. For timing a
     first migration (a fresh process is the same); results never depend on these caches."""
     from migrator import contract
-    from migrator.cuda import frontend, source
+    from migrator.cuda import frontend, parse, source
     from migrator.cuda.interp import spec_run
     from migrator.infer import measure
     from migrator.lift import lifter
@@ -42,6 +42,7 @@ def clear_caches() -> None:
     measure._PROBE_VALUES.clear()
     measure._PROBE_COVER.clear()
     source._PREPROCESSED.clear()
+    parse._TREES.clear()
     frontend._ANALYSED.clear()
     spec_run._PARSED.clear()
     spec_run._RUNS.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -402,3 +403,47 @@ def test_score_several_candidates_of_one_task(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stdout + r.stderr
     assert r.stdout.count("vs ") == 2 and "PASS" in r.stdout and "FAIL" in r.stdout
     assert len(list(cache.rglob("*.npz"))) == 6  # one entry per trial, shared by both
+
+
+_PREPROCESS_PIDS = """
+import os, sys
+from pathlib import Path
+from migrator import cli, workers
+from migrator.cuda import source
+
+log = Path(sys.argv[1])
+real = source._preprocess
+
+def logged(s, *a):
+    if not s.path.startswith("<"):
+        with log.open("a") as f:
+            f.write(f"{os.getpid()}\\n")
+    return real(s, *a)
+
+source._preprocess = logged
+code = cli.main(sys.argv[2:])
+print(os.getpid(), code)
+"""
+
+
+def test_the_main_job_preprocesses_its_file_in_a_child_while_it_imports(tmp_path: Path) -> None:
+    """`migrate KERNEL.cu` starts the file's preprocessing in a forked child before it imports
+    the pipeline; the front end then finds the file in the preprocessor's memo (the process
+    itself preprocesses no file), and the migration is the one a single process makes. (In a
+    fresh interpreter: a test that reloads modules makes their models unpicklable, and the
+    child's memo entry then stays in the child, as it should.)"""
+    src = Path(__file__).parent / "data" / "block_sums.cu"
+    got = {}
+    for workers_ in ("2", "1"):
+        log = tmp_path / f"pids{workers_}"
+        out = tmp_path / workers_
+        env = {**os.environ, "C2N_WORKERS": workers_}
+        cmd = [sys.executable, "-c", _PREPROCESS_PIDS, str(log), str(src), "-o", str(out),
+               "--no-check"]  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+        me, code = r.stdout.split()[-2:]
+        assert code == "0"
+        pids = log.read_text().split()
+        assert pids and (me not in pids if workers_ == "2" else pids == [me])
+        got[workers_] = json.loads((out / "block_sums_migration.json").read_text())
+    assert got["2"]["kernels"][0]["nki_source"] == got["1"]["kernels"][0]["nki_source"]

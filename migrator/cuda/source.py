@@ -203,6 +203,12 @@ _LINE_RE = re.compile(r'^#line (\d+)(?: "(.*)")?\s*$')
 _PREPROCESSED: dict[tuple[str, str, str, str], tuple[Preprocessed, list[tuple[str, int, int]]]]
 _PREPROCESSED = {}
 _PREPROCESSED_MAX = 16
+PREPROCESSED = _PREPROCESSED  # (the memo a child that preprocesses ahead fills: `workers`)
+
+
+def preprocessed_before() -> bool:
+    """Whether this process has preprocessed a file already (a library user's, a batch's)."""
+    return bool(_PREPROCESSED)
 
 
 def _stamp(path: str) -> tuple[str, int, int]:
