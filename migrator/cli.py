@@ -22,6 +22,10 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from migrator.workers import Ahead
 
 # (the pipeline is imported where a command needs it: `migrate KERNEL.cu` preprocesses its
 # file in a child while this process imports, `_preprocess_ahead`)
@@ -135,7 +139,7 @@ def _launch(grid: str | None, block: str | None) -> tuple[str, str] | None:
     return grid, block
 
 
-def _preprocess_ahead(args: argparse.Namespace) -> object:
+def _preprocess_ahead(args: argparse.Namespace) -> Ahead | None:
     """The input file preprocessed (pcpp, a tenth of a second or more) in a forked child
     while this process imports the pipeline; `_cmd_migrate` joins it, and the front end finds
     the file in the preprocessor's memo. None where nothing is started (no fork, a file

@@ -178,15 +178,13 @@ class Ahead:
                 with contextlib.suppress(Exception):
                     self.fn(self.items[i])
 
-        if wanted is None or not self.open:
-            self.finish(run)
-            return
-        for i in _taken(self.queue):  # (the child takes no item after this)
-            run(i)
-        running = _running(self.status)
-        if running is not None and not wanted(self.items[running]) and self.pid > 0:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, ABANDON)
+        if wanted is not None and self.open:
+            for i in _taken(self.queue):  # (the child takes no item after this)
+                run(i)
+            running = _running(self.status)
+            if running is not None and not wanted(self.items[running]) and self.pid > 0:
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, ABANDON)
         self.finish(run)
 
     def cancel(self) -> None:
@@ -294,7 +292,7 @@ def _child(
     queue: int,
     fd: int,
     parent: int,
-    status_fd: int = -1,
+    status_fd: int,
 ) -> None:
     global _IN_CHILD
     _IN_CHILD = True
@@ -336,9 +334,8 @@ def _child(
 
 def _note(fd: int, what: bytes, i: int) -> None:
     """A child's record of an item started (b"s") or finished (b"f"), for `_running`."""
-    if fd >= 0:
-        with contextlib.suppress(OSError):
-            os.write(fd, what + bytes([i]))
+    with contextlib.suppress(OSError):
+        os.write(fd, what + bytes([i]))
 
 
 def _die_with_parent(parent: int) -> None:

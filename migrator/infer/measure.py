@@ -788,12 +788,18 @@ def _product_fits(free: list[str], used: list[Any], seen: list[int]) -> list[str
 DECIDED_AFTER = 6  # runs after which one formula fitting every extent ends a measurement
 
 
+def _reached(runs: list[Any], p: str) -> tuple[list[Any], list[int]]:
+    """The runs (sizes, extents) that reached tensor `p`, and its extent at each: a run that
+    never touched it (`C / NH` was 0 at those sizes) says nothing of it."""
+    used = [r for r in runs if r[1].get(p, 0) > 0]
+    return used, [r[1][p] for r in used]
+
+
 def _one_formula_each(params: list[str], free: list[str], done: list[Any]) -> bool:
     """Whether the runs `done` (sizes, extents) leave exactly one `_product_fits` formula for
     every extent, each fitted to at least DECIDED_AFTER - 1 runs that reached it."""
     for p in params:
-        used = [r for r in done if r[1].get(p, 0) > 0]
-        seen = [r[1][p] for r in used]
+        used, seen = _reached(done, p)
         if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
             return False
         if len(_product_fits(free, used, seen)) != 1:
@@ -910,8 +916,7 @@ def _measure(
             # no formula fits the runs so far: none fits them all (each run of a slow kernel
             # costs seconds, and the next attempt may fit)
             for p in params:
-                used = [r for r in done if r[1].get(p, 0) > 0]  # type: ignore[union-attr]
-                seen = [r[1][p] for r in used]  # type: ignore[index]
+                used, seen = _reached(done, p)
                 if (
                     len(used) >= 4
                     and max(seen) < PROBE_ELEMS
@@ -944,9 +949,7 @@ def _measure(
                 f"the extent of {p} follows the values of an integer input (a gather: its "
                 "table's size is not in the indices); give its shape in a spec"
             )
-        # a run that never touched the tensor (`C / NH` was 0 at those sizes) says nothing
-        used = [r for r in runs[:-1] if r[1].get(p, 0) > 0]
-        seen = [r[1][p] for r in used]
+        used, seen = _reached(runs[:-1], p)
         if len(used) < 3:
             raise InferenceError(
                 f"the extent of {p} cannot be read from its indices, and too few measurement "
