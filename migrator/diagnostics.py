@@ -487,6 +487,18 @@ _ROWS: tuple[DiagnosticKind, ...] = (
         "close values and iterative solvers may not); where it does not, the computation needs "
         "another formulation (compensated sums, mixed precision), not a migration.",
     ),
+    DiagnosticKind(
+        "C2N2020",
+        "FROZEN_BOUND",
+        "warning",
+        "high",
+        "kernel {kernel} computes `{program}` at every size set tried, but {scalar} (= {expr}) "
+        "is {value} at all of them and bounds the loop over {var}: the loop never ran another "
+        "number of times, so the program may hold only where {scalar} = {value}; not emitted",
+        "Give {scalar} a size of its own in a spec (the tensors it indexes shaped by that size), "
+        "so that the size sets vary it; if the kernel is only ever called with {scalar} = "
+        "{value}, state it as a value scalar.",
+    ),
     # --- C2N3xxx: NKI emulator (the err_* names of migrator/nki/codes.py) -----------
     DiagnosticKind(
         "C2N3001",
