@@ -489,12 +489,12 @@ _ROWS: tuple[DiagnosticKind, ...] = (
     ),
     DiagnosticKind(
         "C2N2020",
-        "FROZEN_BOUND",
+        "FROZEN_SCALAR",
         "warning",
         "high",
         "kernel {kernel} computes `{program}` at every size set tried, but {scalar} (= {expr}) "
-        "is {value} at all of them and bounds the loop over {var}: the loop never ran another "
-        "number of times, so the program may hold only where {scalar} = {value}; not emitted",
+        "is {value} at all of them ({use}): what the kernel computes for another value was "
+        "never seen, so the program may hold only where {scalar} = {value}; not emitted",
         "Give {scalar} a size of its own in a spec (the tensors it indexes shaped by that size), "
         "so that the size sets vary it; if the kernel is only ever called with {scalar} = "
         "{value}, state it as a value scalar.",

@@ -295,7 +295,7 @@ def _lifted_plan(
     `reshape` (an inferred spec, no user's contract to keep): where no rule fits a program over
     flat tensors, the 2-D views its index arithmetic shows are tried (verified again first)."""
     from migrator.lift import lift_task
-    from migrator.lift.frozen import frozen_bounds
+    from migrator.lift.frozen import frozen_scalars
     from migrator.lift.lifter import verify_all
     from migrator.lift.views import view_candidates
     from migrator.patterns.lifted import plan_program
@@ -316,14 +316,15 @@ def _lifted_plan(
             why = f"`{_clip(result.program.render(), 200)}` did not verify ({why})"
         km.diagnostics.append(diag.make("NOT_LIFTED", k.span, kernel=k.name, why=_clip(why)))
         return None
-    # a loop whose bound the size sets never varied: its other trip counts were never seen
+    # a scalar the host derives from the sizes that the size sets never varied: what the
+    # kernel computes at its other values was never seen
     tried = [*spec.all_size_sets(), *result.fitted_at, *(v.sizes for v in result.verified)]
-    frozen = frozen_bounds(k, spec, tried)
+    frozen = frozen_scalars(k, spec, tried)
     if frozen:
-        km.diagnostics += [diag.make("FROZEN_BOUND", f.loop.span, kernel=k.name,
-                                     program=_clip(result.program.render(), 200),
-                                     scalar=f.scalar, expr=f.expr, value=f.value,
-                                     var=f.loop.var or "?") for f in frozen]  # fmt: skip
+        km.diagnostics += [diag.make("FROZEN_SCALAR", f.loop.span if f.loop else k.span,
+                                     kernel=k.name, program=_clip(result.program.render(), 200),
+                                     scalar=f.scalar, expr=f.expr, value=f.value, use=f.use())
+                           for f in frozen]  # fmt: skip
         return None
     # a program over flat tensors that needs a size no shape holds (`1 / C` over x[C * N]):
     # the 2-D views its indices show come first, as the NKI kernel could not read C otherwise
