@@ -785,7 +785,7 @@ def _product_fits(free: list[str], used: list[Any], seen: list[int]) -> list[str
     return fits
 
 
-DECIDED_AFTER = 6  # runs after which one formula fitting every extent ends a measurement
+DECIDED_AFTER = 5  # runs after which one formula fitting every extent ends a measurement
 
 
 def _reached(runs: list[Any], p: str) -> tuple[list[Any], list[int]]:
@@ -883,8 +883,8 @@ def _measure(
             return f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
 
     # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
-    # there, as below), the next two (after which one formula may already fit each extent,
-    # as below), then all the others
+    # there, as below), the next (after which one formula may already fit each extent, as
+    # below), then all the others
     ahead: dict[int, dict[str, int] | str] = {}
     decided = False
     for pos, j in enumerate([*order, n_runs]):
