@@ -1605,3 +1605,50 @@ def test_an_inferred_task_too_large_for_the_oracle_is_refused(
     monkeypatch.setattr(inferred, "MAX_ELEMENTS", 1000)
     with pytest.raises(InferenceError, match="would hold 4096 elements"):
         infer_spec(tu, tu.global_kernels[0])
+
+
+# a warp per row writing whole chunks of 256 columns: nothing at all below C = 256
+CHUNKED_ROWS = (
+    "__global__ void chunked_rows(float* out, const float* inp, int B, int T, int C) {\n"
+    "  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;\n"
+    "  int lane = threadIdx.x % 32;\n"
+    "  int per_iteration = warpSize * 8;\n"
+    "  if (row >= B * T) return;\n"
+    "  for (int it = 0; it < C / per_iteration; it++)\n"
+    "    for (int k = 0; k < 8; k++) {\n"
+    "      int c = it * 256 + lane * 8 + k;\n"
+    "      out[row * C + c] = 2.0f * inp[row * C + c];\n"
+    "    }\n}\n"
+    "void launch(float* out, const float* inp, int B, int T, int C) {\n"
+    "  int block_size = 256;\n"
+    "  int grid = (B * T * 32 + block_size - 1) / block_size;\n"
+    "  chunked_rows<<<grid, block_size>>>(out, inp, B, T, C);\n"
+    "}\n"
+)
+
+
+def test_three_sizes_are_not_measured_past_the_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sizes past the block (a row kernel whose threads past the row's end leave) are not
+    tried with three sizes: a tensor of all three would then hold more than PROBE_ELEMS
+    elements, which no measurement reads, after runs of seconds each (llm.c's
+    layernorm_backward_kernel8 spent 107 s there). The failure comes at small sizes."""
+    from migrator.infer import measure
+
+    largest: list[int] = []
+    real_once = measure._probe_once
+
+    def once(parsed: object, data: object, big: object, sz: dict[str, int], *a: object) -> object:
+        largest.append(max(v for n, v in sz.items() if n in ("B", "T", "C")))
+        return real_once(parsed, data, big, sz, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_probe_once", once)
+    monkeypatch.setattr(measure, "_PROBES", {})
+    monkeypatch.setenv("C2N_WORKERS", "1")
+    src = tmp_path / "chunked.cu"
+    src.write_text(CHUNKED_ROWS)
+    tu = analyze_file(src)
+    with pytest.raises(InferenceError):
+        infer_spec(tu, tu.global_kernels[0])
+    assert largest and max(largest) < 256 + 8
