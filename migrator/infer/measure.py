@@ -514,12 +514,9 @@ def measure_extents(
     if len(free) <= 3:
         attempts.append((small, 4, None))
         threads = _threads(data)
-        if threads > 128 and (threads + 8) ** len(free) < PROBE_ELEMS:
+        if threads > 128:
             # sizes past the block: a row kernel whose threads past the row's end leave
-            # (`if (threadIdx.x >= C) return;`) writes nothing useful in a narrower row. Not
-            # with three sizes: a tensor of all three then holds more than PROBE_ELEMS
-            # elements, which no measurement reads (llm.c's layernorm_backward_kernel8: eight
-            # runs of 12-18 s each, then that failure)
+            # (`if (threadIdx.x >= C) return;`) writes nothing useful in a narrower row
             attempts.append((tuple(threads + v for v in (8, 40, 72)), 1, None))
     first: InferenceError | None = None
     # rows padded past their width (`_padded_rows`) last, after square problems: a GEMM
