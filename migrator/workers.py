@@ -101,6 +101,17 @@ def seconds_setting(name: str, default: float) -> float:
         return default
 
 
+def map_shared(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    memos: Sequence[MutableMapping[Any, Any]] = (),
+) -> list[R]:
+    """`[fn(x) for x in items]` on this process and a forked child from the first item on
+    (`_shared`), for a caller that knows each item is costly (`map_jobs` first times one
+    here); one after the other here where no child can be forked."""
+    return _shared(fn, list(items), memos)
+
+
 def _shared(
     fn: Callable[[T], R],
     items: list[T],
@@ -139,6 +150,7 @@ class Ahead:
         self.fn, self.items, self.memos = fn, items, memos
         self.pid, self.queue, self.back, self.status = pid, queue, back, status
         self.open = True
+        self.records = b""  # what the child has written to the status pipe so far
 
     def finish(
         self, run: Callable[[int], Any]
@@ -181,11 +193,26 @@ class Ahead:
         if wanted is not None and self.open:
             for i in _taken(self.queue):  # (the child takes no item after this)
                 run(i)
-            running = _running(self.status)
+            running = _running(self._records())
             if running is not None and not wanted(self.items[running]) and self.pid > 0:
                 with contextlib.suppress(OSError):
                     os.kill(self.pid, ABANDON)
         self.finish(run)
+
+    def idle(self) -> bool:
+        """Whether the child has finished every item (its results wait to be joined): the
+        second core is free, and `join` returns at once."""
+        if not self.open:
+            return True
+        done = self._records()[0::2].count(b"f")
+        return done == len(self.items)
+
+    def _records(self) -> bytes:
+        """The status records the child has written so far (read without waiting)."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self.status, 4096):
+                self.records += chunk
+        return self.records
 
     def cancel(self) -> None:
         """The child's work is not wanted (the phase that needed it never came): stopped."""
@@ -214,16 +241,12 @@ class _Abandoned(BaseException):
     Exception: no handler of the job's own takes it for one of its failures)."""
 
 
-def _running(status: int) -> int | None:
+def _running(records: bytes) -> int | None:
     """The item the child has started and not finished, from the two-byte records (b"s" or
     b"f", item) it has written to the status pipe so far; None when it runs none."""
-    seen = b""
-    with contextlib.suppress(BlockingIOError, OSError):
-        while chunk := os.read(status, 4096):
-            seen += chunk
     started: set[int] = set()
-    for k in range(0, len(seen) - 1, 2):
-        (started.add if seen[k : k + 1] == b"s" else started.discard)(seen[k + 1])
+    for k in range(0, len(records) - 1, 2):
+        (started.add if records[k : k + 1] == b"s" else started.discard)(records[k + 1])
     return next(iter(started), None)
 
 

@@ -217,3 +217,40 @@ def test_a_migration_on_two_processes_reports_what_it_reports_on_one(tmp_path: P
     one, two = _report(tmp_path / "a", "1"), _report(tmp_path / "b", "2")
     assert one == two
     assert "complete" in json.dumps(one)
+
+
+def test_an_ahead_child_is_idle_once_every_item_is_done(two: None, tmp_path: Path) -> None:
+    """`Ahead.idle`: false while the child still runs an item, true once it has finished them
+    all (the lifter then joins it, and the fit may fork)."""
+    import time
+
+    memo: dict[int, int] = {}
+
+    def job(x: int) -> None:
+        if x == 1:
+            (tmp_path / "1").touch()
+            while not (tmp_path / "go").exists():
+                time.sleep(0.01)
+        memo[x] = x
+
+    pending = workers.ahead(job, [0, 1], [memo])
+    assert pending is not None
+    _started(tmp_path / "1")
+    assert not pending.idle()
+    (tmp_path / "go").touch()
+    deadline = time.monotonic() + 30
+    while not pending.idle() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pending.idle()
+    pending.join()
+    assert memo == {0: 0, 1: 1}
+
+
+def test_map_shared_forks_from_the_first_item(two: None) -> None:
+    """`map_shared`: the child takes items from the start (two costly fits: `map_jobs` would
+    run the first here and the second after it, alone)."""
+    import time
+
+    me = os.getpid()
+    got = workers.map_shared(lambda x: (time.sleep(0.2), os.getpid())[1], [0, 1])
+    assert me in got and any(p != me for p in got)

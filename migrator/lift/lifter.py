@@ -63,7 +63,7 @@ from migrator.lift.program import (
 )
 from migrator.lift.scatter import fit_scatter
 from migrator.lift.trace import Trace, blocks_to_trace, trace_run
-from migrator.workers import Ahead, ahead, map_jobs, seconds_setting
+from migrator.workers import Ahead, ahead, map_jobs, map_shared, seconds_setting
 
 # evaluation of a program broadcasts over output x reduction axes: beyond VERIFY_ELEMENTS a
 # verification samples output elements (tens of thousands of them: as telling as all, and the
@@ -718,16 +718,42 @@ def _fit(
 ) -> Program:
     blocks, unwritten = blocks_to_trace(spec, sizes, seed, fit_points)
     try:
-        return _fit_trace(trace_run(spec, sizes, seed, blocks), unwritten if blocks else {}, rows)
+        t0 = time.perf_counter()
+        tr = trace_run(spec, sizes, seed, blocks)
+        return _fit_trace(tr, unwritten if blocks else {}, rows, _fit_shared(t0))
     except PartialTrace:  # the blocks' writes differed traced (control flow on a rounding)
-        return _fit_trace(trace_run(spec, sizes, seed), {}, rows)
+        t0 = time.perf_counter()
+        tr = trace_run(spec, sizes, seed)
+        return _fit_trace(tr, {}, rows, _fit_shared(t0))
+
+
+FIT_FORK_AFTER = 0.05  # seconds of traced run past which the outputs' fits share two processes
+
+
+def _fit_shared(start: float) -> bool:
+    """Whether a traced run that began at `start` took long enough (`FIT_FORK_AFTER`, or
+    `C2N_FIT_FORK_AFTER`) that fitting its outputs pays for a second process (a fit takes one
+    to ten times its traced run, a fork and its results' way back some tens of milliseconds).
+    Runs started ahead that are all done are joined now (their results into spec_run's memo,
+    where the verification finds them), which frees the second core for the fit."""
+    global _AHEAD
+    if time.perf_counter() - start < seconds_setting("C2N_FIT_FORK_AFTER", FIT_FORK_AFTER):
+        return False
+    if _AHEAD is not None and _AHEAD.idle():
+        _AHEAD.join()
+        _AHEAD = None
+    return True
 
 
 def _fit_trace(
-    tr: Trace, unwritten: Mapping[str, np.ndarray], rows: dict[str, set[tuple[int, int]]] | None
+    tr: Trace,
+    unwritten: Mapping[str, np.ndarray],
+    rows: dict[str, set[tuple[int, int]]] | None,
+    shared: bool = False,
 ) -> Program:
+    """The program whose assigns the outputs of `tr` fit; `shared`: several outputs are fitted
+    on two processes at once (`workers.map_shared`), where a second core is free."""
     c = Canonicaliser()
-    assigns = []
     tensors: dict[str, np.ndarray] = {}  # the inputs in float64, made on the first check
 
     def agrees(a: Assign, flat: list[int]) -> bool:
@@ -750,16 +776,16 @@ def _fit_trace(
             np.allclose(got[told], want[told], rtol=1e-4, atol=1e-6 * scale)
         )
 
-    for name, values in tr.outputs.items():
+    def fit_one(name: str) -> Assign:
+        values = tr.outputs[name]
         if name in tr.int_tensors:
             # counts per bin (a histogram): fitted by bin function, not by expression
             keys = {n: np.asarray(v) for n, v in tr.inputs.items() if n in tr.int_tensors}
-            assigns.append(fit_counts(name, values, tr.inputs.get(name), keys))
-            continue
+            return fit_counts(name, values, tr.inputs.get(name), keys)
         ints = {n: tr.inputs[n] for n in tr.int_tensors if n in tr.inputs}
         try:
-            assigns.append(fit_elements(c, name, values, tr.shapes, tr.sizes, rows,
-                                        unwritten.get(name), ints, agrees))  # fmt: skip
+            return fit_elements(c, name, values, tr.shapes, tr.sizes, rows, unwritten.get(name),
+                                ints, agrees)  # fmt: skip
         except LiftError as e:
             if not ints:
                 raise
@@ -767,11 +793,18 @@ def _fit_trace(
             floats = {n: v for n, v in tr.inputs.items() if n not in tr.int_tensors}
             try:
                 old = tr.inputs.get(name)
-                assigns.append(fit_scatter(name, _numbers(values.reshape(-1)), old, tr.shapes,
-                                           floats, ints))  # fmt: skip
+                return fit_scatter(name, _numbers(values.reshape(-1)), old, tr.shapes, floats,
+                                   ints)  # fmt: skip
             except LiftError:
                 raise e from None
-    return Program(assigns=assigns)
+
+    names = list(tr.outputs)
+    if shared and len(names) >= 2:
+        # each output is fitted on its own (the canonicaliser is a cache: what one output's fit
+        # adds to it changes no other's form), so two processes take them in turn; the source
+        # rows the child's fits record come back through the memo merge
+        return Program(assigns=map_shared(fit_one, names, [rows] if rows is not None else []))
+    return Program(assigns=[fit_one(n) for n in names])
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:

@@ -881,3 +881,43 @@ def test_runs_started_ahead_include_the_first_pairs_verification_sets(
     assert work == sorted(work)
     assert again.program == quiet.program
     assert [v.sizes for v in again.verified] == [v.sizes for v in quiet.verified]
+
+
+def test_outputs_fitted_on_two_processes_give_the_program_one_process_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace's outputs (dx and the two column sums of `rows_and_columns.cu`) are fitted on two
+    processes at once where the traced run took long enough (`C2N_FIT_FORK_AFTER`): the
+    program, the CUDA lines behind each part and the verification are those one process
+    finds."""
+    from migrator import api, workers
+    from migrator.migration import migrate
+
+    src = tmp_path / "rows_and_columns.cu"
+    src.write_text((Path(__file__).parents[1] / "data" / "rows_and_columns.cu").read_text())
+    forks: list[list[object]] = []  # the items of each child forked
+    real = workers._fork
+
+    def fork(fn: object, items: list[object], memos: object) -> object:
+        child = real(fn, items, memos)  # type: ignore[arg-type]
+        if child is not None:
+            forks.append(list(items))
+        return child
+
+    monkeypatch.setattr(workers, "_fork", fork)
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    monkeypatch.setenv("C2N_AHEAD_AFTER", "1e9")  # (no runs ahead: the second core is free)
+    monkeypatch.setenv("C2N_FIT_FORK_AFTER", "0")
+
+    def lifted(workers_: str) -> object:
+        monkeypatch.setenv("C2N_WORKERS", workers_)
+        api.clear_caches()
+        (k,) = migrate(src, out_dir=tmp_path / workers_).kernels
+        assert k.status == "complete" and k.lifted is not None, k.diagnostics
+        return k.lifted.model_dump(exclude={"verified"}), [v.ok for v in k.lifted.verified]
+
+    one = lifted("1")
+    assert not forks
+    two = lifted("2")
+    assert ["dgain", "dshift", "dx"] in forks  # (the fits went two ways)
+    assert one == two
