@@ -66,7 +66,7 @@ def map_jobs(
 ) -> list[R]:
     """`[fn(x) for x in items]`. The first item runs here; where the items left would take
     long enough at its pace (`FORK_AFTER` seconds), they are computed by this process and a
-    forked child at once (`_shared`), else here one after the other: a fork, the child's
+    forked child at once (`map_shared`), else here one after the other: a fork, the child's
     caches made again and its results sent back cost some tens of milliseconds, more than a
     batch of quick runs saves (a cross-entropy's measurement runs of a few milliseconds each
     took a third longer on two processes). Running one item first also fills what the others
@@ -78,7 +78,7 @@ def map_jobs(
     for i, x in enumerate(items):
         left = len(items) - i
         if i and left >= 2 and (time.perf_counter() - t0) / i * left >= after:
-            return done + _shared(fn, items[i:], memos)
+            return done + map_shared(fn, items[i:], memos)
         done.append(fn(x))
     return done
 
@@ -106,21 +106,13 @@ def map_shared(
     items: Sequence[T],
     memos: Sequence[MutableMapping[Any, Any]] = (),
 ) -> list[R]:
-    """`[fn(x) for x in items]` on this process and a forked child from the first item on
-    (`_shared`), for a caller that knows each item is costly (`map_jobs` first times one
-    here); one after the other here where no child can be forked."""
-    return _shared(fn, list(items), memos)
-
-
-def _shared(
-    fn: Callable[[T], R],
-    items: list[T],
-    memos: Sequence[MutableMapping[Any, Any]] = (),
-) -> list[R]:
-    """`[fn(x) for x in items]`, computed by this process and a forked child at once, each
-    taking the next item not yet taken (a queue of one-byte tokens in a pipe: runs differ in
-    cost severalfold, so a fixed split would leave one core idle). Entries the child's jobs
-    added to `memos` (dicts this process shares with it) are added here too."""
+    """`[fn(x) for x in items]`, computed by this process and a forked child at once from the
+    first item on, each taking the next item not yet taken (a queue of one-byte tokens in a
+    pipe: runs differ in cost severalfold, so a fixed split would leave one core idle); one
+    after the other here where no child can be forked. For a caller that knows each item is
+    costly (`map_jobs` first times one here). Entries the child's jobs added to `memos` (dicts
+    this process shares with it) are added here too."""
+    items = list(items)
     child = _fork(fn, items, memos) if 2 <= len(items) <= MAX_ITEMS else None
     if child is None:
         return [fn(x) for x in items]

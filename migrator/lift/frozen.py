@@ -79,8 +79,8 @@ def _bound_reads(loop: Loop, defs: dict[str, set[str]]) -> set[str]:
     """The names a loop's bound reads, directly or through index variables (`defs`); its
     affine terms name what it reads through plain local copies too."""
     assert loop.bound is not None
-    seen: set[str] = {x for t in loop.bound.terms for x in t.symbols}
-    todo = set(_NAME.findall(loop.bound.text))
+    seen: set[str] = set()
+    todo = set(_NAME.findall(loop.bound.text)) | {x for t in loop.bound.terms for x in t.symbols}
     while todo:
         n = todo.pop()
         if n not in seen:

@@ -718,31 +718,34 @@ def _fit(
 ) -> Program:
     blocks, unwritten = blocks_to_trace(spec, sizes, seed, fit_points)
     try:
-        t0 = time.perf_counter()
-        tr = trace_run(spec, sizes, seed, blocks)
-        return _fit_trace(tr, unwritten if blocks else {}, rows, _fit_shared(t0))
+        tr, shared = _traced(spec, sizes, seed, blocks)
+        return _fit_trace(tr, unwritten if blocks else {}, rows, shared)
     except PartialTrace:  # the blocks' writes differed traced (control flow on a rounding)
-        t0 = time.perf_counter()
-        tr = trace_run(spec, sizes, seed)
-        return _fit_trace(tr, {}, rows, _fit_shared(t0))
+        tr, shared = _traced(spec, sizes, seed, None)
+        return _fit_trace(tr, {}, rows, shared)
 
 
 FIT_FORK_AFTER = 0.05  # seconds of traced run past which the outputs' fits share two processes
 
 
-def _fit_shared(start: float) -> bool:
-    """Whether a traced run that began at `start` took long enough (`FIT_FORK_AFTER`, or
-    `C2N_FIT_FORK_AFTER`) that fitting its outputs pays for a second process (a fit takes one
-    to ten times its traced run, a fork and its results' way back some tens of milliseconds).
-    Runs started ahead that are all done are joined now (their results into spec_run's memo,
-    where the verification finds them), which frees the second core for the fit."""
+def _traced(
+    spec: TaskSpec, sizes: dict[str, int], seed: int, blocks: tuple[int, ...] | None
+) -> tuple[Trace, bool]:
+    """The traced run (of `blocks`, or of all), and whether it took long enough
+    (`FIT_FORK_AFTER`, or `C2N_FIT_FORK_AFTER`) that fitting its outputs pays for a second
+    process (a fit takes one to ten times its traced run, a fork and its results' way back
+    some tens of milliseconds). Then runs started ahead that are all done are joined (their
+    results into spec_run's memo, where the verification finds them): the second core is
+    free for the fit."""
     global _AHEAD
+    start = time.perf_counter()
+    tr = trace_run(spec, sizes, seed, blocks)
     if time.perf_counter() - start < seconds_setting("C2N_FIT_FORK_AFTER", FIT_FORK_AFTER):
-        return False
+        return tr, False
     if _AHEAD is not None and _AHEAD.idle():
         _AHEAD.join()
         _AHEAD = None
-    return True
+    return tr, True
 
 
 def _fit_trace(
