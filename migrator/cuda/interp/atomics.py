@@ -86,6 +86,11 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
             olds[s:e] = acc[:-1]
             buf.data[fs[s]] = acc[-1]
     small = ~big
+    if ufunc is not None and vs.dtype == buf.data.dtype and small.any():
+        _accumulate_ranks(
+            buf.data, ufunc, fs[small], vs[small], rank[small], starts[small], olds, small
+        )
+        small = np.zeros(len(fs), dtype=bool)
     max_rank = int(rank[small].max()) + 1 if small.any() else 0
     for r in range(max_rank):
         sel = small & (rank == r)
@@ -101,6 +106,33 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
             buf.data[a] = combine(old, vs[sel])
     old_out[active[order]] = olds
     return Val(t, old_out)
+
+
+def _accumulate_ranks(
+    data: np.ndarray,
+    ufunc: np.ufunc,
+    fs: np.ndarray,
+    vs: np.ndarray,
+    rank: np.ndarray,
+    starts: np.ndarray,
+    olds: np.ndarray,
+    where: np.ndarray,
+) -> None:
+    """Every group's updates at once, still one by one in thread order: row g of a matrix holds
+    the value at group g's address and then its lanes' values by rank; `ufunc.accumulate` along
+    the rows is sequential in the storage dtype, so entry r is what lane r found ("old") and the
+    row's last real entry is the final value, bit for bit the rank-by-rank result. A row's
+    padding comes after its real entries and is never read. (Groups are small here: at most
+    `RANK_LIMIT` lanes, so the matrix is at most that many columns wide.)"""
+    g = np.cumsum(starts) - 1
+    n_groups = int(g[-1]) + 1
+    first = fs[starts]
+    mat = np.zeros((n_groups, int(rank.max()) + 2), dtype=data.dtype)
+    mat[:, 0] = data[first]
+    mat[g, rank + 1] = vs
+    acc = ufunc.accumulate(mat, axis=1, dtype=data.dtype)
+    olds[where] = acc[g, rank]
+    data[first] = acc[np.arange(n_groups), np.bincount(g, minlength=n_groups)]
 
 
 def _apply_vector(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -> Val:

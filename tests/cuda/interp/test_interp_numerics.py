@@ -247,6 +247,38 @@ def test_atomic_fast_grouped_path_equals_rank_by_rank_reference(
         assert h[j] == np.cumsum(x[bins == j], dtype=np.float32)[-1]
 
 
+def test_atomics_of_small_groups_equal_one_update_at_a_time_in_thread_order(krun: Runner) -> None:
+    """Groups of at most RANK_LIMIT lanes (all ranks of all groups in one accumulate): every
+    lane's old value and every final value are those of applying the lanes one by one in
+    ascending thread id, in float32 (adds) and int32 (max, or)."""
+    src = """
+    __global__ void k(const float* x, const int* bin, float* h, float* old, int* mx, int* bits) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      old[i] = atomicAdd(&h[bin[i]], x[i]);
+      atomicMax(&mx[bin[i]], (i * 37) % 101);
+      atomicOr(&bits[bin[i]], 1 << (i % 31));
+    }"""
+    rng = np.random.default_rng(11)
+    n, nb = 1024, 40  # about 26 lanes per address, a few hundred groups of ranks
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(np.float32)
+    bins = rng.integers(0, nb, n).astype(np.int32)
+    h0 = rng.standard_normal(nb).astype(np.float32)
+    h, old = h0.copy(), np.zeros(n, np.float32)
+    mx, bits = np.full(nb, -1, np.int32), np.zeros(nb, np.int32)
+    krun(src, "k", 4, 256, x=x, bin=bins, h=h, old=old, mx=mx, bits=bits)
+    ref, ref_old = h0.copy(), np.zeros(n, np.float32)
+    ref_mx, ref_bits = [-1] * nb, [0] * nb
+    for i in range(n):
+        b = bins[i]
+        ref_old[i] = ref[b]
+        ref[b] = np.float32(ref[b] + x[i])
+        ref_mx[b] = max(ref_mx[b], (i * 37) % 101)
+        ref_bits[b] |= 1 << (i % 31)
+    np.testing.assert_array_equal(old, ref_old)
+    np.testing.assert_array_equal(h, ref)
+    assert mx.tolist() == ref_mx and bits.tolist() == ref_bits
+
+
 def test_bit_intrinsics_and_predicates(krun: Runner) -> None:
     src = """
     __global__ void k(const unsigned int* x, const float* f, int* o) {
