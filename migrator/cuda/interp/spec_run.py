@@ -8,6 +8,7 @@ reference returns them.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from migrator.contract import TaskSpec, is_float, load_spec, make_inputs, np_dtype
+from migrator.cuda.interp.findings import InterpError
 from migrator.cuda.interp.memory import OutOfBoundsError
 from migrator.cuda.interp.options import InterpOptions
 from migrator.cuda.interp.runner import RunResult, run_kernel
@@ -29,7 +31,8 @@ _PARSED: dict[str, ParsedSource] = {}
 # migration's check run the original on the same inputs at the task's own sizes, the largest
 # runs of a migration. A verification compares at five or more size sets, and a second fit
 # verifies at the same ones again: fewer entries than that would evict each run before its reuse.
-_RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult]] = {}
+# A run that raised is kept as its error (and no outputs), raised again on a hit.
+_RUNS: dict[str, tuple[dict[str, np.ndarray], RunResult | InterpError]] = {}
 _RUNS_MAX = 16
 RUN_MEMO = _RUNS  # (runs made in a worker process are copied into it: `migrator.workers`)
 _RUNS_MAX_BYTES = 256 << 20
@@ -81,7 +84,7 @@ def _run_key(parse_key: str, parts: tuple[Any, ...], args: dict[str, Any]) -> st
     return h.hexdigest()
 
 
-def _remember(key: str, outs: dict[str, np.ndarray], result: RunResult) -> None:
+def _remember(key: str, outs: dict[str, np.ndarray], result: RunResult | InterpError) -> None:
     size = sum(o.nbytes for o in outs.values())
     if size > _RUNS_MAX_BYTES:
         return
@@ -177,6 +180,8 @@ def run_spec_full(
         key = _run_key(_parse_key(path, *spec.preprocessor()), parts, args)
     hit = _RUNS.get(key) if key else None
     if hit is not None:
+        if isinstance(hit[1], InterpError):
+            raise copy.copy(hit[1])  # (a fresh one: no traceback of the first raise's frames)
         outs = [hit[0][t.cuda_param].reshape(np.shape(args[t.cuda_param])).copy()
                 for t in spec.outputs_in_order]  # fmt: skip
         return SpecRun(outs, ins, hit[1], sz)
@@ -196,10 +201,17 @@ def run_spec_full(
         ), a
 
     try:
-        result, _ = run(options, fresh=False)
-    except OutOfBoundsError as e:
-        result, args = _benign_over_read(e, run, options,
-                                         [t.cuda_param for t in spec.outputs_in_order])  # fmt: skip
+        try:
+            result, _ = run(options, fresh=False)
+        except OutOfBoundsError as e:
+            outputs = [t.cuda_param for t in spec.outputs_in_order]
+            result, args = _benign_over_read(e, run, options, outputs)
+    except InterpError as e:
+        # the same run fails the same way: a ragged set the kernel reaches past is asked of
+        # the lift's verification, a view's and the check's, each a whole run up to the error
+        if key:
+            _remember(key, {}, copy.copy(e))
+        raise
     outs = [result.outputs.get(t.cuda_param, args[t.cuda_param]) for t in spec.outputs_in_order]
     if key:
         _remember(key, {t.cuda_param: o for t, o in zip(spec.outputs_in_order, outs,
