@@ -266,7 +266,7 @@ def check_kernel(
         return _check_at(spec, kernel, sets[k], seed, target, profiled, allowance)
 
     # (each size set on its own: on both cores, the original's runs into spec_run's memo)
-    done = map_jobs(at, range(len(sets)), [RUN_MEMO])
+    done = map_jobs(at, range(len(sets)), [RUN_MEMO], [spec.work(s) for s in sets])
     results = [r for r, _ in done]
     prof = done[0][1] if done else None
     report = CheckReport(

@@ -195,6 +195,9 @@ class ReferenceSpec(_Frozen):
     module: str | None = None  # .py file, relative to the spec; default: same stem
 
 
+_NAME = re.compile(r"[A-Za-z_]\w*")  # a size's name in a shape expression
+
+
 class TaskSpec(_Frozen):
     """A parsed spec sidecar."""
 
@@ -301,6 +304,16 @@ class TaskSpec(_Frozen):
         return {n: v for n, v in self.sizes.items()
                 if (str(v) in template or f"{n}=={v}" in pinned)
                 and all(s.get(n) == v for s in sets)}  # fmt: skip
+
+    def data_sizes(self) -> set[str]:
+        """The sizes that shape some tensor (not launch-only ones such as a block size)."""
+        return {w for t in self.tensors for d in t.shape for w in _NAME.findall(str(d))}
+
+    def work(self, sizes: Mapping[str, int]) -> int:
+        """The product of the sizes that shape the data: an upper bound of a run's operations
+        for a contraction over them, and a run's relative cost between size sets."""
+        used = self.data_sizes()
+        return math.prod(v for n, v in sizes.items() if n in used)
 
     def tensor_named(self, name: str | None) -> TensorSpec:
         return next(t for t in self.tensors if t.name == name)

@@ -63,6 +63,7 @@ def map_jobs(
     fn: Callable[[T], R],
     items: Sequence[T],
     memos: Sequence[MutableMapping[Any, Any]] = (),
+    work: Sequence[float] | None = None,
 ) -> list[R]:
     """`[fn(x) for x in items]`. The first item runs here; where the items left would take
     long enough at its pace (`FORK_AFTER` seconds), they are computed by this process and a
@@ -70,15 +71,22 @@ def map_jobs(
     caches made again and its results sent back cost some tens of milliseconds, more than a
     batch of quick runs saves (a cross-entropy's measurement runs of a few milliseconds each
     took a third longer on two processes). Running one item first also fills what the others
-    share (the probe values, the parsed program's memos) before the fork."""
+    share (the probe values, the parsed program's memos) before the fork. `work`: each item's
+    relative cost where the caller knows it (a run's sizes): the pace is per unit of work
+    then, not per item (a cheap first size set hid the cost of ten times larger ones)."""
     items = list(items)
+    weights = [max(float(w), 1e-9) for w in work] if work is not None else [1.0] * len(items)
+    if len(weights) != len(items):
+        raise ValueError("map_jobs: one work figure per item")
     done: list[R] = []
     after = _fork_after()
     t0 = time.perf_counter()
     for i, x in enumerate(items):
         left = len(items) - i
-        if i and left >= 2 and (time.perf_counter() - t0) / i * left >= after:
-            return done + map_shared(fn, items[i:], memos)
+        if i and left >= 2:
+            pace = (time.perf_counter() - t0) / sum(weights[:i])
+            if pace * sum(weights[i:]) >= after:
+                return done + map_shared(fn, items[i:], memos)
         done.append(fn(x))
     return done
 

@@ -74,6 +74,31 @@ def test_quick_jobs_stay_in_this_process_and_slow_ones_are_shared(
     assert pids[0] == me and any(p != me for p in pids)
 
 
+def test_the_pace_is_per_unit_of_work_where_the_items_say_their_cost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cheap first item (the smallest size set) says little of ten times larger ones: with
+    each item's work given, the rest are shared where their work at the first one's pace is
+    `FORK_AFTER` seconds or more; where the work says they are as cheap, they stay here."""
+    import time
+
+    me = os.getpid()
+    monkeypatch.setenv("C2N_WORKERS", "2")
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+
+    def job(x: int) -> int:
+        time.sleep(0.02 * x)
+        return os.getpid()
+
+    items = [1, 10, 10, 10]
+    assert workers.map_jobs(job, items[:3]) == [me] * 3  # (per item: 2 x 0.02 s left)
+    shared = workers.map_jobs(job, items, work=items)
+    assert shared[0] == me and any(p != me for p in shared)
+    assert workers.map_jobs(job, [1, 1, 1], work=[1, 1, 1]) == [me] * 3
+    with pytest.raises(ValueError, match="one work figure per item"):
+        workers.map_jobs(job, [1, 1], work=[1])
+
+
 def test_one_worker_one_item_or_a_nested_batch_runs_in_this_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

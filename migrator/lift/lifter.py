@@ -279,14 +279,13 @@ def _one_tile_first(
 
 def _data_sizes(spec: TaskSpec) -> set[str]:
     """The sizes that shape some tensor (not launch-only ones such as a block size)."""
-    return {w for t in spec.tensors for d in t.shape for w in re.findall(r"[A-Za-z_]\w*", str(d))}
+    return spec.data_sizes()
 
 
 def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
     """The product of the sizes that shape the data (launch-only sizes, a block size, excluded):
     an upper bound of the traced run's operations for a contraction over them."""
-    used = _data_sizes(spec)
-    return math.prod(v for n, v in sizes.items() if n in used)
+    return spec.work(sizes)
 
 
 def _launch_only(spec: TaskSpec) -> dict[str, int]:
@@ -925,7 +924,8 @@ def verify_all(
         own = _own_sets(spec)  # (the check runs these, verified here or not)
         _AHEAD.join(lambda s: s in size_sets or s in own)
         _AHEAD = None
-    return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO])
+    work = [spec.work(s) for s in size_sets]  # (the sets differ in cost severalfold)
+    return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO], work)
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
