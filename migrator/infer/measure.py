@@ -895,7 +895,8 @@ def _measure(
             if j not in ahead:
                 end = 4 if pos < 4 else DECIDED_AFTER if pos < DECIDED_AFTER else n_runs
                 batch = order[pos : max(end, pos + 1)]
-                got = map_jobs(lambda i: probe(sets[i], 8), batch, [_PROBES])
+                work = [math.prod(sets[i][n] for n in free) for i in batch]
+                got = map_jobs(lambda i: probe(sets[i], 8), batch, [_PROBES], work)
                 ahead.update(zip(batch, got, strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
             first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)
