@@ -61,6 +61,7 @@ ASSIGN_OPS = {
 }
 
 
+_INT_SCALARS = (np.integer, np.bool_)  # (a tuple: `A | B` would build a union at every call)
 _ONE = scalar(ct.INT, 1)  # `i++`'s step (values are never modified: one object serves)
 
 
@@ -221,24 +222,38 @@ class ExprMixin:
 
     # --- lvalues -------------------------------------------------------------------------------
     def _lv_subscript(self: Machine, node: Node, mask: np.ndarray) -> LValue:
-        arg = node.child_by_field_name("argument")
-        idx_list = node.child_by_field_name("indices")
-        assert arg is not None and idx_list is not None
-        if arg.type == "identifier":  # `x[i]` of a pointer or array variable: one lookup
-            b = self.lookup(self.parsed.text(arg))
+        arg, index, name, plain = self.subscript_parts(node)
+        if name is not None:  # `x[i]` of a pointer or array variable: one lookup
+            b = self.lookup(name)
             if isinstance(b, Var) and b.ctype.kind != "struct":
                 b.check_read(self, mask, arg)
-                return self._element(b.val, self.ev(idx_list.named_children[0], mask), node)
-        view = self._local_view(arg, mask, node)
-        if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
-            return ViewLV(view[0], view[1], self.ev(idx_list.named_children[0], mask))
+                return self._element(b.val, self.ev(index, mask), node)
+        if not plain:
+            view = self._local_view(arg, mask, node)
+            if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
+                return ViewLV(view[0], view[1], self.ev(index, mask))
         local = self._local_aggregate(arg, mask)
         if local is not None:  # `packed[k]`, `result.payload[k]`: an element of a local value
-            lv = self.element_lvalue(local, self.ev(idx_list.named_children[0], mask), node)
+            lv = self.element_lvalue(local, self.ev(index, mask), node)
             if lv is not None:
                 return lv
         base = self.ev(arg, mask)
-        return self._element(base, self.ev(idx_list.named_children[0], mask), node)
+        return self._element(base, self.ev(index, mask), node)
+
+    def subscript_parts(self: Machine, node: Node) -> tuple[Node, Node, str | None, bool]:
+        """(argument, index, the argument's name where it is an identifier, whether it is a
+        plain subscript or identifier, which no cast view can be) of `x[i]`, read from the
+        tree once per program (`a[i][k]` in a loop asks at every step)."""
+        memo = self.program.subscript_parts
+        parts = memo.get(node.id)
+        if parts is None:
+            arg = node.child_by_field_name("argument")
+            idx_list = node.child_by_field_name("indices")
+            assert arg is not None and idx_list is not None
+            name = self.parsed.text(arg) if arg.type == "identifier" else None
+            plain = arg.type in ("identifier", "subscript_expression")
+            parts = memo[node.id] = (arg, idx_list.named_children[0], name, plain)
+        return parts
 
     def _element(self: Machine, base: Val, idx: Val, node: Node) -> LValue:
         """`base[idx]` of a pointer or an array in memory."""
@@ -381,7 +396,7 @@ class ExprMixin:
             raise self.unsupported(node, f"{p.ctype} into a {p.buf.elem} buffer")
         k = (p.ctype.elem.size // esize) * sign
         d = i.data
-        if isinstance(d, np.integer | np.bool_) and isinstance(p.data, np.int64):
+        if isinstance(d, _INT_SCALARS) and isinstance(p.data, np.int64):
             # (a uniform offset: numpy scalars, widened as `astype` widens, wrapping)
             return Val(p.ctype, p.data + d.astype(np.int64) * np.int64(k), buf=p.buf)
         if np.ndim(d) == 0:

@@ -71,6 +71,8 @@ class Program:
     # `a * b` operands of a possible fused multiply-add (or None)
     operator_parts: dict[int, tuple[str, Node, Node]] = field(default_factory=dict)
     mul_parts: dict[int, tuple[Node, Node] | None] = field(default_factory=dict)
+    # node id -> a subscript's (argument, index, argument's name or None, plain argument)
+    subscript_parts: dict[int, tuple[Node, Node, str | None, bool]] = field(default_factory=dict)
     structs: dict[str, Node] = field(default_factory=dict)  # `struct S {...};` bodies by name
     # `template <class E> struct S {...};`: (template parameters, body) by name
     struct_templates: dict[str, tuple[Node, Node]] = field(default_factory=dict)
