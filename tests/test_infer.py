@@ -994,6 +994,43 @@ def test_a_measurement_runs_its_cheapest_size_sets_first(
     assert len(fitted) >= 4 and fitted == sorted(fitted)
 
 
+def test_a_measurement_attempt_whose_cheapest_run_is_over_budget_stops_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A measurement run may take PROBE_STATEMENTS thread-statements: where an attempt's
+    cheapest run takes more, the attempt stops after it (its other runs cost more still), and
+    the inference fails saying so; a run that failed is not made again by a later attempt."""
+    from migrator.infer import measure
+    from migrator.infer.error import InferenceError
+
+    attempts: list[list[tuple[tuple[str, int], ...]]] = []
+    real_measure, real_once = measure._measure, measure._probe_once
+
+    def attempt(*a: object, **k: object) -> object:
+        attempts.append([])
+        return real_measure(*a, **k)  # type: ignore[arg-type]
+
+    def once(parsed: object, data: object, big: object, sz: dict[str, int], *a: object) -> object:
+        if attempts:
+            attempts[-1].append(tuple(sorted(sz.items())))
+        return real_once(parsed, data, big, sz, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_measure", attempt)
+    monkeypatch.setattr(measure, "_probe_once", once)
+    monkeypatch.setattr(measure, "_PROBES", {})
+    monkeypatch.setattr(measure, "PROBE_STATEMENTS", 500)  # (below any run of the GEMM)
+    monkeypatch.setenv("C2N_WORKERS", "1")
+    src = tmp_path / "tile_gemm.cu"
+    src.write_text(TILE_GEMM)
+    tu = analyze_file(src)
+    with pytest.raises(InferenceError, match="too costly"):
+        infer_spec(tu, tu.global_kernels[0])
+    made = [a for a in attempts if a]
+    assert len(attempts) >= 3 and all(len(a) <= 1 for a in attempts)
+    runs = [r for a in made for r in a]
+    assert len(runs) == len(set(runs))  # (a size set over budget once is not run again)
+
+
 def test_a_measurement_stops_once_its_cheapest_runs_leave_one_formula_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ at a few size sets, and the checks and caps on the sizes an inferred spec publis
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import math
 import mmap
@@ -12,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from migrator.cuda.interp.findings import BUDGET_PHRASE
 from migrator.infer.error import GatherError, InferenceError
 
 # powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
@@ -356,34 +358,63 @@ def _probe_values(dt: Any, high: int, n: int, cover: bool = False, writable: boo
 
 
 BLOCK_SEED = 0
-_PROBES: dict[tuple[Any, ...], dict[str, int]] = {}  # recent probe runs (their reach)
+# recent probe runs: their reach, or the error a run raised
+_PROBES: dict[tuple[Any, ...], dict[str, int] | Exception] = {}
 PROBE_MEMO_SIZE = 64
+# thread-statements one measurement run may take: the costliest that fitted an extent in the
+# development suites took 1.2e8 (a causal softmax backward, 14 s); a run past this is not
+# what a measurement can afford (a row kernel's runs past the block took 5.5e8 to 1.5e9)
+PROBE_STATEMENTS = 200_000_000
+_OVER_BUDGET = BUDGET_PHRASE  # (what a probe's failure says where its BudgetError ended it)
 
 
 def _probe_run(
-    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int
+    parsed: Any,
+    data: dict[str, Any],
+    big: set[str],
+    sz: dict[str, int],
+    high: int,
+    budget: int = 0,
 ) -> dict[str, int]:
     """Run the kernel once at sizes `sz` (tensors in `big` as large buffers, the others at
     their shapes) and return how far it reached into each array argument. Runs repeat across
     a measurement's attempts and random size rows (a register-tiled GEMM probed 27 times ran 5
     sets twice, 0.2-0.5 s each): the reach is remembered per kernel, task and sizes (the
-    inputs are fixed blocks of values, so a repeated run reaches as far)."""
+    inputs are fixed blocks of values, so a repeated run reaches as far), and so is a run that
+    failed (its error raised again). `budget`: thread-statements the run may take (0: any)."""
+    from migrator.cuda.interp.findings import InterpError
+
     text = getattr(getattr(parsed, "pre", None), "text", None)
     task = repr([data[k] for k in ("kernel", "tensors", "scalars", "launch")])
     key = (id(parsed), hash(text) if text is not None else None, task, repr(data.get("inputs")),
-           tuple(sorted(sz.items())), high, tuple(sorted(big)))  # fmt: skip
+           tuple(sorted(sz.items())), high, tuple(sorted(big)), budget)  # fmt: skip
     hit = _PROBES.get(key)
+    if isinstance(hit, InterpError):
+        raise copy.copy(hit)
     if hit is not None:
         return dict(hit)
-    got = _probe_once(parsed, data, big, sz, high)
-    if len(_PROBES) >= PROBE_MEMO_SIZE:
-        _PROBES.pop(next(iter(_PROBES)))
-    _PROBES[key] = dict(got)
+    try:
+        got = _probe_once(parsed, data, big, sz, high, budget)
+    except InterpError as e:
+        _remember_probe(key, copy.copy(e))
+        raise
+    _remember_probe(key, dict(got))
     return got
 
 
+def _remember_probe(key: tuple[Any, ...], value: dict[str, int] | Exception) -> None:
+    if len(_PROBES) >= PROBE_MEMO_SIZE:
+        _PROBES.pop(next(iter(_PROBES)))
+    _PROBES[key] = value
+
+
 def _probe_once(
-    parsed: Any, data: dict[str, Any], big: set[str], sz: dict[str, int], high: int
+    parsed: Any,
+    data: dict[str, Any],
+    big: set[str],
+    sz: dict[str, int],
+    high: int,
+    budget: int = 0,
 ) -> dict[str, int]:
     import numpy as np
 
@@ -420,7 +451,8 @@ def _probe_once(
                      data["kernel"]["template_args"],
                      # (race findings only report: a probe wants its reach, and the
                      # race tables were a fifth of a shared-memory kernel's probe)
-                     InterpOptions(oob="report", extents=True, races=False))  # fmt: skip
+                     InterpOptions(oob="report", extents=True, races=False,
+                                   max_thread_statements=budget))  # fmt: skip
     # (a misaligned vector access is kept as a negative reach: `_aligned_rows` reads it)
     misaligned = {m.group(1) for f in res.findings if f.kind == "misaligned"
                   for m in [MISALIGNED.search(f.message)] if m}  # fmt: skip
@@ -878,9 +910,22 @@ def _measure(
         """The run's reach, or why it is void (sizes that break a relation the kernel assumes,
         `C % NH == 0`)."""
         try:
-            return _probe_run(parsed, data, set(params), sz, high)
+            return _probe_run(parsed, data, set(params), sz, high, PROBE_STATEMENTS)
         except (InterpError, ValueError, ArithmeticError) as e:
             return f"at sizes {sz}: {' '.join(str(e).split())[:200]}"
+
+    def cheapest_first(i: int) -> dict[str, int] | str:
+        """`probe`, and where the attempt's cheapest run is over its budget, the attempt stops
+        there (map_jobs runs it first, here, before sharing the others): the others cost more
+        (a row kernel's sizes past the block ran eight probes of 12-18 s each)."""
+        got = probe(sets[i], 8)
+        if i == order[0] and isinstance(got, str) and _OVER_BUDGET in got:
+            raise InferenceError(
+                f"the extent of {params[0]} cannot be read from its indices, and measuring it "
+                f"at these sizes is too costly: the cheapest run ({got}) takes more than "
+                f"{PROBE_STATEMENTS} thread-statements"
+            )
+        return got
 
     # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
     # there, as below), the next (after which one formula may already fit each extent, as
@@ -896,7 +941,7 @@ def _measure(
                 end = 4 if pos < 4 else DECIDED_AFTER if pos < DECIDED_AFTER else n_runs
                 batch = order[pos : max(end, pos + 1)]
                 work = [math.prod(sets[i][n] for n in free) for i in batch]
-                got = map_jobs(lambda i: probe(sets[i], 8), batch, [_PROBES], work)
+                got = map_jobs(cheapest_first, batch, [_PROBES], work)
                 ahead.update(zip(batch, got, strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
             first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)

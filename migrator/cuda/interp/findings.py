@@ -93,6 +93,14 @@ class UnsupportedError(InterpError):
     """A construct the interpreter does not implement; raised at once, never guessed."""
 
 
+BUDGET_PHRASE = "exceeds its budget of"  # (in every BudgetError's message)
+
+
+class BudgetError(UnsupportedError):
+    """The run took more thread-statements than its options allow (`max_thread_statements`):
+    a run of the original at sizes too costly for what it was made for (a trace, a probe)."""
+
+
 @dataclass
 class FindingLog:
     """Collects findings, merging repeats of (kind, line, detail key)."""

@@ -18,6 +18,7 @@ from tree_sitter import Node
 from migrator.cuda.interp import compact, coop, lambdas
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.builtins import MATH
+from migrator.cuda.interp.findings import BUDGET_PHRASE, BudgetError
 from migrator.cuda.interp.half import HALF_BUILTINS
 from migrator.cuda.interp.memory import Buffer, poison
 from migrator.cuda.interp.scope import Loop, MemLV, TypeName, Var
@@ -87,8 +88,11 @@ class StmtMixin:
             self.current = node  # where an unexpected internal error is reported
             cap = self.options.max_thread_statements
             if cap and self.thread_statements > cap:
-                raise self.unsupported(
-                    node, f"the run exceeds its budget of {cap} thread-statements"
+                raise BudgetError(
+                    f"not supported by the interpreter: the run {BUDGET_PHRASE} {cap} "
+                    "thread-statements",
+                    self.span(node),
+                    self.kernel,
                 )
         fn(node, mask)
 
