@@ -365,7 +365,6 @@ PROBE_MEMO_SIZE = 64
 # development suites took 1.2e8 (a causal softmax backward, 14 s); a run past this is not
 # what a measurement can afford (a row kernel's runs past the block took 5.5e8 to 1.5e9)
 PROBE_STATEMENTS = 200_000_000
-_OVER_BUDGET = BUDGET_PHRASE  # (what a probe's failure says where its BudgetError ended it)
 
 
 def _probe_run(
@@ -919,7 +918,7 @@ def _measure(
         there (map_jobs runs it first, here, before sharing the others): the others cost more
         (a row kernel's sizes past the block ran eight probes of 12-18 s each)."""
         got = probe(sets[i], 8)
-        if i == order[0] and isinstance(got, str) and _OVER_BUDGET in got:
+        if i == order[0] and isinstance(got, str) and BUDGET_PHRASE in got:
             raise InferenceError(
                 f"the extent of {params[0]} cannot be read from its indices, and measuring it "
                 f"at these sizes is too costly: the cheapest run ({got}) takes more than "
