@@ -203,6 +203,9 @@ def run_kernel(
         for ids in _batches(n_blocks, batch, opts.blocks, fn.name):
             geo = Geometry(g, b, int(ids[0]), len(ids), ids if opts.blocks is not None else None)
             m = Machine(prog, fn.name, geo, opts, log, shared_bytes, structs)
+            # (the count goes on across batches: `max_thread_statements` bounds the run, and a
+            # grid of many small batches had each batch under it and the run never stopped)
+            m.thread_statements = result.thread_statements
             scope: dict[str, Binding] = {}
             m.push_frame(ct.VOID, scope)
             _globals(m, args, global_cache)
@@ -224,7 +227,7 @@ def run_kernel(
             finally:
                 statements = m.thread_statements
                 m.release()
-            result.thread_statements += statements
+            result.thread_statements = statements
             result.batches += 1
     result.seconds = time.perf_counter() - t0
     SECONDS[0] += result.seconds

@@ -310,3 +310,23 @@ def test_object_ids_are_the_elements_ids() -> None:
     a[:] = [objs[i % 7] for i in range(40)]
     for view in (a, a[::3], a.reshape(5, 8)[:, 1], np.broadcast_to(a[:1], (12,))):
         assert object_ids(view).tolist() == [id(x) for x in view.reshape(-1)]
+
+
+def test_the_statement_budget_bounds_the_run_not_each_batch_of_blocks() -> None:
+    """`max_thread_statements` counts across the batches of a grid: a launch of many small
+    batches, each well under the budget, stops once their sum passes it (BudgetError)."""
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.findings import BudgetError
+    from migrator.cuda.interp.runner import run_kernel
+
+    def run(cap: int) -> int:
+        opts = InterpOptions(max_thread_statements=cap, block_batch=1, oob="report")
+        return run_kernel(SCALE, "scale", (8, 8), (8, 4), _scale_args(64, 32),
+                          options=opts).thread_statements  # fmt: skip
+
+    total = run(0)
+    per_block = total // 64
+    assert run(total) == total  # (the whole run at its budget)
+    with pytest.raises(BudgetError, match=f"budget of {total // 2} thread-statements"):
+        run(total // 2)
+    assert total // 2 > 4 * per_block  # (every batch alone is far under it)
