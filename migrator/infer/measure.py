@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from migrator.cuda.interp.findings import BUDGET_PHRASE
+from migrator.cuda.interp.findings import BUDGET_PHRASE, InterpError
 from migrator.infer.error import GatherError, InferenceError
 
 # powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
@@ -381,8 +381,6 @@ def _probe_run(
     sets twice, 0.2-0.5 s each): the reach is remembered per kernel, task and sizes (the
     inputs are fixed blocks of values, so a repeated run reaches as far), and so is a run that
     failed (its error raised again). `budget`: thread-statements the run may take (0: any)."""
-    from migrator.cuda.interp.findings import InterpError
-
     text = getattr(getattr(parsed, "pre", None), "text", None)
     task = repr([data[k] for k in ("kernel", "tensors", "scalars", "launch")])
     key = (id(parsed), hash(text) if text is not None else None, task, repr(data.get("inputs")),
@@ -900,7 +898,8 @@ def _measure(
     # cheapest first (by the product of the sizes): an attempt that cannot fit says so after
     # its four cheapest runs (its first four drawn cost an attention's measurement seconds);
     # the runs are then read in their drawn order, as if run in it
-    order = sorted(range(n_runs), key=lambda j: (math.prod(sets[j][n] for n in free), j))
+    cost = [math.prod(sets[j][n] for n in free) for j in range(n_runs)]
+    order = sorted(range(n_runs), key=lambda j: (cost[j], j))
     measured: dict[int, tuple[dict[str, int], dict[str, int] | None]] = {}
     failures: dict[int, str] = {}
     first_ok: int | None = None
@@ -939,8 +938,7 @@ def _measure(
             if j not in ahead:
                 end = 4 if pos < 4 else DECIDED_AFTER if pos < DECIDED_AFTER else n_runs
                 batch = order[pos : max(end, pos + 1)]
-                work = [math.prod(sets[i][n] for n in free) for i in batch]
-                got = map_jobs(cheapest_first, batch, [_PROBES], work)
+                got = map_jobs(cheapest_first, batch, [_PROBES], [cost[i] for i in batch])
                 ahead.update(zip(batch, got, strict=True))
         else:  # the first run that ran (in drawn order), repeated with other integer inputs
             first_ok = min((i for i, r in measured.items() if r[1] is not None), default=None)

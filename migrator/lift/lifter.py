@@ -184,7 +184,7 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         # sizes that are simple expressions of each other (T = 2 * B) only as a fallback
         for fallback in (False, True):
             pair = _pair(spec, obey, scale, avoid, derived=not fallback, wide=wide)
-            if pair is not None and pair not in out and _work(spec, pair[1]) <= TRACE_BUDGET:
+            if pair is not None and pair not in out and spec.work(pair[1]) <= TRACE_BUDGET:
                 out.append(pair)
                 rank.append((ci, fallback))
     # no pair that obeys the relations (large tiles): the cheapest two sets of whole tiles,
@@ -209,7 +209,7 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         for mult in (4, 16):
             pair = _pair(spec, True, mult * beyond, True)
             if (pair is not None and pair not in out and blocks(pair[0]) > 1
-                    and _work(spec, pair[1]) <= TRACE_BUDGET):  # fmt: skip
+                    and spec.work(pair[1]) <= TRACE_BUDGET):  # fmt: skip
                 out.append(pair)
                 rank.append((len(configs), False))
                 break
@@ -217,11 +217,11 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
     # cheapest first: a traced run costs its work, and a small pair that shows the wrong
     # structure is caught by verification at the larger sizes anyway, except that pairs of
     # one-block launches go last where a pair past the block size exists
-    work = {ci: min(_work(spec, p[1]) for p, (c, _) in zip(out, rank, strict=True) if c == ci)
+    work = {ci: min(spec.work(p[1]) for p, (c, _) in zip(out, rank, strict=True) if c == ci)
             for ci, _ in rank}  # fmt: skip
 
     def key(n: int) -> tuple[bool, int, bool, int]:
-        return one_block(out[n]), work[rank[n][0]], rank[n][1], _work(spec, out[n][1])
+        return one_block(out[n]), work[rank[n][0]], rank[n][1], spec.work(out[n][1])
 
     order = sorted(range(len(out)), key=key)
     return _one_tile_first(spec, [*([tiled] if tiled else []), *(out[n] for n in order)])
@@ -243,7 +243,7 @@ def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
     for values in itertools.product(*([tiles[n] * k for k in (1, 2, 3, 4)] for n in names)):
         sizes = {**fixed, **dict(zip(names, values, strict=True))}
         if len(set(values)) == len(values) and not spec.broken_relations(sizes):
-            combos.append((_work(spec, sizes), sizes))
+            combos.append((spec.work(sizes), sizes))
     combos.sort(key=lambda c: c[0])
     for w1, first in combos:
         for w2, second in combos:
@@ -277,23 +277,12 @@ def _one_tile_first(
     return pairs
 
 
-def _data_sizes(spec: TaskSpec) -> set[str]:
-    """The sizes that shape some tensor (not launch-only ones such as a block size)."""
-    return spec.data_sizes()
-
-
-def _work(spec: TaskSpec, sizes: dict[str, int]) -> int:
-    """The product of the sizes that shape the data (launch-only sizes, a block size, excluded):
-    an upper bound of the traced run's operations for a contraction over them."""
-    return spec.work(sizes)
-
-
 def _launch_only(spec: TaskSpec) -> dict[str, int]:
     """Sizes kept at their published values: launch-only ones (a block size of 20 is no block
     size the kernel was written for: warp-level code assumes whole warps, and it computes
     nothing), and sizes the kernel is specialised on (a head dimension of 64 that is a template
     argument and the same in every size set: at D = 12 the kernel still computes with 64)."""
-    used = _data_sizes(spec)
+    used = spec.data_sizes()
     kept = spec.specialised_sizes()
     return {n: v for n, v in spec.sizes.items() if n not in used or n in kept}
 
@@ -342,7 +331,7 @@ def _pair(
                 continue
             out.append(got)
             if len(out) == 2:
-                if _work(spec, out[1]) <= TRACE_BUDGET:
+                if spec.work(out[1]) <= TRACE_BUDGET:
                     return out
                 break  # (five sizes from 8 up trace millions of elements: smaller ones next)
             start = {n: v - (shift if per[n] else shift // scale) if n in names else v
@@ -642,7 +631,7 @@ def _runs_ahead(
     if first:
         with contextlib.suppress(LiftError, ValueError, ArithmeticError):
             sets += [s for s in check_sizes(spec, first) if s not in sets]
-    sets.sort(key=lambda s: _work(spec, s))
+    sets.sort(key=spec.work)
     return ahead(lambda s: _run_quietly(spec, s, seed), sets, [RUN_MEMO])
 
 
@@ -683,7 +672,7 @@ def _lift_at(spec: TaskSpec, sets: list[dict[str, int]], seed: int) -> LiftResul
         free = {v for n, v in sets[0].items() if n not in launch}
         single = symbolise(first, {n: v for n, v in sets[0].items()
                                    if n not in launch or v not in free},
-                           frozenset(launch) - _data_sizes(spec))  # fmt: skip
+                           frozenset(launch) - spec.data_sizes())  # fmt: skip
         # verified on the inputs the migration's check draws at the same sizes (its seed), so
         # the original's runs at the task's own sizes are computed once (spec_run's memo)
         checks = verify_all(spec, single, check_sizes(spec, sets, single), seed)

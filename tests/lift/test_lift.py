@@ -695,7 +695,7 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     whose values differ per size, free to reappear under another name (M = 128, N = 256, then
     M = 256, N = 128)."""
     from migrator.contract import TaskSpec
-    from migrator.lift.lifter import TILED_BUDGET, _work, trace_pairs
+    from migrator.lift.lifter import TILED_BUDGET, trace_pairs
 
     spec = TaskSpec.model_validate({
         "kernel": {"name": "k"},
@@ -710,7 +710,7 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     ((a, b),) = trace_pairs(spec)
     assert not spec.broken_relations(a) and not spec.broken_relations(b)
     assert all(a[n] != b[n] for n in "MNK") and len({*a.values()}) == len({*b.values()}) == 3
-    assert max(_work(spec, a), _work(spec, b)) <= TILED_BUDGET
+    assert max(spec.work(a), spec.work(b)) <= TILED_BUDGET
     assert {a["M"], a["N"]} == {b["M"], b["N"]} == {128, 256}
 
 
@@ -877,7 +877,7 @@ def test_runs_started_ahead_include_the_first_pairs_verification_sets(
     [items] = started
     assert all(s in items for s in lifter._own_sets(spec))
     assert all(s in items for s in lifter.check_sizes(spec, first))
-    work = [lifter._work(spec, s) for s in items]
+    work = [spec.work(s) for s in items]
     assert work == sorted(work)
     assert again.program == quiet.program
     assert [v.sizes for v in again.verified] == [v.sizes for v in quiet.verified]

@@ -86,12 +86,14 @@ def _apply(m: Machine, op: str, args: list[Val], mask: np.ndarray, node: Node) -
             olds[s:e] = acc[:-1]
             buf.data[fs[s]] = acc[-1]
     small = ~big
-    if ufunc is not None and vs.dtype == buf.data.dtype and small.any():
-        _accumulate_ranks(
-            buf.data, ufunc, fs[small], vs[small], rank[small], starts[small], olds, small
-        )
-        small = np.zeros(len(fs), dtype=bool)
-    max_rank = int(rank[small].max()) + 1 if small.any() else 0
+    if ufunc is not None and vs.dtype == buf.data.dtype:
+        if small.any():
+            _accumulate_ranks(
+                buf.data, ufunc, fs[small], vs[small], rank[small], starts[small], olds, small
+            )
+        max_rank = 0  # (every group applied: no rank by rank below)
+    else:
+        max_rank = int(rank[small].max()) + 1 if small.any() else 0
     for r in range(max_rank):
         sel = small & (rank == r)
         a = fs[sel]

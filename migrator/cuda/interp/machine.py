@@ -259,10 +259,10 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
     def error(self, node: object, msg: str) -> InterpError:
         return InterpError(msg, self.span(node), self.kernel)
 
-    def unsupported(self, node: object, msg: str) -> UnsupportedError:
-        return UnsupportedError(
-            f"not supported by the interpreter: {msg}", self.span(node), self.kernel
-        )
+    def unsupported(
+        self, node: object, msg: str, kind: type[UnsupportedError] = UnsupportedError
+    ) -> UnsupportedError:
+        return kind(f"not supported by the interpreter: {msg}", self.span(node), self.kernel)
 
     def finding(self, node: object, kind: FindingKind, msg: str, lanes: np.ndarray) -> None:
         coords = self.geo.coords(lanes)

@@ -88,11 +88,8 @@ class StmtMixin:
             self.current = node  # where an unexpected internal error is reported
             cap = self.options.max_thread_statements
             if cap and self.thread_statements > cap:
-                raise BudgetError(
-                    f"not supported by the interpreter: the run {BUDGET_PHRASE} {cap} "
-                    "thread-statements",
-                    self.span(node),
-                    self.kernel,
+                raise self.unsupported(
+                    node, f"the run {BUDGET_PHRASE} {cap} thread-statements", BudgetError
                 )
         fn(node, mask)
 
