@@ -447,3 +447,30 @@ def test_the_main_job_preprocesses_its_file_in_a_child_while_it_imports(tmp_path
         assert pids and (me not in pids if workers_ == "2" else pids == [me])
         got[workers_] = json.loads((out / "block_sums_migration.json").read_text())
     assert got["2"]["kernels"][0]["nki_source"] == got["1"]["kernels"][0]["nki_source"]
+
+
+def test_the_command_ends_without_teardown_yet_loses_no_output(tmp_path: Path) -> None:
+    # `run` ends the process with os._exit after `main`: everything written must still arrive
+    # (buffered stdout into a pipe), exit handlers must run, and the exit code must be main's
+    import io
+    from contextlib import redirect_stdout
+
+    from migrator.cli import main
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        assert main(["diagnostics"]) == 0
+    r = run("diagnostics")
+    assert r.returncode == 0 and r.stdout == buf.getvalue() and len(r.stdout) > 4096
+    marker = tmp_path / "exit-handler-ran"
+    code = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')\n"
+        "from migrator.cli import run\n"
+        f"sys.argv = ['migrate', {str(tmp_path / 'missing.cu')!r}]\n"
+        "run()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=NEUTRAL_CWD, timeout=120)  # fmt: skip
+    assert r.returncode == 2 and "C2N0001" in r.stderr
+    assert marker.read_text() == "yes"
