@@ -148,6 +148,11 @@ def _halve_until(sset: dict[str, int], keep: set[str], small: Any) -> None:
 
 
 WORK_BUDGET = 1 << 22  # product of the sizes the shapes use, at any inferred size set
+# ... and where a size only counts a loop's steps (a GEMM's K, no grid dimension), at most this:
+# the oracle runs a batch of blocks' threads at once, so its time follows the statements each
+# thread executes one after another, not the threads (a register-tiled GEMM's 128 x 128 tile
+# is one block, and each K step its 512 multiply-adds: 2.5 s a run at K = 128)
+SEQUENTIAL_WORK = 1 << 20
 
 
 def _cap_work(

@@ -43,6 +43,7 @@ from migrator.infer.measure import (
     DEFAULT_THREADS,
     MAX_ELEMENTS,
     MISALIGNED,
+    SEQUENTIAL_WORK,
     SET_ELEMENTS,
     _cap_elements,
     _cap_threads,
@@ -371,6 +372,24 @@ def infer_spec(
             for w in _WORDS.findall(r)}  # fmt: skip
     for sset in (data["sizes"], *data["size_sets"]):
         _cap_work(data, sset, launch_only | in_block | tied, tiles)
+    # sizes that only count steps of a thread's loop are halved further, they alone
+    steps = _sequential_sizes(k, data)
+    grid_words = {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
+    done: list[dict[str, int]] = []
+    for sset in (data["sizes"], *data["size_sets"]) if steps else ():
+        was = dict(sset)
+        fixed = launch_only | in_block | tied
+        _cap_work(data, sset, fixed | (set(sset) - steps), tiles, SEQUENTIAL_WORK)
+        # a set the halving made a repeat of another: a tile more of a grid size there (more
+        # threads at once, where more steps would cost what the halving saved)
+        wide = sorted((n for n in set(sset) - fixed - steps if n in grid_words),
+                      key=lambda n: (sset[n], n))  # fmt: skip
+        for j in range(8):
+            if sset not in done or not wide or sset == was:
+                break
+            n = wide[j % len(wide)]
+            sset[n] += tiles.get(n, 1) if tiles.get(n, 1) > 1 else 8 if sset[n] % 8 == 0 else 2
+        done.append(sset)
     _drop_repeated_sets(data)
     _small_batches(data)
     _label_ranges(k, data)
@@ -1056,6 +1075,23 @@ def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
         if rel not in out and rel not in spec.relations:
             out.append(rel)
     return out
+
+
+def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
+    """Sizes a counted loop of the kernel runs over (`for (k = 0; k < K; ++k)`, `bk < (K +
+    BK - 1) / BK`) that no grid dimension uses: each thread steps through them one after
+    another, where the sizes of the grid are more threads run at once."""
+    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
+               if "size" in sc and _WORDS.fullmatch(str(sc["size"]))}  # fmt: skip
+    in_grid = {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
+    out: set[str] = set()
+    for loop in k.loops:
+        if loop.kind != "counted" or loop.bound is None:
+            continue
+        words = {s for t in loop.bound.terms for s in t.symbols} or set(
+            _WORDS.findall(loop.bound.text))  # fmt: skip
+        out |= {size_of[w] for w in words if w in size_of}
+    return {n for n in out - in_grid if n in data["sizes"]}
 
 
 def _trip_tiles(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
