@@ -1261,6 +1261,71 @@ def test_a_size_only_a_loop_counts_is_halved_below_the_work_of_the_grid(
         assert now["K"] >= 8, (now, was)
 
 
+UNGUARDED_GEMM = (
+    "#define TS 64\n"
+    "__global__ void tile_gemm(const float* a, const float* b, float* c, int M, int N,\n"
+    "                          int K) {\n"
+    "  __shared__ float sa[TS][8], sb[8][TS];\n"
+    "  int tid = threadIdx.y * 16 + threadIdx.x;\n"
+    "  int ar = tid >> 2, ak = (tid & 3) << 1;  // two elements of A's 64 x 8 tile a thread\n"
+    "  int bk = tid >> 5, bn = (tid & 31) << 1;  // two of B's 8 x 64\n"
+    "  float acc[4][4] = {0.0f};\n"
+    "  for (int kt = 0; kt < K / 8; ++kt) {\n"
+    "    for (int v = 0; v < 2; ++v) {\n"
+    "      sa[ar][ak + v] = a[(blockIdx.y * TS + ar) * K + kt * 8 + ak + v];\n"
+    "      sb[bk][bn + v] = b[(kt * 8 + bk) * N + blockIdx.x * TS + bn + v];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    for (int k = 0; k < 8; ++k)\n"
+    "      for (int i = 0; i < 4; ++i)\n"
+    "        for (int j = 0; j < 4; ++j)\n"
+    "          acc[i][j] += sa[threadIdx.y * 4 + i][k] * sb[k][threadIdx.x * 4 + j];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  int r = blockIdx.y * TS + threadIdx.y * 4, col = blockIdx.x * TS + threadIdx.x * 4;\n"
+    "  for (int i = 0; i < 4; ++i)\n"
+    "    for (int j = 0; j < 4; ++j) c[(r + i) * N + col + j] = acc[i][j];\n"
+    "}\n"
+    "void launch(const float* a, const float* b, float* c, int M, int N, int K) {\n"
+    "  dim3 grid(N / TS, M / TS), block(16, 16);\n"
+    "  tile_gemm<<<grid, block>>>(a, b, c, M, N, K);\n"
+    "}\n"
+)
+
+
+def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grid tiles M and N by 64 and no statement compares either: sizes below a tile read
+    a whole tile all the same, so the measurement starts at multiples of the tiles (the small
+    probes of a register-tiled GEMM cost two seconds to fail) and the task is whole tiles; a
+    kernel that bounds-checks a tiled size is measured at small sizes first, as before."""
+    import migrator.infer.measure as measure
+
+    tried: list[dict[str, int] | None] = []
+    real = measure._measure
+
+    def logged(*args: object, **kw: object) -> object:
+        tried.append(args[6] if len(args) > 6 else kw.get("tiles"))  # type: ignore[arg-type]
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_measure", logged)
+    src = tmp_path / "tile_gemm.cu"
+    src.write_text(UNGUARDED_GEMM)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert tried and tried[0] == {"K": 32, "M": 64, "N": 64}, tried
+    assert {"M % 64 == 0", "N % 64 == 0"} <= set(spec.relations), spec.relations
+    tried.clear()
+    guarded = UNGUARDED_GEMM.replace(
+        "  float acc[4][4]", "  if (blockIdx.y * TS >= M) return;\n  float acc[4][4]"
+    )
+    src.write_text(guarded)
+    tu = analyze_file(src)
+    infer_spec(tu, tu.global_kernels[0])
+    assert tried and tried[0] is None, tried
+
+
 def test_sizes_rounded_to_whole_tiles_are_capped_again(tmp_path: Path) -> None:
     """A relation `T % 256 == 0` rounds T up to a whole tile after the element caps: B and C,
     which no relation ties, are halved again so the sets stay within their budget (llm.c's

@@ -522,6 +522,7 @@ def measure_extents(
     tie: bool = True,
     pad: bool = True,
     whole: dict[str, int] | None = None,
+    tiles_first: bool = False,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -531,7 +532,10 @@ def measure_extents(
     extents and the relations the sizes then obey (`N % 128 == 0`, `K == M`; none unless a
     tiled or tied attempt was the one that fitted). `whole`: constants the kernel divides
     sizes by (`kIteration = (N / 32) / 4`), the sizes' tiles of a last attempt before the
-    tied one (a probe below 128 reads one piece of 128 whatever N is)."""
+    tied one (a probe below 128 reads one piece of 128 whatever N is). `tiles_first`: the
+    kernel checks none of the sizes its grid tiles (no `row < M`): sizes below a tile cannot
+    fit, so the multiples of the tiles are tried first (a register-tiled GEMM's small probes
+    cost two seconds to fail)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
@@ -545,6 +549,8 @@ def measure_extents(
         data, counts, launch_only
     ):
         attempts.append((TILE_MULTIPLES, 1, counts))
+    if tiles_first and len(attempts) == 3:
+        attempts.insert(0, attempts.pop())
     if len(free) <= 3:
         attempts.append((small, 4, None))
         threads = _threads(data)

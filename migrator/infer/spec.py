@@ -43,11 +43,13 @@ from migrator.infer.measure import (
     DEFAULT_THREADS,
     MAX_ELEMENTS,
     MISALIGNED,
+    PROBE_SIZES_4,
     SEQUENTIAL_WORK,
     SET_ELEMENTS,
     _cap_elements,
     _cap_threads,
     _cap_work,
+    _divided,
     _fit_budget,
     _fixed_extents,
     _grow_until_launchable,
@@ -314,7 +316,8 @@ def infer_spec(
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data))
+        extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data),
+                                      _unguarded_tiles(k, data, launch_only))  # fmt: skip
         relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
@@ -578,6 +581,7 @@ def _measured(
     params: list[str],
     launch_only: set[str],
     whole: dict[str, int] | None = None,
+    unguarded: bool = False,
 ) -> tuple[dict[str, str], list[str]]:
     """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
     `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
@@ -585,7 +589,8 @@ def _measured(
     from migrator.contract import np_dtype
 
     try:
-        return measure_extents(parsed, data, params, launch_only, whole=whole)
+        return measure_extents(parsed, data, params, launch_only, whole=whole,
+                               tiles_first=unguarded)  # fmt: skip
     except GatherError:
         ints = [t for t in data["tensors"] if t["role"] == "in"
                 and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
@@ -1075,6 +1080,29 @@ def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
         if rel not in out and rel not in spec.relations:
             out.append(rel)
     return out
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> bool:
+    """Whether the grid divides a size into tiles larger than any small probe (`dim3 grid(N /
+    128, M / 128)`) and no line of the kernel that compares names such a size (no `if (row <
+    M)`, `col < N ? ... : 0`, `imageW - x > r`): a kernel written for whole tiles, which reads
+    a whole tile past any smaller size."""
+    tiled = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
+    params = {sc["name"] for sc in data["scalars"] if str(sc.get("size")) in tiled}
+    if not params or max(tiled.values()) <= max(PROBE_SIZES_4):
+        return False
+    name = re.compile(r"\b(" + "|".join(sorted(map(re.escape, params))) + r")\b")
+    # (statement by statement: a loop header's `j < 4` and its body's `c[r * N + j]` apart)
+    for part in re.split(r"[;{}]", _NOT_COMPARING.sub(" ", _COMMENT.sub(" ", _kernel_text(k)))):
+        if ("<" in part or ">" in part) and name.search(part):
+            return False
+    return True
+
+
+_NOT_COMPARING = re.compile(r"<<|>>|->|#\s*include\s*<[^>]*>")
 
 
 def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
