@@ -1314,8 +1314,10 @@ def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
     src.write_text(UNGUARDED_GEMM)
     tu = analyze_file(src)
     spec = infer_spec(tu, tu.global_kernels[0])
-    assert tried and tried[0] == {"K": 32, "M": 64, "N": 64}, tried
-    assert {"M % 64 == 0", "N % 64 == 0"} <= set(spec.relations), spec.relations
+    # (K, which the grid does not tile, at the step its loop takes, `kt < K / 8`: probes
+    # four times cheaper; the task's relation for it is the tile's all the same)
+    assert tried and tried[0] == {"K": 8, "M": 64, "N": 64}, tried
+    assert {"K % 32 == 0", "M % 64 == 0", "N % 64 == 0"} <= set(spec.relations), spec.relations
     tried.clear()
     guarded = UNGUARDED_GEMM.replace(
         "  float acc[4][4]", "  if (blockIdx.y * TS >= M) return;\n  float acc[4][4]"
@@ -1324,6 +1326,32 @@ def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
     tu = analyze_file(src)
     infer_spec(tu, tu.global_kernels[0])
     assert tried and tried[0] is None, tried
+
+
+def test_the_step_a_loop_takes_through_a_size_is_read_from_its_bound(tmp_path: Path) -> None:
+    """`bk < (K + BK - 1) / BK` with BK a template argument, `kt < N / TN` with a `const int`:
+    the loop steps K by the instantiated BK and N by TN; a bound dividing by another name
+    (`(K + BK - 1) / BM`), a size no scalar is, or a plain `i < M` give no step."""
+    from migrator.infer.spec import _loop_steps
+
+    src = tmp_path / "steps.cu"
+    src.write_text(
+        "template <const int BM = 128, const int BK = 8>\n"
+        "__global__ void k(float* c, int M, int N, int K) {\n"
+        "  const int TN = 4;\n"
+        "  float s = 0.0f;\n"
+        "  for (int bk = 0; bk < (K + BK - 1) / BK; ++bk) s += 1.0f;\n"
+        "  for (int kt = 0; kt < N / TN; ++kt) s += 2.0f;\n"
+        "  for (int q = 0; q < (K + BK - 1) / BM; ++q) s += 3.0f;\n"
+        "  for (int i = 0; i < M; ++i) s += 4.0f;\n"
+        "  c[threadIdx.x] = s;\n}\n"
+    )
+    k = analyze_file(src).global_kernels[0]
+    scalars = [{"name": n, "size": n} for n in ("M", "N", "K")]
+    data = {"scalars": scalars, "kernel": {"template_args": [64, 16]}}
+    assert _loop_steps(k, data) == {"K": 16, "N": 4}
+    data = {"scalars": scalars, "kernel": {"template_args": []}}
+    assert _loop_steps(k, data) == {"N": 4}  # (BK's value unknown: no step of K)
 
 
 def test_sizes_rounded_to_whole_tiles_are_capped_again(tmp_path: Path) -> None:

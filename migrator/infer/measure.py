@@ -523,6 +523,7 @@ def measure_extents(
     pad: bool = True,
     whole: dict[str, int] | None = None,
     tiles_first: bool = False,
+    steps: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -535,7 +536,8 @@ def measure_extents(
     tied one (a probe below 128 reads one piece of 128 whatever N is). `tiles_first`: the
     kernel checks none of the sizes its grid tiles (no `row < M`): sizes below a tile cannot
     fit, so the multiples of the tiles are tried first (a register-tiled GEMM's small probes
-    cost two seconds to fail)."""
+    cost two seconds to fail). `steps`: the step a loop of the kernel takes through a size
+    (`bk < (K + BK - 1) / BK`: K by BK)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
@@ -543,8 +545,15 @@ def measure_extents(
         (small, 1, None), (OTHER_SIZES, 1, None)
     ]  # fmt: skip
     tiles = grid_tiles(data, launch_only)
-    if tiles and _tiles_affordable(data, tiles, launch_only):
-        attempts.append((TILE_MULTIPLES, 1, tiles))  # before four times the sizes: cheaper
+    # a size the grid does not tile, probed at the step a loop of the kernel takes through it
+    # where that divides its tile (a GEMM's K by BK = 8, not 32: each K step is a probe's
+    # cost); its relation is the tile's all the same (`shown`), so the task is as it was
+    grid = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
+    probe = {n: steps[n] if n not in grid and n in (steps or {}) and t % steps[n] == 0 else t
+             for n, t in tiles.items()}  # fmt: skip
+    shown = {id(probe): tiles}
+    if tiles and _tiles_affordable(data, probe, launch_only):
+        attempts.append((TILE_MULTIPLES, 1, probe))  # before four times the sizes: cheaper
     elif (counts := count_tiles(data, launch_only)) and _tiles_affordable(
         data, counts, launch_only
     ):
@@ -587,7 +596,9 @@ def measure_extents(
         except InferenceError as e:
             first = first or e
             continue
-        tiles_of = [f"{n} % {t} == 0" for n, t in sorted((tiled or {}).items()) if t > 1]
+        tiles_of = [
+            f"{n} % {t} == 0" for n, t in sorted(shown.get(id(tiled), tiled or {}).items()) if t > 1
+        ]
         return out, tiles_of + (padded or [])
     raise first  # type: ignore[misc]
 

@@ -317,7 +317,8 @@ def infer_spec(
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
         extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data),
-                                      _unguarded_tiles(k, data, launch_only))  # fmt: skip
+                                      _unguarded_tiles(k, data, launch_only),
+                                      _loop_steps(k, data))  # fmt: skip
         relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
@@ -582,6 +583,7 @@ def _measured(
     launch_only: set[str],
     whole: dict[str, int] | None = None,
     unguarded: bool = False,
+    steps: dict[str, int] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
     `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
@@ -590,7 +592,7 @@ def _measured(
 
     try:
         return measure_extents(parsed, data, params, launch_only, whole=whole,
-                               tiles_first=unguarded)  # fmt: skip
+                               tiles_first=unguarded, steps=steps)  # fmt: skip
     except GatherError:
         ints = [t for t in data["tensors"] if t["role"] == "in"
                 and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
@@ -1103,6 +1105,39 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
 
 
 _NOT_COMPARING = re.compile(r"<<|>>|->|#\s*include\s*<[^>]*>")
+
+
+_STEPS_OF = re.compile(r"\(\s*(\w+)\s*\+\s*(\w+)\s*-\s*1\s*\)\s*/\s*(\w+)|(\w+)\s*/\s*(\w+)")
+
+
+def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
+    """The step a counted loop of the kernel takes through a size, in elements: `bk < (K +
+    BK - 1) / BK` and `kt < K / BK` step K by BK (a template argument, a `const int`, a
+    number). A GEMM's K is read a BK-slice at a time, so multiples of BK are whole slices."""
+    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
+               if "size" in sc and _WORDS.fullmatch(str(sc["size"]))}  # fmt: skip
+    values = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(_kernel_text(k))}
+    args = data["kernel"].get("template_args", [])
+    values |= {p.name: a for p, a in zip(k.template_params, args, strict=False)
+               if isinstance(a, int) and not isinstance(a, bool)}  # fmt: skip
+
+    def number(w: str) -> int | None:
+        return int(w) if w.isdigit() else values.get(w)
+
+    out: dict[str, int] = {}
+    for loop in k.loops:
+        if loop.kind != "counted" or loop.bound is None:
+            continue
+        m = _STEPS_OF.fullmatch(loop.bound.text.strip())
+        if m is None:
+            continue
+        size, c = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(5))
+        if m.group(1) and m.group(2) != m.group(3):
+            continue  # (`(K + BK - 1) / BN`: no step of K)
+        step = number(c)
+        if size in size_of and step is not None and step > 1:
+            out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+    return out
 
 
 def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
