@@ -547,11 +547,10 @@ def measure_extents(
     tiles = grid_tiles(data, launch_only)
     # a size the grid does not tile, probed at the step a loop of the kernel takes through it
     # where that divides its tile (a GEMM's K by BK = 8, not 32: each K step is a probe's
-    # cost); its relation is the tile's all the same (`shown`), so the task is as it was
+    # cost); its relation is the tile's all the same, so the task is as it was
     grid = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
     probe = {n: steps[n] if n not in grid and n in (steps or {}) and t % steps[n] == 0 else t
              for n, t in tiles.items()}  # fmt: skip
-    shown = {id(probe): tiles}
     if tiles and _tiles_affordable(data, probe, launch_only):
         attempts.append((TILE_MULTIPLES, 1, probe))  # before four times the sizes: cheaper
     elif (counts := count_tiles(data, launch_only)) and _tiles_affordable(
@@ -596,9 +595,8 @@ def measure_extents(
         except InferenceError as e:
             first = first or e
             continue
-        tiles_of = [
-            f"{n} % {t} == 0" for n, t in sorted(shown.get(id(tiled), tiled or {}).items()) if t > 1
-        ]
+        shown = tiles if tiled is probe else tiled or {}
+        tiles_of = [f"{n} % {t} == 0" for n, t in sorted(shown.items()) if t > 1]
         return out, tiles_of + (padded or [])
     raise first  # type: ignore[misc]
 

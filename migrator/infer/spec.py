@@ -376,24 +376,7 @@ def infer_spec(
             for w in _WORDS.findall(r)}  # fmt: skip
     for sset in (data["sizes"], *data["size_sets"]):
         _cap_work(data, sset, launch_only | in_block | tied, tiles)
-    # sizes that only count steps of a thread's loop are halved further, they alone
-    steps = _sequential_sizes(k, data)
-    grid_words = {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
-    done: list[dict[str, int]] = []
-    for sset in (data["sizes"], *data["size_sets"]) if steps else ():
-        was = dict(sset)
-        fixed = launch_only | in_block | tied
-        _cap_work(data, sset, fixed | (set(sset) - steps), tiles, SEQUENTIAL_WORK)
-        # a set the halving made a repeat of another: a tile more of a grid size there (more
-        # threads at once, where more steps would cost what the halving saved)
-        wide = sorted((n for n in set(sset) - fixed - steps if n in grid_words),
-                      key=lambda n: (sset[n], n))  # fmt: skip
-        for j in range(8):
-            if sset not in done or not wide or sset == was:
-                break
-            n = wide[j % len(wide)]
-            sset[n] += tiles.get(n, 1) if tiles.get(n, 1) > 1 else 8 if sset[n] % 8 == 0 else 2
-        done.append(sset)
+    _cap_steps(data, _sequential_sizes(k, data), launch_only | in_block | tied, tiles)
     _drop_repeated_sets(data)
     _small_batches(data)
     _label_ranges(k, data)
@@ -1084,14 +1067,50 @@ def trip_count_relations(k: Kernel, spec: TaskSpec) -> list[str]:
     return out
 
 
+def _size_params(data: dict[str, Any]) -> dict[str, str]:
+    """Each scalar parameter that is a size of the task, by name, with that size's name."""
+    return {sc["name"]: str(sc["size"]) for sc in data["scalars"]
+            if "size" in sc and _WORDS.fullmatch(str(sc["size"]))}  # fmt: skip
+
+
+def _grid_words(data: dict[str, Any]) -> set[str]:
+    """The names the launch's grid expressions use."""
+    return {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
+
+
+def _cap_steps(
+    data: dict[str, Any], steps: set[str], fixed: set[str], tiles: Mapping[str, int]
+) -> None:
+    """Every size set's work capped at SEQUENTIAL_WORK by halving `steps` alone (sizes only a
+    thread's loop runs over: `_sequential_sizes`); a set the halving made a repeat of an
+    earlier one takes a tile more of a grid size instead (more threads at once, where more
+    steps would cost what the halving saved)."""
+    if not steps:
+        return
+    grid = _grid_words(data)
+    done: list[dict[str, int]] = []
+    for sset in (data["sizes"], *data["size_sets"]):
+        was = dict(sset)
+        _cap_work(data, sset, fixed | (set(sset) - steps), tiles, SEQUENTIAL_WORK)
+        wide = sorted((n for n in set(sset) - fixed - steps if n in grid),
+                      key=lambda n: (sset[n], n))  # fmt: skip
+        for j in range(8):
+            if sset not in done or not wide or sset == was:
+                break
+            n = wide[j % len(wide)]
+            sset[n] += tiles.get(n, 1) if tiles.get(n, 1) > 1 else 8 if sset[n] % 8 == 0 else 2
+        done.append(sset)
+
+
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_NOT_COMPARING = re.compile(r"<<|>>|->|#\s*include\s*<[^>]*>")
 
 
 def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> bool:
     """Whether the grid divides a size into tiles larger than any small probe (`dim3 grid(N /
-    128, M / 128)`) and no line of the kernel that compares names such a size (no `if (row <
-    M)`, `col < N ? ... : 0`, `imageW - x > r`): a kernel written for whole tiles, which reads
-    a whole tile past any smaller size."""
+    128, M / 128)`) and no statement of the kernel that compares names such a size (no `if (row
+    < M)`, `col < N ? ... : 0`, `imageW - x > r`): a kernel written for whole tiles, which
+    reads a whole tile past any smaller size."""
     tiled = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
     params = {sc["name"] for sc in data["scalars"] if str(sc.get("size")) in tiled}
     if not params or max(tiled.values()) <= max(PROBE_SIZES_4):
@@ -1104,9 +1123,6 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
     return True
 
 
-_NOT_COMPARING = re.compile(r"<<|>>|->|#\s*include\s*<[^>]*>")
-
-
 _STEPS_OF = re.compile(r"\(\s*(\w+)\s*\+\s*(\w+)\s*-\s*1\s*\)\s*/\s*(\w+)|(\w+)\s*/\s*(\w+)")
 
 
@@ -1114,8 +1130,7 @@ def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
     """The step a counted loop of the kernel takes through a size, in elements: `bk < (K +
     BK - 1) / BK` and `kt < K / BK` step K by BK (a template argument, a `const int`, a
     number). A GEMM's K is read a BK-slice at a time, so multiples of BK are whole slices."""
-    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
-               if "size" in sc and _WORDS.fullmatch(str(sc["size"]))}  # fmt: skip
+    size_of = _size_params(data)
     values = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(_kernel_text(k))}
     args = data["kernel"].get("template_args", [])
     values |= {p.name: a for p, a in zip(k.template_params, args, strict=False)
@@ -1144,9 +1159,7 @@ def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
     """Sizes a counted loop of the kernel runs over (`for (k = 0; k < K; ++k)`, `bk < (K +
     BK - 1) / BK`) that no grid dimension uses: each thread steps through them one after
     another, where the sizes of the grid are more threads run at once."""
-    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
-               if "size" in sc and _WORDS.fullmatch(str(sc["size"]))}  # fmt: skip
-    in_grid = {w for g in data["launch"]["grid"] for w in _WORDS.findall(str(g))}
+    size_of = _size_params(data)
     out: set[str] = set()
     for loop in k.loops:
         if loop.kind != "counted" or loop.bound is None:
@@ -1154,15 +1167,14 @@ def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
         words = {s for t in loop.bound.terms for s in t.symbols} or set(
             _WORDS.findall(loop.bound.text))  # fmt: skip
         out |= {size_of[w] for w in words if w in size_of}
-    return {n for n in out - in_grid if n in data["sizes"]}
+    return {n for n in out - _grid_words(data) if n in data["sizes"]}
 
 
 def _trip_tiles(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
     """The same divisions as tiles to measure at (`kIteration = (N / 32) / 4`, at least one:
     a probe below 128 reads one piece of 128 whatever N is, so its reach fits no formula), the
     largest constant per size; for the measurement's last resort, not imposed up front."""
-    size_of = {sc["name"]: str(sc["size"]) for sc in data["scalars"]
-               if "size" in sc and re.fullmatch(r"[A-Za-z_]\w*", str(sc["size"]))}  # fmt: skip
+    size_of = _size_params(data)
     out: dict[str, int] = {}
     for n, c in _trip_divisors(k, size_of):
         if n in data["sizes"]:
