@@ -352,17 +352,21 @@ def _probe_values(dt: Any, high: int, n: int, cover: bool = False, writable: boo
     if block is None or len(block) < n:
         m = max(n, PROBE_ELEMS)
         # (a fixed seed: what a block holds never depends on when, or in which process, it
-        # was drawn; measurement runs share the second core, `_measure`)
+        # was drawn; measurement runs share the second core, `_measure`). One period of
+        # PROBE_PERIOD values repeated: a measurement asks how far a kernel reaches, not what
+        # it computes, and four million draws were 50-85 ms of every migration
         rng = np.random.default_rng(BLOCK_SEED)
         if np.issubdtype(dt, np.integer):
-            block = _Block(rng.integers(0, high, m).astype(dt))
+            period = rng.integers(0, high, PROBE_PERIOD).astype(dt)
         else:
-            block = _Block(rng.standard_normal(m, dtype=np.float32).astype(dt))
+            period = rng.standard_normal(PROBE_PERIOD, dtype=np.float32).astype(dt)
+        block = _Block(np.resize(period, m))
         _PROBE_VALUES[(dt, high, cover)] = block
     return block.copy(n) if writable else block.values[:n]
 
 
 BLOCK_SEED = 0
+PROBE_PERIOD = 65521  # values drawn per block (a prime: no tile or row length divides it)
 # recent probe runs: their reach, or the error a run raised
 _PROBES: dict[tuple[Any, ...], dict[str, int] | Exception] = {}
 PROBE_MEMO_SIZE = 64
