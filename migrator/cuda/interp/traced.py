@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import operator
 from functools import cache
 from typing import Any
 
@@ -253,9 +254,10 @@ def _min(a: Any, b: Any) -> Any:
 
 def _select(op: str, lhs: Any, rhs: Any, a: Any, b: Any) -> Any:
     """`lhs op rhs ? a : b` with a traced comparison: a select node."""
-    take = {"<": _v(lhs) < _v(rhs), "<=": _v(lhs) <= _v(rhs), ">": _v(lhs) > _v(rhs),
-            ">=": _v(lhs) >= _v(rhs)}[op]  # fmt: skip
-    return Sym(_v(a) if take else _v(b), "select", (op, lhs, rhs, a, b))
+    return Sym(_v(a) if _TAKE[op](_v(lhs), _v(rhs)) else _v(b), "select", (op, lhs, rhs, a, b))
+
+
+_TAKE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def _divide(a: Any, b: Any) -> Any:
