@@ -17,6 +17,7 @@ more than it saves.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,8 @@ def _token(a: Any) -> Any:
 def _same(a: Any, b: Any) -> bool:
     """Two non-traced operands alike: equal strings, or numbers equal to the bit (a NaN
     matches a NaN; 0.0 does not match -0.0: their quotients differ)."""
+    if type(a) is float and type(b) is float and a == b and a:  # (the common case)
+        return True
     if isinstance(a, str) or isinstance(b, str):
         return a == b
     try:
@@ -180,7 +183,7 @@ def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int, fl
     leaves: dict[tuple[str, int], int] = {}
     back: dict[tuple[str, int], int] = {}
     queue: deque[tuple[Sym, Any]] = deque([(t_root, n_root)])
-    if not _walk(c, queue, pairs, taken, leaves, back):
+    if not _walk(c, queue, pairs, taken, leaves, back, {}):
         return False, len(pairs), 0.0
     memo, pend = c.memo, c.pending  # (values a renaming left to rename: as good as done)
     fresh = sum(1 for _, n in pairs.values() if id(n) not in memo and id(n) not in pend)
@@ -196,21 +199,28 @@ def _walk(
     taken: set[int],
     leaves: dict[tuple[str, int], int],
     back: dict[tuple[str, int], int],
+    order: dict[str, tuple[list[int], list[int]]],
 ) -> bool:
     """`_transfer`'s walk of the two DAGs in step: whether they match node for node, filling
     `pairs` (value ids to value pairs) and `leaves` (the renaming, `back` its inverse).
     Breadth first: a value both DAGs share (a row's max, which every element of the row
     reads), which refuses the renaming, is found near the roots before the walk goes deep
-    (a fused classifier's walks failed after 110 steps each, depth first, 21 breadth first)."""
+    (a fused classifier's walks failed after 110 steps each, depth first, 21 breadth first).
+    `order` (per tensor, the elements renamed so far, sorted, and their new names) refuses
+    a renaming that does not keep the order of a tensor's elements as soon as one leaf
+    shows it: two lanes of a butterfly reduce read the same elements in mirrored orders,
+    and their walks matched node for node only to be refused at the end (an online
+    softmax's 1400 of 1700)."""
     shapes = c.shapes
+    popleft, append, get = queue.popleft, queue.append, pairs.get
     while queue:
-        t, n = queue.popleft()
-        got = pairs.get(id(t))
+        t, n = popleft()
+        got = get(id(t))
         if got is not None:
             if got[1] is not n:
                 return False
             continue
-        if (not isinstance(n, Sym) or n.op != t.op or n.at != t.at
+        if (type(n) is not Sym or n.op != t.op or n.at != t.at
                 or len(n.args) != len(t.args) or id(n) in taken):  # fmt: skip
             return False
         if t is n and t.op != "in" and shapes[id(t)][2]:
@@ -226,16 +236,35 @@ def _walk(
             if n.args[0] != name:
                 return False
             a, b = int(t.args[1]), int(n.args[1])
-            if leaves.setdefault((name, a), b) != b or back.setdefault((name, b), a) != a:
+            was = leaves.get((name, a))
+            if was is None:  # (a new element: its new name must keep the order)
+                if back.setdefault((name, b), a) != a or not _kept_in_order(order, name, a, b):
+                    return False
+                leaves[(name, a)] = b
+            elif was != b:
                 return False
             continue
         for a, b in zip(t.args, n.args, strict=True):
-            if isinstance(a, Sym):
+            if type(a) is Sym:
                 if a is b and a.op != "in" and shapes[id(a)][2]:
                     return False  # (as below, seen one level up)
-                queue.append((a, b))
-            elif isinstance(b, Sym) or not _same(a, b):
+                append((a, b))
+            elif type(b) is Sym or not _same(a, b):
                 return False
+    return True
+
+
+def _kept_in_order(
+    order: dict[str, tuple[list[int], list[int]]], name: str, a: int, b: int
+) -> bool:
+    """Add `a -> b` to the renaming of `name`'s elements (a new `a`): whether the renaming
+    still keeps their order (strictly)."""
+    olds, news = order.setdefault(name, ([], []))
+    i = bisect.bisect_left(olds, a)
+    if (i and news[i - 1] >= b) or (i < len(news) and news[i] <= b):
+        return False
+    olds.insert(i, a)
+    news.insert(i, b)
     return True
 
 
@@ -249,12 +278,7 @@ def _rename_from(
     """Memoise `n_root`'s canonical form (and leave its values' to rename when asked) from
     the walk's pairs and leaves, where the renaming keeps the order the module says; the
     number of canonical nodes renamed, or None where it does not."""
-    # within each tensor, the renaming keeps the order of the elements read
-    per: dict[str, dict[int, int]] = {}
-    for (name, a), b in leaves.items():
-        per.setdefault(name, {})[a] = b
-    if not all(_increasing(m) for m in per.values()):
-        return None
+    # (within each tensor, the renaming keeps the order of the elements read: `_walk`)
     # one renaming of the numbers for all tensors (a row of one tensor, or equal shifts)
     # keeps every comparison a sort makes; otherwise sorted sums are checked
     numbers: dict[int, int] = {}

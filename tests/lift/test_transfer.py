@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from migrator.cuda.interp.traced import Sym
+from migrator.lift import transfer
 from migrator.lift.fit import Canonicaliser
 
 
@@ -107,6 +108,29 @@ def test_a_renaming_that_reorders_the_elements_is_refused() -> None:
     c(first)
     got = c(second)
     assert c.key(got) == _fresh(second)
+
+
+def test_a_reordering_renaming_is_refused_at_the_first_leaves_that_show_it() -> None:
+    """Lanes of a butterfly reduce read one row in mirrored orders: the walk of the two DAGs
+    stops at the first leaves whose order the renaming reverses (here the row's first and
+    last elements, near the root), not after pairing every node of the DAG."""
+    values = [0.3, -1.2, 2.5, 0.1, 0.7, -0.4, 1.9, -2.2, 0.0, 1.1, 0.6, -0.9]
+    n = len(values)
+    c = Canonicaliser()
+    first = _softmax_element(_row("x", 0, values), 0)
+    second = _softmax_element(_row("x", 3 * n, values, order=list(range(n))[::-1]), 0)
+    c(first)
+    nodes: dict[int, Sym] = {}
+    todo = [second]
+    while todo:
+        v = todo.pop()
+        if id(v) not in nodes:
+            nodes[id(v)] = v
+            todo.extend(a for a in v.args if isinstance(a, Sym))
+    done, steps, _ = transfer._transfer(c, first, second)
+    assert not done
+    assert steps < len(nodes) // 4
+    assert c.key(c(second)) == _fresh(second)
 
 
 def test_a_constant_that_differs_stops_the_renaming() -> None:
