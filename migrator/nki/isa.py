@@ -701,7 +701,8 @@ def dma_compute(
             tuple(np.broadcast_to(np.asarray(k), d.shape)[live] for k in d.key),
             d.storage.data.shape,
         )
-        if np.unique(flat_pos).size != flat_pos.size:
+        ordered = np.sort(flat_pos)
+        if (ordered[1:] == ordered[:-1]).any():
             raise NkiConstraintError(
                 "err_invalid_operand", f"{name}: unique_indices=True but dst indices repeat"
             )

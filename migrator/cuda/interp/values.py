@@ -242,13 +242,14 @@ def address_of(p: Val) -> np.ndarray:
 def pointer_at(v: Val, to: CType) -> Val:
     """The pointer of type `to` at integer address(es) `v` (from `address_of`)."""
     a = np.asarray(v.data).astype(np.int64)
-    keys = np.unique(a >> _ADDRESS_SHIFT)
-    if keys.size == 1 and keys[0] == 0 and not a.any():
+    keys = (a >> _ADDRESS_SHIFT).reshape(-1)
+    key = int(keys[0]) if keys.size and (keys == keys[0]).all() else None  # one buffer's
+    if key == 0 and not a.any():
         return Val(to, np.int64(0), buf=None)  # the null pointer
-    buf = _BUFFERS.get(int(keys[0])) if keys.size == 1 else None
+    buf = _BUFFERS.get(key) if key is not None else None
     if buf is None:
         raise TypeError("an integer that is not an address in one buffer is used as a pointer")
-    byte = a - (np.int64(keys[0]) << np.int64(_ADDRESS_SHIFT))
+    byte = a - (np.int64(key) << np.int64(_ADDRESS_SHIFT))
     if np.any(byte % buf.elem.size):
         raise TypeError(f"an address inside a {buf.elem} element of {buf.name!r} used as {to}")
     off = byte // buf.elem.size
