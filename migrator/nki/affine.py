@@ -134,7 +134,7 @@ def _access_keys(storage: Storage, idx: Any, mask: np.ndarray | None) -> tuple[_
 
 def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None:
     """Report a read of data that another iteration of an enclosing affine loop wrote."""
-    storage = tensor.storage
+    storage = tensor._st
     storage.mm_open = False
     if storage.stamps is None and storage.stamp_boxes is None:
         return
@@ -155,7 +155,7 @@ def check_affine_read(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None
 
 def check_affine_write(tensor: Tensor, idx: Any, mask: np.ndarray | None) -> None:
     """Report overwriting data another affine iteration wrote, then stamp this write."""
-    storage = tensor.storage
+    storage = tensor._st
     run, frames = _relevant(storage)
     if run is None or not frames:
         return

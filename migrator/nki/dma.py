@@ -20,13 +20,11 @@ from .trace import Engine, Instr
 
 def geometry(view: Tensor, mask: np.ndarray | None = None) -> tuple[int, int, int]:
     """(elements moved, descriptors, bytes per descriptor) for an HBM view."""
-    data = view.storage._data  # not .data: deferred products do not change the geometry
+    data = view._st._data  # not .data: deferred products do not change the geometry
     item = data.itemsize
     if view.advanced:
-        idx = view._resolved(mask)
-        flat = np.ravel_multi_index(
-            tuple(np.broadcast_to(a, view.shape) for a in idx), view.storage.data.shape
-        )
+        idx = view._resolved(mask)  # (each index broadcast to the view's shape already)
+        flat = np.ravel_multi_index(idx, view._st.data.shape)
         flat = flat[mask] if mask is not None else flat.ravel()
         if flat.size == 0:
             return 0, 0, 0
@@ -68,7 +66,7 @@ def record_dma(kind: str, hbm_view: Tensor, tile: Tensor, mask: np.ndarray | Non
     if run is None or not run.options.trace:
         return
     elems, runs, contiguous = geometry(hbm_view, mask)
-    dtype = hbm_view.storage._data.dtype
+    dtype = hbm_view._st._data.dtype
     nbytes = elems * dtype.itemsize
     run.add(
         Instr(

@@ -267,12 +267,12 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         """Declared element type."""
-        return self.storage._data.dtype  # not .data: that would compute queued products
+        return self._st._data.dtype  # not .data: that would compute queued products
 
     @property
     def buffer(self) -> Buffer:
         """Memory space of the underlying storage."""
-        return self.storage.buffer
+        return self._st.buffer
 
     @property
     def ndim(self) -> int:
@@ -459,7 +459,7 @@ class Tensor:
                     break
                 if type(key[sdim]) is not slice and type(self.key[sdim]) is slice:
                     key[sdim] = slice(key[sdim], key[sdim] + 1, 1)
-        return Tensor(self.storage, tuple(key))
+        return Tensor(self._st, tuple(key))
 
     def _advanced(self, index: Key) -> Tensor:
         key = list(self.key)
@@ -487,7 +487,7 @@ class Tensor:
                 if arr.ndim
                 else (base.start + int(arr) * base.step)
             )
-        return Tensor(self.storage, tuple(key))
+        return Tensor(self._st, tuple(key))
 
     # -- raw access (engines use these) -----------------------------------------------------
     def _resolved(self, mask: np.ndarray | None) -> tuple[np.ndarray, ...]:
@@ -496,11 +496,11 @@ class Tensor:
         if self._last is not None and self._last[0] is mask:
             return self._last[1]
         raw = [np.asarray(k) for k in self.key]
-        parts = np.broadcast_arrays(*raw)
-        shape = self.storage.data.shape
+        shape = self._st.data.shape
         out = []
-        for dim, arr in enumerate(parts):
-            arr = np.broadcast_to(arr, self.shape)
+        for dim in range(len(raw)):
+            # (the view's shape is the indices' broadcast shape: one broadcast per axis)
+            arr = np.broadcast_to(raw[dim], self.shape)
             # bounds of the index as given (an arange column, not the tile it broadcasts to)
             lo, hi = (raw[dim].min(), raw[dim].max()) if raw[dim].size else (0, 0)
             if lo >= 0 and hi < shape[dim]:  # in bounds everywhere: the mask changes nothing
@@ -544,7 +544,7 @@ class Tensor:
         check_affine_read(self, idx, mask)
         run = maybe_current_run()
         if run is not None:
-            run.note_read(self.storage.uid)
+            run.note_read(self._st.uid)
         return data, valid
 
     def write(
@@ -601,21 +601,21 @@ class Tensor:
         shape = tuple(int(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
         if self.advanced:
             raise unsupported("reshape of a tensor view built with nl.arange")
-        self.storage.own()  # a borrowed view is copied before memory is shared further
-        data = self.storage.data[self.key]
+        self._st.own()  # a borrowed view is copied before memory is shared further
+        data = self._st.data[self.key]
         if int(np.prod(shape, dtype=np.int64)) != data.size or not data.flags.c_contiguous:
             raise NkiConstraintError(
                 "err_invalid_reshape",
                 f"cannot reshape a view of shape {self.shape} to {shape}: element counts must "
                 "match and the view must be contiguous",
             )
-        valid = None if self.storage.valid is None else self.storage.valid[self.key].reshape(shape)
+        valid = None if self._st.valid is None else self._st.valid[self.key].reshape(shape)
         alias = Storage(data.reshape(shape), self.buffer, valid=valid, account=False)
-        alias.borrowers = self.storage.shared_borrowers()  # writes via either side detach them
-        alias.uid = self.storage.uid  # same memory for the dependency schedule
+        alias.borrowers = self._st.shared_borrowers()  # writes via either side detach them
+        alias.uid = self._st.uid  # same memory for the dependency schedule
         # the same affine-loop history: writes through any view are checked against all
-        alias.alloc_depth = self.storage.alloc_depth
-        alias.stamps = alias_stamps(self.storage, self.key, shape)
+        alias.alloc_depth = self._st.alloc_depth
+        alias.stamps = alias_stamps(self._st, self.key, shape)
         return Tensor(alias)
 
     def view(self, dtype: Any) -> Tensor:
@@ -627,8 +627,8 @@ class Tensor:
             return self
         if self.advanced:
             raise unsupported("view(dtype) of a tensor view built with nl.arange")
-        self.storage.own()
-        data = self.storage.data[self.key]
+        self._st.own()
+        data = self._st.data[self.key]
         if dt.itemsize != data.dtype.itemsize and not data.flags.c_contiguous:
             raise NkiConstraintError(
                 "err_invalid_reshape",
@@ -642,8 +642,8 @@ class Tensor:
                 "err_invalid_reshape", f"cannot view shape {self.shape} as {dt}: {exc}"
             ) from exc
         valid = None
-        if self.storage.valid is not None:
-            ok = self.storage.valid[self.key]
+        if self._st.valid is not None:
+            ok = self._st.valid[self.key]
             if viewed.shape != ok.shape:  # an element is valid when all its bytes are
                 ratio = dt.itemsize / data.dtype.itemsize
                 ok = (
@@ -653,8 +653,8 @@ class Tensor:
                 )
             valid = np.ascontiguousarray(ok)
         alias = Storage(viewed, self.buffer, valid=valid, account=False)
-        alias.borrowers = self.storage.shared_borrowers()
-        alias.uid = self.storage.uid
+        alias.borrowers = self._st.shared_borrowers()
+        alias.uid = self._st.uid
         return Tensor(alias)
 
     def astype(self, dtype: Any) -> Tensor:
@@ -667,13 +667,13 @@ class Tensor:
         """Read-only broadcast view (e.g. a (1, F) weight row to (P, F))."""
         data, valid = self.read()
         shape = tuple(int(s) for s in shape)
-        if self.storage.borrowed:  # the view must not outlive a borrowed tile's source
-            self.storage.own()
+        if self._st.borrowed:  # the view must not outlive a borrowed tile's source
+            self._st.own()
             data, valid = self.read()
         vals = np.broadcast_to(data, shape)
         ok = None if valid is None else np.broadcast_to(valid, shape)
         view = Tensor(Storage(vals, self.buffer, valid=ok, account=False))
-        view.storage.uid = self.storage.uid
+        view._st.uid = self._st.uid
         return view
 
     def ap(
@@ -750,8 +750,8 @@ class Tensor:
             # into a never-written PSUM tile is the first write (nki-facts §4 nc_matmul), and
             # published legacy kernels rely on it (attention_fwd v8a/v11).
             idx = self._index()
-            ok = self.storage.valid[idx]
-            seed = np.where(ok, dtypes.to_f32(self.storage.data[idx]), np.float32(0.0))
+            ok = self._st.valid[idx]
+            seed = np.where(ok, dtypes.to_f32(self._st.data[idx]), np.float32(0.0))
             self.write(seed, None, accumulate=True)
         result = language._binary_op(op, self, other, dtype=self.dtype, record=False)
         values, valid = result.read()
@@ -774,7 +774,7 @@ class Tensor:
             or self._starts_accumulation(other)
         ):
             return False
-        mine, theirs = self.storage, other.storage
+        mine, theirs = self._st, other._st
         if not (mine.boxes is None is mine._valid and theirs.boxes is None is theirs._valid):
             return False  # some element may be uninitialised: the general path tracks it
         if not self.shape:
@@ -821,9 +821,9 @@ class Tensor:
         """PSUM += PSUM (a matmul result) onto elements that were never written."""
         if self.buffer is not Buffer.PSUM or not isinstance(other, Tensor):
             return False
-        if other.buffer is not Buffer.PSUM or self.storage.valid is None:
+        if other.buffer is not Buffer.PSUM or self._st.valid is None:
             return False
-        return not self.storage.valid[self._index()].all()
+        return not self._st.valid[self._index()].all()
 
     def __iadd__(self, other: Any) -> Tensor:
         return self._inplace("add", other)
