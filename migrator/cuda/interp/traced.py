@@ -65,23 +65,24 @@ class Sym:
         return Sym(float(value), "param", (name,))
 
     # arithmetic ----------------------------------------------------------------------------
+    # (the operand's value inline, not through `_v`: numpy calls these once per element)
     def __add__(self, o: Any) -> Sym:
-        return Sym(self.v + _v(o), "+", (self, o))
+        return Sym(self.v + (o.v if type(o) is Sym else float(o)), "+", (self, o))
 
     def __radd__(self, o: Any) -> Sym:
-        return Sym(_v(o) + self.v, "+", (o, self))
+        return Sym((o.v if type(o) is Sym else float(o)) + self.v, "+", (o, self))
 
     def __sub__(self, o: Any) -> Sym:
-        return Sym(self.v - _v(o), "-", (self, o))
+        return Sym(self.v - (o.v if type(o) is Sym else float(o)), "-", (self, o))
 
     def __rsub__(self, o: Any) -> Sym:
-        return Sym(_v(o) - self.v, "-", (o, self))
+        return Sym((o.v if type(o) is Sym else float(o)) - self.v, "-", (o, self))
 
     def __mul__(self, o: Any) -> Sym:
-        return Sym(self.v * _v(o), "*", (self, o))
+        return Sym(self.v * (o.v if type(o) is Sym else float(o)), "*", (self, o))
 
     def __rmul__(self, o: Any) -> Sym:
-        return Sym(_v(o) * self.v, "*", (o, self))
+        return Sym((o.v if type(o) is Sym else float(o)) * self.v, "*", (o, self))
 
     def __truediv__(self, o: Any) -> Sym:
         return Sym(_div(self.v, _v(o)), "/", (self, o))
@@ -136,28 +137,28 @@ class Sym:
 
     # math functions numpy calls by name on object arrays ------------------------------------
     def exp(self) -> Sym:
-        return self._fn("exp", _safe(math.exp))
+        return self._fn("exp", _SAFE_EXP)
 
     def exp2(self) -> Sym:
-        return Sym(_safe(lambda x: 2.0**x)(self.v), "exp2", (self,))
+        return Sym(_SAFE_EXP2(self.v), "exp2", (self,))
 
     def log(self) -> Sym:
-        return self._fn("log", _safe(math.log))
+        return self._fn("log", _SAFE_LOG)
 
     def log2(self) -> Sym:
-        return self._fn("log2", _safe(math.log2))
+        return self._fn("log2", _SAFE_LOG2)
 
     def sqrt(self) -> Sym:
-        return self._fn("sqrt", _safe(math.sqrt))
+        return self._fn("sqrt", _SAFE_SQRT)
 
     def tanh(self) -> Sym:
         return self._fn("tanh", math.tanh)
 
     def sin(self) -> Sym:
-        return self._fn("sin", _safe(math.sin))
+        return self._fn("sin", _SAFE_SIN)
 
     def cos(self) -> Sym:
-        return self._fn("cos", _safe(math.cos))
+        return self._fn("cos", _SAFE_COS)
 
     def erf(self) -> Sym:
         return self._fn("erf", math.erf)
@@ -225,6 +226,12 @@ def _safe(f: Any) -> Any:
             return math.nan if x == x and x < 0 else math.inf
 
     return g
+
+
+# (made once: `_safe` builds a function, which `exp` built anew for every element)
+_SAFE_EXP, _SAFE_LOG, _SAFE_LOG2 = _safe(math.exp), _safe(math.log), _safe(math.log2)
+_SAFE_SQRT, _SAFE_SIN, _SAFE_COS = _safe(math.sqrt), _safe(math.sin), _safe(math.cos)
+_SAFE_EXP2 = _safe(lambda x: 2.0**x)
 
 
 def _div(a: float, b: float) -> float:
@@ -297,10 +304,10 @@ def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
     flat = [np.broadcast_to(a, shape).reshape(-1) if a.size > 1 else a for a in arrs]
     # a look at the first lanes (a block, whole warps) first: where those are all distinct
     # (a GEMM's accumulators), finding the distinct tuples over every lane costs for nothing
-    head = list(zip(*[object_ids(f[:_LOOK]).tolist() for f in flat if f.size > 1], strict=True))
-    if commutative:
-        head = [tuple(sorted(h)) for h in head]
-    if len(set(head)) > 0.9 * min(n, _LOOK):
+    look = [object_ids(f[:_LOOK]) for f in flat if f.size > 1]
+    if commutative and len(look) == 2:
+        look = [np.minimum(look[0], look[1]), np.maximum(look[0], look[1])]
+    if len(set(zip(*[ids.tolist() for ids in look], strict=True))) > 0.9 * min(n, _LOOK):
         return fn(*xs)
     keys = [object_ids(f) for f in flat if f.size > 1]
     if commutative and len(keys) == 2:
