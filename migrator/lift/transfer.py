@@ -183,7 +183,7 @@ def _transfer(c: Canonicaliser, t_root: Sym, n_root: Sym) -> tuple[bool, int, fl
     leaves: dict[tuple[str, int], int] = {}
     back: dict[tuple[str, int], int] = {}
     queue: deque[tuple[Sym, Any]] = deque([(t_root, n_root)])
-    if not _walk(c, queue, pairs, taken, leaves, back, {}):
+    if not _walk(c, queue, pairs, taken, leaves, back):
         return False, len(pairs), 0.0
     memo, pend = c.memo, c.pending  # (values a renaming left to rename: as good as done)
     fresh = sum(1 for _, n in pairs.values() if id(n) not in memo and id(n) not in pend)
@@ -199,19 +199,18 @@ def _walk(
     taken: set[int],
     leaves: dict[tuple[str, int], int],
     back: dict[tuple[str, int], int],
-    order: dict[str, tuple[list[int], list[int]]],
 ) -> bool:
     """`_transfer`'s walk of the two DAGs in step: whether they match node for node, filling
     `pairs` (value ids to value pairs) and `leaves` (the renaming, `back` its inverse).
     Breadth first: a value both DAGs share (a row's max, which every element of the row
     reads), which refuses the renaming, is found near the roots before the walk goes deep
     (a fused classifier's walks failed after 110 steps each, depth first, 21 breadth first).
-    `order` (per tensor, the elements renamed so far, sorted, and their new names) refuses
-    a renaming that does not keep the order of a tensor's elements as soon as one leaf
-    shows it: two lanes of a butterfly reduce read the same elements in mirrored orders,
-    and their walks matched node for node only to be refused at the end (an online
-    softmax's 1400 of 1700)."""
+    A renaming that does not keep the order of a tensor's elements is refused as soon as one
+    leaf shows it (`_kept_in_order`): two lanes of a butterfly reduce read the same elements
+    in mirrored orders, and their walks matched node for node only to be refused at the end
+    (an online softmax's 1400 of 1700)."""
     shapes = c.shapes
+    order: dict[str, tuple[list[int], list[int]]] = {}  # per tensor: elements renamed, sorted
     popleft, append, get = queue.popleft, queue.append, pairs.get
     while queue:
         t, n = popleft()

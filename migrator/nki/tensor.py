@@ -48,10 +48,14 @@ def host_access_guarded() -> bool:
     return _GUARDED[0]
 
 
-def _emulator_only(frame: Any, what: str) -> None:
+def _emulator_only(what: str) -> None:
     """Refuse `what` to a kernel: only the emulator (and the scorer around it) may reach a
-    tensor's values outside NKI instructions."""
-    if _GUARDED[0] and not str(frame.f_globals.get("__name__", "")).startswith("migrator."):
+    tensor's values outside NKI instructions. The caller's caller is the one asking; its frame
+    is looked at only while the guard is on (every emulator instruction passes here)."""
+    if not _GUARDED[0]:
+        return
+    frame = sys._getframe(2)
+    if not str(frame.f_globals.get("__name__", "")).startswith("migrator."):
         raise NkiHostComputeError(
             f"{what} is not NKI: a kernel computes with NKI instructions only, never with "
             "the values on the host"
@@ -498,11 +502,11 @@ class Tensor:
         raw = [np.asarray(k) for k in self.key]
         shape = self._st.data.shape
         out = []
-        for dim in range(len(raw)):
+        for dim, index in enumerate(raw):
             # (the view's shape is the indices' broadcast shape: one broadcast per axis)
-            arr = np.broadcast_to(raw[dim], self.shape)
+            arr = np.broadcast_to(index, self.shape)
             # bounds of the index as given (an arange column, not the tile it broadcasts to)
-            lo, hi = (raw[dim].min(), raw[dim].max()) if raw[dim].size else (0, 0)
+            lo, hi = (index.min(), index.max()) if index.size else (0, 0)
             if lo >= 0 and hi < shape[dim]:  # in bounds everywhere: the mask changes nothing
                 out.append(arr)
                 continue
@@ -524,13 +528,13 @@ class Tensor:
     def storage(self) -> Storage:
         """The memory behind the handle: the emulator's, never a kernel's (values flow only
         through NKI instructions, so host-side numpy cannot stand in for them)."""
-        _emulator_only(sys._getframe(1), "the storage of a tensor")
+        _emulator_only("the storage of a tensor")
         return self._st
 
     def read(self, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Stored values (declared dtype) and the validity mask (None: all valid); emulator
         code only."""
-        _emulator_only(sys._getframe(1), "Tensor.read()")
+        _emulator_only("Tensor.read()")
         storage = self._st
         if storage.boxes is not None:
             box = None if mask is not None or self.advanced else key_box(self.key)
@@ -557,7 +561,7 @@ class Tensor:
     ) -> None:
         """Store float32 (or already typed) values, rounding to the declared dtype; emulator
         code only."""
-        _emulator_only(sys._getframe(1), "Tensor.write()")
+        _emulator_only("Tensor.write()")
         storage = self._st
         storage.before_write()
         values = dtypes.cast(np.asarray(values), self.dtype)

@@ -340,3 +340,21 @@ def test_new_tiles_never_alias_their_source():
 
     a = np.ones((128, 8), np.float32)
     np.testing.assert_array_equal(run(kernel, a.copy()), 2 * a)
+
+
+def test_the_host_access_guard_refuses_a_kernel_and_lets_the_emulator_through(monkeypatch):
+    """Under the guard (a scored submission's child), code outside `migrator` that reaches a
+    tensor's storage or reads or writes its values directly is refused; the emulator's own
+    accesses, one call further down, are not."""
+    import migrator.nki.tensor as tensor_module
+    from migrator.nki.errors import NkiHostComputeError
+
+    t = Tensor.wrap_input(np.zeros((4, 4), np.float32))
+    monkeypatch.setattr(tensor_module, "_GUARDED", [True])
+    for access in (lambda: t.storage, lambda: t.read(),
+                   lambda: t.write(np.ones((4, 4), np.float32), None)):  # fmt: skip
+        with pytest.raises(NkiHostComputeError, match="is not NKI"):
+            access()
+    assert t.dtype == np.float32 and t.buffer is not None  # (properties read it for the kernel)
+    monkeypatch.setattr(tensor_module, "_GUARDED", [False])
+    assert t.storage is t._st

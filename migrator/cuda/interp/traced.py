@@ -304,19 +304,22 @@ def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
     flat = [np.broadcast_to(a, shape).reshape(-1) if a.size > 1 else a for a in arrs]
     # a look at the first lanes (a block, whole warps) first: where those are all distinct
     # (a GEMM's accumulators), finding the distinct tuples over every lane costs for nothing
-    look = [object_ids(f[:_LOOK]) for f in flat if f.size > 1]
-    if commutative and len(look) == 2:
-        look = [np.minimum(look[0], look[1]), np.maximum(look[0], look[1])]
+    look = _operand_ids([f[:_LOOK] for f in flat if f.size > 1], commutative)
     if len(set(zip(*[ids.tolist() for ids in look], strict=True))) > 0.9 * min(n, _LOOK):
         return fn(*xs)
-    keys = [object_ids(f) for f in flat if f.size > 1]
-    if commutative and len(keys) == 2:
-        keys = [np.minimum(keys[0], keys[1]), np.maximum(keys[0], keys[1])]
-    first, inverse = distinct_rows(keys)
+    first, inverse = distinct_rows(_operand_ids([f for f in flat if f.size > 1], commutative))
     if len(first) > n // 2:  # mostly distinct: the plain call
         return fn(*xs)
     part = np.asarray(fn(*[f[first] if f.size > 1 else f for f in flat]), dtype=OBJECT)
     return part[inverse.reshape(-1)].reshape(shape)
+
+
+def _operand_ids(columns: list[np.ndarray], commutative: bool) -> list[np.ndarray]:
+    """The object ids of each operand column; of a commutative pair, the smaller id first."""
+    ids = [object_ids(col) for col in columns]
+    if commutative and len(ids) == 2:
+        return [np.minimum(ids[0], ids[1]), np.maximum(ids[0], ids[1])]
+    return ids
 
 
 def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
