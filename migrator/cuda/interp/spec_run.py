@@ -270,11 +270,42 @@ def unwritten_elements(
     computed) or undefined (a NaN it stored from uninitialised memory, a number when that
     memory starts at zero), or None where it has no NaN to explain. `stored` (the run's
     `RunResult.stored`): where no NaN element was stored, the NaN ones are those never
-    stored, and no second run is needed (a causal mask's upper triangle)."""
+    stored, and no second run is needed (a causal mask's upper triangle). An integer output
+    holds no NaN: its unwritten elements are those `stored` says were never stored (a grid
+    of `N / 32` blocks leaves a ragged N's last columns as the zeros they started as)."""
+    ints = _unstored_integers(spec, outputs, stored)
     nan = [t.role == "out" and is_float(w.dtype) and bool(np.isnan(w).any())
            for t, w in zip(spec.outputs_in_order, outputs, strict=False)]  # fmt: skip
     if not any(nan):
-        return [None] * len(outputs)
+        return ints
+    return [h if h is not None else i for h, i in
+            zip(_unwritten_floats(spec, sizes, seed, outputs, inputs, stored, nan), ints,
+                strict=True)]  # fmt: skip
+
+
+def _unstored_integers(
+    spec: TaskSpec, outputs: list[np.ndarray], stored: Mapping[str, np.ndarray] | None
+) -> list[np.ndarray | None]:
+    out: list[np.ndarray | None] = []
+    for t, w in zip(spec.outputs_in_order, outputs, strict=False):
+        # (the task's dtype: a caller may hand the outputs over widened to float64)
+        s = None if stored is None or is_float(np_dtype(t.dtype)) else stored.get(t.cuda_param)
+        hole = None
+        if t.role == "out" and s is not None and s.size == w.size and not s.all():
+            hole = ~s.reshape(w.shape)
+        out.append(hole)
+    return out
+
+
+def _unwritten_floats(
+    spec: TaskSpec,
+    sizes: Mapping[str, int],
+    seed: int,
+    outputs: list[np.ndarray],
+    inputs: Mapping[str, np.ndarray] | None,
+    stored: Mapping[str, np.ndarray] | None,
+    nan: list[bool],
+) -> list[np.ndarray | None]:
     if stored is not None:
         known: list[np.ndarray | None] = []
         for n, t, w in zip(nan, spec.outputs_in_order, outputs, strict=False):

@@ -137,3 +137,55 @@ def test_elements_stored_from_uninitialised_locals_are_undefined(tmp_path: Path)
     want = np.zeros((3, 12), dtype=bool)
     want[:, 6:] = True
     np.testing.assert_array_equal(got, want)
+
+
+FLOOR_GRID = """
+    // an integer copy launched in whole tiles of 4 (`grid(N / 4)` on the host): a ragged N's
+    // last elements are never written, and an int holds no NaN to show it
+    __global__ void copy_tiles(const int* x, int* y, int N) {
+        int i = blockIdx.x * 4 + threadIdx.x;
+        if (i < N) y[i] = x[i] + 1;
+    }
+"""
+FLOOR_SPEC = """
+    [kernel]
+    name = "copy_tiles"
+    [sizes]
+    N = 10
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["N"]
+    dtype = "int32"
+    [[tensors]]
+    name = "y"
+    role = "out"
+    shape = ["N"]
+    dtype = "int32"
+    [[scalars]]
+    name = "N"
+    size = "N"
+    [launch]
+    grid = ["N / 4"]
+    block = ["4"]
+"""
+
+
+def test_an_integer_outputs_unwritten_elements_are_those_never_stored(tmp_path: Path) -> None:
+    """Elements 8 and 9 hold the zeros they started as: unwritten, read from the run's stores
+    (not compared); an element the kernel wrote as 0 (x = -1) is written."""
+    (tmp_path / "tiles.cu").write_text(textwrap.dedent(FLOOR_GRID))
+    (tmp_path / "tiles.toml").write_text(textwrap.dedent(FLOOR_SPEC))
+    spec = load_spec(tmp_path / "tiles.toml")
+    clear_caches()
+    x = np.arange(-1, 9, dtype=np.int32)
+    run = spec_run.run_spec_full(spec, None, seed=0, inputs={"x": x})
+    (y,) = run.outputs
+    np.testing.assert_array_equal(y, [0, 1, 2, 3, 4, 5, 6, 7, 0, 0])
+    (got,) = spec_run.unwritten_elements(spec, spec.sizes, 0, run.outputs, None, run.result.stored)
+    assert got is not None
+    np.testing.assert_array_equal(got, np.arange(10) >= 8)
+    # every element stored: nothing to leave out
+    (whole,) = spec_run.unwritten_elements(spec, {"N": 12}, 0, run.outputs, None,
+                                           {"y": np.ones(10, dtype=bool)})  # fmt: skip
+    assert whole is None
