@@ -1300,6 +1300,44 @@ def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
     tu = analyze_file(src)
     infer_spec(tu, tu.global_kernels[0])
     assert tried and tried[0] is None, tried
+    # a thread's own early return before the tile loop's barriers: every thread must reach
+    # them, so at the sizes the kernel was written for none returns (whole tiles again)
+    tried.clear()
+    waited = UNGUARDED_GEMM.replace(
+        "  float acc[4][4]", "  if (blockIdx.y * TS + ar >= M) return;\n  float acc[4][4]"
+    )
+    src.write_text(waited)
+    tu = analyze_file(src)
+    assert any(d.id == "C2N1011" for d in tu.global_kernels[0].diagnostics)
+    infer_spec(tu, tu.global_kernels[0])
+    assert tried and tried[0] == {"K": 8, "M": 64, "N": 64}, tried
+
+
+def test_a_do_while_that_steps_a_counter_through_a_size_is_a_loop_over_it(tmp_path: Path) -> None:
+    """`do { t += BK; ... } while (t < K);` (a tutorial GEMM's tile loop) steps K by BK, like
+    `for (t = 0; t < M; t += TM)` steps M by TM, and each thread runs through K one step
+    after another (a size the work cap may halve); a loop stepping by an unknown name does
+    not."""
+    from migrator.infer.spec import _loop_steps, _sequential_sizes
+
+    src = tmp_path / "dowhile.cu"
+    src.write_text(
+        "template <const int BK = 8>\n"
+        "__global__ void k(float* c, int M, int N, int K, int S) {\n"
+        "  const int TM = 4;\n"
+        "  float s = 0.0f;\n"
+        "  int t = 0;\n"
+        "  do {\n    t += BK;\n    s += 1.0f;\n  } while (t < K);\n"
+        "  for (int m = 0; m < M; m += TM) s += 2.0f;\n"
+        "  for (int q = 0; q < N; q += S) s += 3.0f;\n"
+        "  c[threadIdx.x] = s;\n}\n"
+    )
+    k = analyze_file(src).global_kernels[0]
+    scalars = [{"name": n, "size": n} for n in ("M", "N", "K")]
+    data = {"scalars": scalars, "kernel": {"template_args": [16]}, "sizes": {"M": 8, "N": 8,
+            "K": 8}, "launch": {"grid": ["1"], "block": ["32"]}}  # fmt: skip
+    assert _loop_steps(k, data) == {"K": 16, "M": 4}
+    assert "K" in _sequential_sizes(k, data)
 
 
 def test_the_step_a_loop_takes_through_a_size_is_read_from_its_bound(tmp_path: Path) -> None:

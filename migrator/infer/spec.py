@@ -1110,16 +1110,28 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
     """Whether the grid divides a size into tiles larger than any small probe (`dim3 grid(N /
     128, M / 128)`) and no statement of the kernel that compares names such a size (no `if (row
     < M)`, `col < N ? ... : 0`, `imageW - x > r`): a kernel written for whole tiles, which
-    reads a whole tile past any smaller size."""
+    reads a whole tile past any smaller size. A comparison that a `__syncthreads` waits under
+    (`if (row >= M || col >= N) return;` before the tile loop's barriers) guards nothing at the
+    sizes the kernel was written for: every thread of a block must reach the barrier, so no
+    thread may leave, and the tiles are whole there too."""
     tiled = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
     params = {sc["name"] for sc in data["scalars"] if str(sc.get("size")) in tiled}
     if not params or max(tiled.values()) <= max(PROBE_SIZES_4):
         return False
     name = re.compile(r"\b(" + "|".join(sorted(map(re.escape, params))) + r")\b")
+    by_id = {g.id: g for g in k.guards}
+    # (the lines of those conditions: a guard's text is the preprocessed one, TS as 64)
+    waited = {by_id[g].span.line for b in k.barriers if b.divergent for g in b.guards
+              if g in by_id and by_id[g].thread_dependent}  # fmt: skip
+    text = _NOT_COMPARING.sub(" ", _COMMENT.sub(lambda m: "\n" * m.group().count("\n") or " ",
+                                                _kernel_text(k)))  # fmt: skip
     # (statement by statement: a loop header's `j < 4` and its body's `c[r * N + j]` apart)
-    for part in re.split(r"[;{}]", _NOT_COMPARING.sub(" ", _COMMENT.sub(" ", _kernel_text(k)))):
+    for m in re.finditer(r"[^;{}]+", text):
+        part = m.group()
         if ("<" in part or ">" in part) and name.search(part):
-            return False
+            first = k.span.line + text.count("\n", 0, m.start())
+            if not any(first <= w <= first + part.count("\n") for w in waited):
+                return False
     return True
 
 
@@ -1145,6 +1157,11 @@ def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
             continue
         m = _STEPS_OF.fullmatch(loop.bound.text.strip())
         if m is None:
+            # `for (t = 0; t < K; t += BK)`: K by BK too
+            size, by = loop.bound.text.strip(), loop.step.text.strip() if loop.step else ""
+            step = number(by) if by else None
+            if size in size_of and step is not None and step > 1:
+                out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
             continue
         size, c = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(5))
         if m.group(1) and m.group(2) != m.group(3):
@@ -1152,7 +1169,19 @@ def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
         step = number(c)
         if size in size_of and step is not None and step > 1:
             out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+    # a do-while that moves its own counter by BK up to K (`do { t += BK; ... } while (t <
+    # K);`): K by BK as well
+    text = _COMMENT.sub(" ", _kernel_text(k))
+    for m in _RUNS_UP_TO.finditer(text):
+        var, size = m.group(1), m.group(2)
+        steps = {number(w) for w in re.findall(rf"\b{re.escape(var)}\s*\+=\s*(\w+)", text)}
+        if size in size_of and len(steps) == 1 and (step := steps.pop()) is not None and step > 1:
+            out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
     return out
+
+
+# `while (t < K)`: a counter run up to a size (a do-while: no counted loop of the IR)
+_RUNS_UP_TO = re.compile(r"\bwhile\s*\(\s*(\w+)\s*<\s*(\w+)\s*\)")
 
 
 def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
@@ -1167,6 +1196,9 @@ def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
         words = {s for t in loop.bound.terms for s in t.symbols} or set(
             _WORDS.findall(loop.bound.text))  # fmt: skip
         out |= {size_of[w] for w in words if w in size_of}
+    # (a do-while's test, `while (tile_idx < K)`, is no counted loop's bound)
+    out |= {size_of[m.group(2)] for m in _RUNS_UP_TO.finditer(_COMMENT.sub(" ", _kernel_text(k)))
+            if m.group(2) in size_of}  # fmt: skip
     return {n for n in out - _grid_words(data) if n in data["sizes"]}
 
 

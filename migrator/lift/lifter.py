@@ -189,9 +189,10 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
                 rank.append((ci, fallback))
     # no pair that obeys the relations (large tiles): the cheapest two sets of whole tiles,
     # first (the pairs that set the relations aside read past the tiles' edges)
-    tiled = None
+    tiled = part = None
     if not any(not spec.broken_relations(a) and not spec.broken_relations(b) for a, b in out):
         tiled = _tiled_pair(spec)
+        part = _tiled_pair(spec, part=True) if tiled else None
     if not out and tiled is None:
         raise LiftError("no two small size sets with distinct sizes obey the kernel's relations")
 
@@ -224,10 +225,11 @@ def trace_pairs(spec: TaskSpec) -> list[list[dict[str, int]]]:
         return one_block(out[n]), work[rank[n][0]], rank[n][1], spec.work(out[n][1])
 
     order = sorted(range(len(out)), key=key)
-    return _one_tile_first(spec, [*([tiled] if tiled else []), *(out[n] for n in order)])
+    first = [p for p in (part, tiled) if p]
+    return _one_tile_first(spec, [*first, *(out[n] for n in order)])
 
 
-def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
+def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | None:
     """The cheapest two size sets of one to four whole tiles each (`M % 128 == 0`: 128 to 512),
     distinct within a set and different between the sets for every size, the values of one
     set free to reappear under other names in the other (M = 128, N = 256 then M = 256,
@@ -239,10 +241,18 @@ def _tiled_pair(spec: TaskSpec) -> list[dict[str, int]] | None:
     tiles = tile_relations(spec.relations)
     if not names or len(names) > 4 or any(tiles.get(n, 1) < 8 for n in names):
         return None  # (untiled sizes: the stepped pairs serve them)
+    if part:
+        # a size no grid dimension names (a GEMM's K, which each thread steps through a slice
+        # at a time) at quarters of its tile: a quarter of the traced steps, its relation set
+        # aside (verification at sizes that obey it decides)
+        grid = {w for g in spec.launch.grid for w in re.findall(r"[A-Za-z_]\w*", str(g))}
+        tiles = {n: t // 4 if n not in grid and t % 32 == 0 else t for n, t in tiles.items()}
+        if tiles == tile_relations(spec.relations):
+            return None
     combos = []
     for values in itertools.product(*([tiles[n] * k for k in (1, 2, 3, 4)] for n in names)):
         sizes = {**fixed, **dict(zip(names, values, strict=True))}
-        if len(set(values)) == len(values) and not spec.broken_relations(sizes):
+        if len(set(values)) == len(values) and (part or not spec.broken_relations(sizes)):
             combos.append((spec.work(sizes), sizes))
     combos.sort(key=lambda c: c[0])
     for w1, first in combos:

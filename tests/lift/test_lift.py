@@ -693,7 +693,9 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     template constants): the pairs stepped up from small sizes all pass the budget (the
     second set 256 x 384 x 64), so the last resort is the cheapest two sets of whole tiles
     whose values differ per size, free to reappear under another name (M = 128, N = 256, then
-    M = 256, N = 128)."""
+    M = 256, N = 128). Before it, the same with K, which no grid dimension names (each thread
+    steps through it), at quarters of its tile: a quarter of the K steps to trace, its relation
+    set aside (verification at sizes that obey it decides)."""
     from migrator.contract import TaskSpec
     from migrator.lift.lifter import TILED_BUDGET, trace_pairs
 
@@ -707,7 +709,10 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
         "scalars": [{"name": n, "size": n} for n in ("M", "N", "K")],
         "launch": {"grid": ["N / 128", "M / 128"], "block": [16, 16]},
     })  # fmt: skip
-    ((a, b),) = trace_pairs(spec)
+    (p, q), (a, b) = trace_pairs(spec)
+    assert p["K"] % 8 == 0 and p["K"] < 32 and q["K"] != p["K"]
+    assert {p["M"], p["N"]} == {q["M"], q["N"]} == {128, 256} and p["M"] != q["M"]
+    assert spec.work(p) < spec.work(a)
     assert not spec.broken_relations(a) and not spec.broken_relations(b)
     assert all(a[n] != b[n] for n in "MNK") and len({*a.values()}) == len({*b.values()}) == 3
     assert max(spec.work(a), spec.work(b)) <= TILED_BUDGET
