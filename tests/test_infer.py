@@ -1313,6 +1313,52 @@ def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
     assert tried and tried[0] == {"K": 8, "M": 64, "N": 64}, tried
 
 
+TILE_COUNT_KERNEL = (
+    "#define BC 32\n"
+    "// one block per row, read in whole tiles of BC (past N where N % BC != 0): the kernel is\n"
+    "// passed the tile count and compares no size\n"
+    "__global__ void tile_max(const float* x, float* out, int N, int Tc) {\n"
+    "  __shared__ float t[BC];\n"
+    "  float m = -INFINITY;\n"
+    "  for (int j = 0; j < Tc; ++j) {\n"
+    "    t[threadIdx.x] = x[blockIdx.x * N + j * BC + threadIdx.x];\n"
+    "    __syncthreads();\n"
+    "    for (int c = 0; c < BC; ++c) m = fmaxf(m, t[c]);\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  out[blockIdx.x * BC + threadIdx.x] = m;\n"
+    "}\n"
+    "void launch(const float* x, float* out, int B, int N) {\n"
+    "  const int Tc = ceil((float)N / BC);\n"
+    "  tile_max<<<B, BC>>>(x, out, N, Tc);\n"
+    "}\n"
+)
+
+
+def test_a_size_read_in_whole_tiles_of_a_passed_count_is_measured_at_tiles_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Tc = ceil(N / BC)` passed to a kernel that loads whole tiles of BC = 32 and compares
+    no size (a flash kernel's key tiles): every small probe below the tile reads past it and
+    fits no shape, so the measurement starts at multiples of the tile."""
+    import migrator.infer.measure as measure
+
+    tried: list[dict[str, int] | None] = []
+    real = measure._measure
+
+    def logged(*args: object, **kw: object) -> object:
+        tried.append(args[6] if len(args) > 6 else kw.get("tiles"))  # type: ignore[arg-type]
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_measure", logged)
+    src = tmp_path / "tile_max.cu"
+    src.write_text(TILE_COUNT_KERNEL)
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert tried and tried[0] == {"N": 32}, tried
+    assert "N % 32 == 0" in spec.relations, spec.relations
+
+
 def test_a_do_while_that_steps_a_counter_through_a_size_is_a_loop_over_it(tmp_path: Path) -> None:
     """`do { t += BK; ... } while (t < K);` (a tutorial GEMM's tile loop) steps K by BK, like
     `for (t = 0; t < M; t += TM)` steps M by TM, and each thread runs through K one step

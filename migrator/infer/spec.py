@@ -55,6 +55,7 @@ from migrator.infer.measure import (
     _grow_until_launchable,
     _measure_into,
     _probe_run,
+    count_tiles,
     divisions,
     grid_batches,
     measure_extents,
@@ -1115,8 +1116,13 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
     sizes the kernel was written for: every thread of a block must reach the barrier, so no
     thread may leave, and the tiles are whole there too."""
     tiled = _divided([str(g) for g in data["launch"]["grid"]], data, launch_only)
+    if not tiled or max(tiled.values()) <= max(PROBE_SIZES_4):
+        # a tile count the kernel is passed (`Tc = ceil_div(N, Bc)`: a flash kernel loads
+        # whole key tiles of Bc rows): every probe below the tile reads past it
+        tiled = {n: t for n, t in count_tiles(data, launch_only).items()
+                 if t > min(PROBE_SIZES_4)}  # fmt: skip
     params = {sc["name"] for sc in data["scalars"] if str(sc.get("size")) in tiled}
-    if not params or max(tiled.values()) <= max(PROBE_SIZES_4):
+    if not params:
         return False
     name = re.compile(r"\b(" + "|".join(sorted(map(re.escape, params))) + r")\b")
     by_id = {g.id: g for g in k.guards}
