@@ -316,6 +316,33 @@ def test_template_types_from_the_host_and_a_reference_device(tmp_path: Path) -> 
     assert by["unused"].shape == ["1"] and by["unused"].role == "in"
 
 
+def test_a_launcher_template_is_read_as_its_first_call_instantiates_it(tmp_path: Path) -> None:
+    """A torch-style dtype dispatch: a macro calls `launcher<float>`, then `launcher<half>`;
+    the launcher passes its scalar_t on to the kernel and sizes a pack by `sizeof(scalar_t)`:
+    the task is the float instantiation (scalar_t float, 16 / sizeof(float) = 4 per pack)."""
+    src = tmp_path / "dispatch.cu"
+    src.write_text(
+        "#include <cuda_fp16.h>\n"
+        "template <typename scalar_t, int NT>\n"
+        "__global__ void scale(scalar_t* out, const scalar_t* x, int n) {\n"
+        "  int i = blockIdx.x * NT + threadIdx.x;\n"
+        "  if (i < n) out[i] = x[i] * (scalar_t)2.0f;\n}\n"
+        "template <typename scalar_t>\n"
+        "void launcher(scalar_t* out, const scalar_t* x, int n) {\n"
+        "  constexpr int NT = 128;\n"
+        "  const int pack = 16 / sizeof(scalar_t);\n"
+        "  scale<scalar_t, NT><<<(n + NT - 1) / NT, NT>>>(out, x, n);\n}\n"
+        "#define CALL(T) launcher<T>((T*)out, (const T*)in, n)\n"
+        "void dispatch(void* out, const void* in, int n, int dtype) {\n"
+        "  if (dtype == 0) { CALL(float); } else { CALL(half); }\n}\n"
+    )
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert spec.kernel.template_args[0] == "float", spec.kernel.template_args
+    by = {t.name: t for t in spec.tensors}
+    assert by["out"].dtype == by["x"].dtype == "float32"
+
+
 def test_host_templates_switch_cases_and_tag_dispatch(tmp_path: Path) -> None:
     """cuda-samples' reduction host code: a host template instantiated explicitly decides T
     (so `sizeof(T)` is 4); the shared-memory size set in another `case` is not on this

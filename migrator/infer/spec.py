@@ -107,9 +107,10 @@ def infer_spec(
             f"migrate {Path(tu.file).name} --kernel {k.name} --grid '(n + 255) / 256' "
             "--block 256"
         )
+    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
+    site = _instantiated(site, parsed)
     site = site.model_copy(update={"template_args": deduced_template_args(k, site)})
     values = {n: v for n, v in site.host_values.items() if not v.startswith("<parameter")}
-    parsed = _parse(tu.file, pre)  # the program the interpreter runs: parsed once, here
     # `const int OPT_N = 4000000;` at file scope, read by main's launch: a size like a local's
     values.update(_file_scope_sizes(parsed, k.name, site, values))
     # `int numElements = 50000;` in main: a size named as the host names it, 50000 by default
@@ -1512,6 +1513,40 @@ def _resolved_dtypes(parsed: Any, k: Kernel, site: LaunchSite) -> dict[str, str]
 
 
 VECTOR = "vector of "  # _resolved_dtypes: a pointer to a CUDA vector type
+
+
+def _instantiated(site: LaunchSite, parsed: Any) -> LaunchSite:
+    """The launch as the first instantiation of its host function template runs it: a
+    launcher `template <typename scalar_t> void launcher(...)` whose launch passes scalar_t on
+    (`kernel<scalar_t, 128><<<...>>>`), called as `launcher<float>(...)` (a torch dtype
+    dispatch's first branch) launches `kernel<float, 128>`, and its `sizeof(scalar_t)` is
+    `sizeof(float)`. The site as it is where the host function is no template or no call of
+    it names its arguments."""
+    if parsed is None or not site.host_function:
+        return site
+    text = parsed.source_bytes.decode("utf-8", "replace")
+    name = re.escape(site.host_function)
+    head = re.search(rf"template\s*<([^<>]*)>\s*[\w:\s\*&]*?\b{name}\s*\(", text)
+    call = re.search(rf"\b{name}\s*<([^<>()]*)>\s*\(", text)
+    if head is None or call is None:
+        return site
+    params = [re.sub(r"=.*", "", p).split()[-1] for p in head.group(1).split(",") if p.split()]
+    args = [a.strip() for a in call.group(1).split(",")]
+    if not params or len(args) > len(params) or any(not a for a in args):
+        return site
+    bound = dict(zip(params, args, strict=False))
+    word = re.compile(r"\b(" + "|".join(map(re.escape, bound)) + r")\b")
+
+    def sub(v: str) -> str:
+        return word.sub(lambda m: bound[m.group(1)], v)
+
+    return site.model_copy(update={
+        "template_args": [sub(a) for a in site.template_args],
+        "args": [sub(a) for a in site.args],
+        "arg_types": {n: sub(v) for n, v in site.arg_types.items()},
+        "host_values": {n: sub(v) for n, v in site.host_values.items()},
+        "requires": [sub(r) for r in site.requires],
+    })  # fmt: skip
 
 
 def deduced_template_args(k: Kernel, site: LaunchSite) -> list[str]:

@@ -451,6 +451,43 @@ def test_an_integer_output_is_named_not_guessed(tmp_path: Path) -> None:
     assert not result.ok and result.error and "integer output" in result.error
 
 
+def test_a_test_for_infinities_of_a_traced_value_is_named_not_decided(tmp_path: Path) -> None:
+    """`isinf(x) ? -INFINITY : x` (an attention state merge's guard): the trace's values are
+    finite, so following its branch would drop the infinite case from the program, which no
+    random input at verification shows; the lift says what stopped it instead."""
+    cu = """
+    __global__ void clamp_inf(const float* x, float* y, int len) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < len) y[i] = isinf(x[i]) ? -INFINITY : 2.0f * x[i];
+    }
+    """
+    toml = """
+    [kernel]
+    name = "clamp_inf"
+    [sizes]
+    L = 100
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["L"]
+    [[tensors]]
+    name = "y"
+    role = "out"
+    shape = ["L"]
+    [[scalars]]
+    name = "len"
+    size = "L"
+    [launch]
+    grid = ["ceil_div(L, 32)"]
+    block = [32]
+    """
+    (tmp_path / "clamp_inf.cu").write_text(textwrap.dedent(cu))
+    (tmp_path / "clamp_inf.toml").write_text(textwrap.dedent(toml))
+    result = lift_task(load_spec(tmp_path / "clamp_inf.toml"))
+    assert not result.ok and result.error
+    assert "not traceable: isinf" in result.error and "internal error" not in result.error
+
+
 def test_the_lifted_program_is_json_and_evaluates_like_numpy(tmp_path: Path) -> None:
     from migrator.lift.program import Program, evaluate
 

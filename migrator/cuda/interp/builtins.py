@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, Sym, elementwise
+from migrator.cuda.interp.traced import OBJECT, Sym, TraceEscape, elementwise
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -252,7 +252,13 @@ def _ffs(x: Any) -> Any:
 
 def _predicate(fn: Callable[[Any], Any]) -> Builtin:
     def call(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
-        out = np.asarray(fn(args[0].data)).astype(np.int32)
+        data = args[0].data
+        if isinstance(data, Sym) or (isinstance(data, np.ndarray) and data.dtype == OBJECT):
+            # (decided by the traced run's values, which are finite: the program would drop
+            # the branch an infinity or a NaN takes, and no random input shows it)
+            raise TraceEscape(f"{fn.__name__} of a traced value: a test for infinities or NaN "
+                              "that a lifted program cannot carry")  # fmt: skip
+        out = np.asarray(fn(data)).astype(np.int32)
         return Val(ct.INT, out if out.ndim else out[()])
 
     return call

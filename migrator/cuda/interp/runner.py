@@ -26,6 +26,7 @@ from migrator.cuda.interp.program import Program
 from migrator.cuda.interp.scope import Binding, MemLV, Unavailable, Var
 from migrator.cuda.interp.stmts import DECL_WORDS
 from migrator.cuda.interp.structs import StructInfo
+from migrator.cuda.interp.traced import TraceEscape
 from migrator.cuda.interp.values import Val, scalar
 from migrator.cuda.parse import ParsedSource, parse_file, parse_text
 
@@ -220,6 +221,8 @@ def run_kernel(
                 m.exec(fn.body, geo.full)
             except InterpError:
                 raise
+            except TraceEscape as e:  # a traced run only: the value left what a trace follows
+                raise InterpError(f"not traceable: {e}", m.span(m.current), fn.name) from e
             except Exception as e:  # a bug or an unmodelled case: keep the cause and the line
                 raise InterpError(
                     f"internal error: {type(e).__name__}: {e}", m.span(m.current), fn.name
