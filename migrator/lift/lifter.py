@@ -604,6 +604,8 @@ def _no_cycle_collection() -> Iterator[None]:
 def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
     global _AHEAD
     name = spec.kernel.name
+    if not spec.outputs_in_order:
+        return LiftResult(kernel=name, error=_no_outputs(spec))
     try:
         pairs = trace_pairs(spec)
     except LiftError as e:
@@ -616,6 +618,22 @@ def _lift_task(spec: TaskSpec, seed: int, budget_s: float) -> LiftResult:
         if _AHEAD is not None:  # (no verification came: the runs are not wanted)
             _AHEAD.cancel()
         _AHEAD = outer
+
+
+def _no_outputs(spec: TaskSpec) -> str:
+    """Why a task with no output has no program, and the likeliest cause where the file shows
+    it: a kernel body inside `#if __CUDA_ARCH__ >= 700`, empty in the host view the file is
+    read in (nvcc compiles kernels with __CUDA_ARCH__ defined)."""
+    msg = "the task has no output: the kernel stores nothing its host reads back"
+    try:
+        text = spec.cuda_source_path().read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return msg
+    if "__CUDA_ARCH__" in text and "__CUDA_ARCH__" not in spec.preprocessor()[1]:
+        msg += (" (the file tests __CUDA_ARCH__, which the host view it is read in leaves "
+                "undefined, so code under `#if __CUDA_ARCH__ >= 700` is not there: pass "
+                "-D__CUDA_ARCH__=800 to read it as the device compiler does)")  # fmt: skip
+    return msg
 
 
 AHEAD_AFTER = 0.1  # seconds of launches so far past which the verification's runs start ahead

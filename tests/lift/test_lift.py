@@ -488,6 +488,41 @@ def test_a_test_for_infinities_of_a_traced_value_is_named_not_decided(tmp_path: 
     assert "not traceable: isinf" in result.error and "internal error" not in result.error
 
 
+def test_a_task_with_no_output_says_so_and_points_at_cuda_arch(tmp_path: Path) -> None:
+    """A kernel whose body is under `#if __CUDA_ARCH__ >= 700` is empty in the host view the
+    file is read in: its task has no output, and the lift says so (with the define that shows
+    the body) instead of emitting a kernel for nothing."""
+    cu = """
+    __global__ void twice(const float* x, float* y, int len) {
+    #if __CUDA_ARCH__ >= 700
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < len) y[i] = 2.0f * x[i];
+    #endif
+    }
+    """
+    toml = """
+    [kernel]
+    name = "twice"
+    [sizes]
+    L = 100
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["L"]
+    [[scalars]]
+    name = "len"
+    size = "L"
+    [launch]
+    grid = ["ceil_div(L, 32)"]
+    block = [32]
+    """
+    (tmp_path / "twice.cu").write_text(textwrap.dedent(cu))
+    (tmp_path / "twice.toml").write_text(textwrap.dedent(toml))
+    result = lift_task(load_spec(tmp_path / "twice.toml"))
+    assert not result.ok and result.error and "no output" in result.error
+    assert "-D__CUDA_ARCH__=800" in result.error
+
+
 def test_the_lifted_program_is_json_and_evaluates_like_numpy(tmp_path: Path) -> None:
     from migrator.lift.program import Program, evaluate
 
