@@ -1294,13 +1294,9 @@ def test_a_size_only_a_loop_counts_is_halved_below_the_work_of_the_grid(
         assert now["K"] >= 8 and not spec.broken_relations(now), (now, spec.relations)
 
 
-def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The grid tiles M and N by 64 and no statement compares either: sizes below a tile read
-    a whole tile all the same, so the measurement starts at multiples of the tiles (the small
-    probes of a register-tiled GEMM cost two seconds to fail) and the task is whole tiles; a
-    kernel that bounds-checks a tiled size is measured at small sizes first, as before."""
+def _measured_tiles(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int] | None]:
+    """The tiles of each measurement attempt, in order (None: sizes from the small probes),
+    logged as `measure._measure` is called."""
     import migrator.infer.measure as measure
 
     tried: list[dict[str, int] | None] = []
@@ -1311,6 +1307,17 @@ def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
         return real(*args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(measure, "_measure", logged)
+    return tried
+
+
+def test_a_kernel_that_checks_no_tiled_size_is_measured_at_whole_tiles_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grid tiles M and N by 64 and no statement compares either: sizes below a tile read
+    a whole tile all the same, so the measurement starts at multiples of the tiles (the small
+    probes of a register-tiled GEMM cost two seconds to fail) and the task is whole tiles; a
+    kernel that bounds-checks a tiled size is measured at small sizes first, as before."""
+    tried = _measured_tiles(monkeypatch)
     src = tmp_path / "tile_gemm.cu"
     src.write_text(UNGUARDED_GEMM)
     tu = analyze_file(src)
@@ -1368,16 +1375,7 @@ def test_a_size_read_in_whole_tiles_of_a_passed_count_is_measured_at_tiles_first
     """`Tc = ceil(N / BC)` passed to a kernel that loads whole tiles of BC = 32 and compares
     no size (a flash kernel's key tiles): every small probe below the tile reads past it and
     fits no shape, so the measurement starts at multiples of the tile."""
-    import migrator.infer.measure as measure
-
-    tried: list[dict[str, int] | None] = []
-    real = measure._measure
-
-    def logged(*args: object, **kw: object) -> object:
-        tried.append(args[6] if len(args) > 6 else kw.get("tiles"))  # type: ignore[arg-type]
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(measure, "_measure", logged)
+    tried = _measured_tiles(monkeypatch)
     src = tmp_path / "tile_max.cu"
     src.write_text(TILE_COUNT_KERNEL)
     tu = analyze_file(src)

@@ -417,6 +417,36 @@ def test_a_wrong_fit_is_caught_by_verification(tmp_path: Path) -> None:
     assert result.error or any(not v.ok for v in result.verified)
 
 
+def _one_axis_task(tmp_path: Path, name: str, cu: str, outputs: str = ""):  # type: ignore[no-untyped-def]
+    """The task of `name(const float* x, ..., int len)` over L = 100 elements of x, 32 threads
+    a block, with the output tensors `outputs` (TOML; default: a float y of L elements)."""
+    y = '[[tensors]]\nname = "y"\nrole = "out"\nshape = ["L"]'
+    toml = (
+        textwrap.dedent(f"""
+    [kernel]
+    name = "{name}"
+    [sizes]
+    L = 100
+    [[tensors]]
+    name = "x"
+    role = "in"
+    shape = ["L"]
+    """)
+        + (y if outputs == "" else outputs)
+        + textwrap.dedent("""
+    [[scalars]]
+    name = "len"
+    size = "L"
+    [launch]
+    grid = ["ceil_div(L, 32)"]
+    block = [32]
+    """)
+    )
+    (tmp_path / f"{name}.cu").write_text(textwrap.dedent(cu))
+    (tmp_path / f"{name}.toml").write_text(toml)
+    return load_spec(tmp_path / f"{name}.toml")
+
+
 def test_an_integer_output_is_named_not_guessed(tmp_path: Path) -> None:
     cu = """
     __global__ void count_pos(const float* x, int* n, int len) {
@@ -424,30 +454,8 @@ def test_an_integer_output_is_named_not_guessed(tmp_path: Path) -> None:
         if (i < len && x[i] > 0.f) atomicAdd(n, 1);
     }
     """
-    toml = """
-    [kernel]
-    name = "count_pos"
-    [sizes]
-    L = 100
-    [[tensors]]
-    name = "x"
-    role = "in"
-    shape = ["L"]
-    [[tensors]]
-    name = "n"
-    role = "out"
-    dtype = "int32"
-    shape = [1]
-    [[scalars]]
-    name = "len"
-    size = "L"
-    [launch]
-    grid = ["ceil_div(L, 32)"]
-    block = [32]
-    """
-    (tmp_path / "count_pos.cu").write_text(textwrap.dedent(cu))
-    (tmp_path / "count_pos.toml").write_text(textwrap.dedent(toml))
-    result = lift_task(load_spec(tmp_path / "count_pos.toml"))
+    n = '[[tensors]]\nname = "n"\nrole = "out"\ndtype = "int32"\nshape = [1]'
+    result = lift_task(_one_axis_task(tmp_path, "count_pos", cu, n))
     assert not result.ok and result.error and "integer output" in result.error
 
 
@@ -461,29 +469,7 @@ def test_a_test_for_infinities_of_a_traced_value_is_named_not_decided(tmp_path: 
         if (i < len) y[i] = isinf(x[i]) ? -INFINITY : 2.0f * x[i];
     }
     """
-    toml = """
-    [kernel]
-    name = "clamp_inf"
-    [sizes]
-    L = 100
-    [[tensors]]
-    name = "x"
-    role = "in"
-    shape = ["L"]
-    [[tensors]]
-    name = "y"
-    role = "out"
-    shape = ["L"]
-    [[scalars]]
-    name = "len"
-    size = "L"
-    [launch]
-    grid = ["ceil_div(L, 32)"]
-    block = [32]
-    """
-    (tmp_path / "clamp_inf.cu").write_text(textwrap.dedent(cu))
-    (tmp_path / "clamp_inf.toml").write_text(textwrap.dedent(toml))
-    result = lift_task(load_spec(tmp_path / "clamp_inf.toml"))
+    result = lift_task(_one_axis_task(tmp_path, "clamp_inf", cu))
     assert not result.ok and result.error
     assert "not traceable: isinf" in result.error and "internal error" not in result.error
 
@@ -500,25 +486,7 @@ def test_a_task_with_no_output_says_so_and_points_at_cuda_arch(tmp_path: Path) -
     #endif
     }
     """
-    toml = """
-    [kernel]
-    name = "twice"
-    [sizes]
-    L = 100
-    [[tensors]]
-    name = "x"
-    role = "in"
-    shape = ["L"]
-    [[scalars]]
-    name = "len"
-    size = "L"
-    [launch]
-    grid = ["ceil_div(L, 32)"]
-    block = [32]
-    """
-    (tmp_path / "twice.cu").write_text(textwrap.dedent(cu))
-    (tmp_path / "twice.toml").write_text(textwrap.dedent(toml))
-    result = lift_task(load_spec(tmp_path / "twice.toml"))
+    result = lift_task(_one_axis_task(tmp_path, "twice", cu, "# (no output)"))
     assert not result.ok and result.error and "no output" in result.error
     assert "-D__CUDA_ARCH__=800" in result.error
 
