@@ -357,8 +357,15 @@ def _batch_sizes(spec: TaskSpec, names: list[str]) -> list[str]:
     (`grid(B, nh)`: an attention per batch entry and head): traced small (a few problems show
     all the program does) and not held to `_coincident` (they number problems, not elements
     of one: `nh = T - B` does not make a length of T read as anything else)."""
-    bare = [n for n in names if n in {str(g).strip() for g in spec.launch.grid}]
+    # (`dim3(num_blocks, B * NH)`: a grid axis that is a product of sizes numbers problems
+    # by each of its factors)
+    axes = [str(g).strip() for g in spec.launch.grid]
+    factors = {w.strip() for g in axes if _PRODUCT.fullmatch(g) for w in g.split("*")}
+    bare = [n for n in names if n in factors]
     return bare if len(bare) >= 2 else []
+
+
+_PRODUCT = re.compile(r"[A-Za-z_]\w*(?:\s*\*\s*[A-Za-z_]\w*)*")
 
 
 def _constants(spec: TaskSpec) -> set[int]:

@@ -781,10 +781,13 @@ def test_trace_pairs_keep_padded_rows_at_least_their_width() -> None:
     assert any(s["R"] < 16 and s["P"] > 256 for p in pairs for s in p)
 
 
-def test_trace_pairs_keep_a_grid_of_whole_problems_small() -> None:
+@pytest.mark.parametrize("grid", [["B", "NH"], ["ceil_div(T, 8)", "B * NH"]])
+def test_trace_pairs_keep_a_grid_of_whole_problems_small(grid: list[str]) -> None:
     """`grid(B, NH)`, one attention per block: a few problems show all the program does, so
     the bare grid sizes start from 3 (they were 8 and up, and 16 x 20 problems cost a trace
-    of seconds); the other sizes keep their usual values, every size still distinct."""
+    of seconds); the other sizes keep their usual values, every size still distinct. A grid
+    axis that is a product of sizes (`dim3(num_blocks, B * NH)`, llm.c's causal softmax
+    backwards) numbers problems by each factor the same way."""
     from migrator.contract import TaskSpec
     from migrator.lift.lifter import trace_pairs
 
@@ -793,7 +796,7 @@ def test_trace_pairs_keep_a_grid_of_whole_problems_small() -> None:
         "sizes": {"B": 4, "NH": 4, "T": 64, "D": 16},
         "tensors": [{"name": "q", "role": "in", "shape": ["B", "NH", "T", "D"]},
                     {"name": "o", "role": "out", "shape": ["B", "NH", "T", "D"]}],
-        "launch": {"grid": ["B", "NH"], "block": [32]},
+        "launch": {"grid": grid, "block": [32]},
     })  # fmt: skip
     first = trace_pairs(spec)[0]
     assert all(s["B"] * s["NH"] <= 64 for s in first)
