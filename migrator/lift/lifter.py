@@ -357,10 +357,11 @@ def _batch_sizes(spec: TaskSpec, names: list[str]) -> list[str]:
     (`grid(B, nh)`: an attention per batch entry and head): traced small (a few problems show
     all the program does) and not held to `_coincident` (they number problems, not elements
     of one: `nh = T - B` does not make a length of T read as anything else)."""
-    # (`dim3(num_blocks, B * NH)`: a grid axis that is a product of sizes numbers problems
-    # by each of its factors)
-    axes = [str(g).strip() for g in spec.launch.grid]
-    factors = {w.strip() for g in axes if _PRODUCT.fullmatch(g) for w in g.split("*")}
+    # (`dim3(num_blocks, B * NH)`: a grid axis that is a product of sizes beside another axis
+    # numbers problems by each of its factors; a flat `B * NH * T` alone numbers rows)
+    axes = [str(g).strip() for g in spec.launch.grid if str(g).strip() != "1"]
+    factors = {w.strip() for g in axes if _PRODUCT.fullmatch(g)
+               for w in g.split("*") if len(axes) >= 2 or "*" not in g}  # fmt: skip
     bare = [n for n in names if n in factors]
     return bare if len(bare) >= 2 else []
 
