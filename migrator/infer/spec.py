@@ -1011,6 +1011,12 @@ def _kernel_text(k: Kernel) -> str:
     return "\n".join(lines[k.span.line - 1 : k.span.end_line or len(lines)])
 
 
+def _uncommented(text: str) -> str:
+    """`text` with its comments blanked, line breaks kept (a line count still finds the
+    source line)."""
+    return _COMMENT.sub(lambda m: "\n" * m.group().count("\n") or " ", text)
+
+
 def _kernel_quotients(k: Kernel, scalars: list[dict[str, Any]]) -> list[str]:
     """`C % NH == 0` where the kernel's own code divides one size argument by another
     (llm.c's `int hs = C / NH; // head size`)."""
@@ -1130,8 +1136,7 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
     # (the lines of those conditions: a guard's text is the preprocessed one, TS as 64)
     waited = {by_id[g].span.line for b in k.barriers if b.divergent for g in b.guards
               if g in by_id and by_id[g].thread_dependent}  # fmt: skip
-    text = _NOT_COMPARING.sub(" ", _COMMENT.sub(lambda m: "\n" * m.group().count("\n") or " ",
-                                                _kernel_text(k)))  # fmt: skip
+    text = _NOT_COMPARING.sub(" ", _uncommented(_kernel_text(k)))
     # (statement by statement: a loop header's `j < 4` and its body's `c[r * N + j]` apart)
     for m in re.finditer(r"[^;{}]+", text):
         part = m.group()
@@ -1150,7 +1155,8 @@ def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
     BK - 1) / BK` and `kt < K / BK` step K by BK (a template argument, a `const int`, a
     number). A GEMM's K is read a BK-slice at a time, so multiples of BK are whole slices."""
     size_of = _size_params(data)
-    values = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(_kernel_text(k))}
+    raw = _kernel_text(k)
+    values = {m.group(1): int(m.group(2)) for m in _CONST_INT.finditer(raw)}
     args = data["kernel"].get("template_args", [])
     values |= {p.name: a for p, a in zip(k.template_params, args, strict=False)
                if isinstance(a, int) and not isinstance(a, bool)}  # fmt: skip
@@ -1159,31 +1165,31 @@ def _loop_steps(k: Kernel, data: dict[str, Any]) -> dict[str, int]:
         return int(w) if w.isdigit() else values.get(w)
 
     out: dict[str, int] = {}
+
+    def add(size: str, step: int | None) -> None:
+        if size in size_of and step is not None and step > 1:
+            out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+
     for loop in k.loops:
         if loop.kind != "counted" or loop.bound is None:
             continue
         m = _STEPS_OF.fullmatch(loop.bound.text.strip())
         if m is None:
             # `for (t = 0; t < K; t += BK)`: K by BK too
-            size, by = loop.bound.text.strip(), loop.step.text.strip() if loop.step else ""
-            step = number(by) if by else None
-            if size in size_of and step is not None and step > 1:
-                out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+            by = loop.step.text.strip() if loop.step else ""
+            add(loop.bound.text.strip(), number(by) if by else None)
             continue
         size, c = (m.group(1), m.group(3)) if m.group(1) else (m.group(4), m.group(5))
         if m.group(1) and m.group(2) != m.group(3):
             continue  # (`(K + BK - 1) / BN`: no step of K)
-        step = number(c)
-        if size in size_of and step is not None and step > 1:
-            out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+        add(size, number(c))
     # a do-while that moves its own counter by BK up to K (`do { t += BK; ... } while (t <
     # K);`): K by BK as well
-    text = _COMMENT.sub(" ", _kernel_text(k))
+    text = _uncommented(raw)
     for m in _RUNS_UP_TO.finditer(text):
-        var, size = m.group(1), m.group(2)
-        steps = {number(w) for w in re.findall(rf"\b{re.escape(var)}\s*\+=\s*(\w+)", text)}
-        if size in size_of and len(steps) == 1 and (step := steps.pop()) is not None and step > 1:
-            out[size_of[size]] = math.lcm(out.get(size_of[size], 1), step)
+        steps = {number(w) for w in re.findall(rf"\b{re.escape(m.group(1))}\s*\+=\s*(\w+)", text)}
+        if len(steps) == 1:
+            add(m.group(2), steps.pop())
     return out
 
 
@@ -1204,7 +1210,7 @@ def _sequential_sizes(k: Kernel, data: dict[str, Any]) -> set[str]:
             _WORDS.findall(loop.bound.text))  # fmt: skip
         out |= {size_of[w] for w in words if w in size_of}
     # (a do-while's test, `while (tile_idx < K)`, is no counted loop's bound)
-    out |= {size_of[m.group(2)] for m in _RUNS_UP_TO.finditer(_COMMENT.sub(" ", _kernel_text(k)))
+    out |= {size_of[m.group(2)] for m in _RUNS_UP_TO.finditer(_uncommented(_kernel_text(k)))
             if m.group(2) in size_of}  # fmt: skip
     return {n for n in out - _grid_words(data) if n in data["sizes"]}
 

@@ -238,7 +238,7 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
     resort, within `TILED_BUDGET`."""
     fixed = _launch_only(spec)
     names = [n for n in spec.sizes if n not in fixed]
-    tiles = tile_relations(spec.relations)
+    tiles = whole = tile_relations(spec.relations)
     if not names or len(names) > 4 or any(tiles.get(n, 1) < 8 for n in names):
         return None  # (untiled sizes: the stepped pairs serve them)
     if part:
@@ -246,8 +246,8 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
         # at a time) at quarters of its tile: a quarter of the traced steps, its relation set
         # aside (verification at sizes that obey it decides)
         grid = {w for g in spec.launch.grid for w in re.findall(r"[A-Za-z_]\w*", str(g))}
-        tiles = {n: t // 4 if n not in grid and t % 32 == 0 else t for n, t in tiles.items()}
-        if tiles == tile_relations(spec.relations):
+        tiles = {n: t // 4 if n not in grid and t % 32 == 0 else t for n, t in whole.items()}
+        if tiles == whole:
             return None
     combos = []
     for values in itertools.product(*([tiles[n] * k for k in (1, 2, 3, 4)] for n in names)):
@@ -360,8 +360,8 @@ def _batch_sizes(spec: TaskSpec, names: list[str]) -> list[str]:
     # (`dim3(num_blocks, B * NH)`: a grid axis that is a product of sizes beside another axis
     # numbers problems by each of its factors; a flat `B * NH * T` alone numbers rows)
     axes = [str(g).strip() for g in spec.launch.grid if str(g).strip() != "1"]
-    factors = {w.strip() for g in axes if _PRODUCT.fullmatch(g)
-               for w in g.split("*") if len(axes) >= 2 or "*" not in g}  # fmt: skip
+    products = [g for g in axes if _PRODUCT.fullmatch(g) and (len(axes) >= 2 or "*" not in g)]
+    factors = {w.strip() for g in products for w in g.split("*")}
     bare = [n for n in names if n in factors]
     return bare if len(bare) >= 2 else []
 
