@@ -62,7 +62,8 @@ ASSIGN_OPS = {
 
 
 _INT_SCALARS = (np.integer, np.bool_)  # (a tuple: `A | B` would build a union at every call)
-_ONE = scalar(ct.INT, 1)  # `i++`'s step (values are never modified: one object serves)
+_ONE = scalar(ct.INT, 1)
+_I64 = 1 << 63  # `i++`'s step (values are never modified: one object serves)
 
 
 class ExprMixin:
@@ -146,8 +147,17 @@ class ExprMixin:
         esc = {"\\n": 10, "\\t": 9, "\\0": 0, "\\\\": 92, "\\'": 39}
         return scalar(ct.CHAR, esc.get(text, ord(text[0]) if text else 0))
 
+    def name_of(self: Machine, node: Node) -> str:
+        """An identifier's text, decoded once per program (every execution of a statement
+        asks for the names it reads)."""
+        names = self.program.names
+        name = names.get(node.id)
+        if name is None:
+            name = names[node.id] = self.parsed.text(node)
+        return name
+
     def _e_identifier(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        name = self.parsed.text(node)
+        name = self.name_of(node)
         b = self.lookup(name)
         if b is not None:
             return self.as_val(b, node, mask)
@@ -161,7 +171,7 @@ class ExprMixin:
         raise self.error(node, f"unknown name {name!r}")
 
     def _lv_identifier(self: Machine, node: Node, mask: np.ndarray) -> LValue:
-        name = self.parsed.text(node)
+        name = self.name_of(node)
         b = self.lookup(name)
         if isinstance(b, Var):
             if b.const:
@@ -385,27 +395,34 @@ class ExprMixin:
 
     def ptr_add(self: Machine, p: Val, i: Val, node: Node, sign: int = 1) -> Val:
         """`p + i` for a pointer: the offset moves by i * sizeof(*p) / sizeof(buffer element)."""
-        p = self.decay(p)
-        assert p.ctype.elem is not None
+        if p.ctype.kind == "array":
+            p = self.decay(p)
+        pt, buf = p.ctype, p.buf
+        assert pt.elem is not None
         if i.ctype.kind not in ("int", "bool"):
             raise self.error(node, f"pointer offset of type {i.ctype}")
-        if p.buf is None:
+        if buf is None:
             raise self.unsupported(node, "arithmetic on a pointer with no buffer")
-        esize = p.buf.elem.size
-        if p.ctype.elem.size % esize:
-            raise self.unsupported(node, f"{p.ctype} into a {p.buf.elem} buffer")
-        k = (p.ctype.elem.size // esize) * sign
-        d = i.data
-        if isinstance(d, _INT_SCALARS) and isinstance(p.data, np.int64):
-            # (a uniform offset: numpy scalars, widened as `astype` widens, wrapping)
-            return Val(p.ctype, p.data + d.astype(np.int64) * np.int64(k), buf=p.buf)
+        k, rest = divmod(pt.elem.size, buf.elem.size)
+        if rest:
+            raise self.unsupported(node, f"{p.ctype} into a {buf.elem} buffer")
+        k *= sign
+        d, pd = i.data, p.data
+        if isinstance(d, _INT_SCALARS) and type(pd) is np.int64:
+            # (a uniform offset: numpy scalars, widened as `astype` widens, wrapping; below 64
+            # bits the exact sum in Python ints is the same number while it fits)
+            if d.dtype.itemsize < 8:
+                moved = int(pd) + int(d) * k
+                if -_I64 <= moved < _I64:
+                    return Val(pt, np.int64(moved), buf=buf)
+            return Val(pt, pd + d.astype(np.int64) * np.int64(k), buf=buf)
         if np.ndim(d) == 0:
             delta = np.asarray(d).astype(np.int64)[()] * np.int64(k)
-            return Val(p.ctype, np.add(p.data, delta), buf=p.buf)
+            return Val(pt, np.add(pd, delta), buf=buf)
         scaled = self.scaled_index(d, k)
-        if np.ndim(p.data) == 0 and p.data == 0:
-            return Val(p.ctype, scaled, buf=p.buf)
-        return Val(p.ctype, scaled + p.data, buf=p.buf)
+        if np.ndim(pd) == 0 and pd == 0:
+            return Val(pt, scaled, buf=buf)
+        return Val(pt, scaled + pd, buf=buf)
 
     def scaled_index(self: Machine, d: np.ndarray, k: int) -> np.ndarray:
         """`d` widened to int64 (wrapping, as astype does) times `k`, memoised by the array's

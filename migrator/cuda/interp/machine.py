@@ -42,6 +42,10 @@ MASK_MEMO_SIZE = 8  # lane masks whose active lanes are kept (`_mask_facts`)
 _UNKNOWN = object()  # active lanes not asked for yet
 
 
+# C's type keywords: a type node spelled so names the built-in type whatever is in scope
+_KEYWORD_TYPES = frozenset(("int", "float", "double", "char", "bool", "void", "short", "long"))
+
+
 class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
     def __init__(
         self,
@@ -159,6 +163,8 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         """The type named by a `type` field node (primitive, sized, identifier, template T)."""
         t = node.type
         text = self.parsed.text(node)
+        if t == "primitive_type" and text in _KEYWORD_TYPES:
+            return self.types[text]  # (no name can stand for a keyword: no lookup)
         if t == "sized_type_specifier":
             words = [self.parsed.text(c) for c in node.children]
             inner = node.child_by_field_name("type")
@@ -225,7 +231,7 @@ class Machine(ExprMixin, StmtMixin, CallMixin, StructMixin):
         while True:
             kind = node.type
             if kind == "identifier":
-                return self.parsed.text(node), t, ref, node
+                return self.name_of(node), t, ref, node
             if kind == "pointer_declarator":
                 t = ct.ptr(t)
             elif kind == "reference_declarator":

@@ -113,6 +113,9 @@ class Access(NamedTuple):
             yield self.flat + k * self.pack if k else self.flat
 
 
+_MAX = np.maximum.reduce  # (the ufunc's own reduce: `a.max()` goes through a wrapper)
+
+
 def _resolve(
     m: Machine, ptr: Val, ctype: CType, mask: np.ndarray, node: object, write: bool
 ) -> Access:
@@ -133,7 +136,7 @@ def _resolve(
     w = _width(ctype)
     off = np.asarray(off, dtype=np.int64)
     if buf.track and off.size:  # before any bounds check: how far the kernel reaches
-        end = (int(off.max()) * buf.elem.size) + w * ctype.scalar.size
+        end = (int(_MAX(off)) * buf.elem.size) + w * ctype.scalar.size
         buf.hi_bytes = max(buf.hi_bytes, end)
     pack = 1
     if buf.elem.dtype == OBJECT and ctype.scalar.size != buf.elem.size:
@@ -175,8 +178,8 @@ def _resolve(
     if span is not None:  # bounds of a run structure: its first and last element
         lo, hi = span.start, span.start + (span.rows - 1) * span.step + span.cols - 1
         outside = last < 0 or lo < 0 or hi > last
-    else:  # two reductions (no temporary) in the common in-bounds case
-        outside = bool(off.size) and (last < 0 or off.min() < 0 or off.max() > last)
+    else:  # one reduction, no temporary: a negative offset viewed as uint64 is huge
+        outside = bool(off.size) and (last < 0 or int(_MAX(off.view(np.uint64))) > last)
     if outside:  # the mask only when needed
         # one unsigned compare catches both ends: a negative offset viewed as uint64 is huge
         bad = off.view(np.uint64) > np.uint64(last) if last >= 0 else np.ones(off.shape, bool)

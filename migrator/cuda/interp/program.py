@@ -73,6 +73,12 @@ class Program:
     mul_parts: dict[int, tuple[Node, Node] | None] = field(default_factory=dict)
     # node id -> a subscript's (argument, index, argument's name or None, plain argument)
     subscript_parts: dict[int, tuple[Node, Node, str | None, bool]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # node id -> an identifier's text
+    # node id -> a declaration's (specifier words, type node, whether `auto`, (declarator,
+    # initialiser or None) of each declarator)
+    declaration_parts: dict[int, tuple[frozenset[str], Node | None, bool,
+                                       tuple[tuple[Node, Node | None], ...]]] = field(
+        default_factory=dict)  # fmt: skip
     structs: dict[str, Node] = field(default_factory=dict)  # `struct S {...};` bodies by name
     # `template <class E> struct S {...};`: (template parameters, body) by name
     struct_templates: dict[str, tuple[Node, Node]] = field(default_factory=dict)

@@ -56,7 +56,9 @@ class RaceTracker:
         (None: nothing was written in this interval, so no read can race). `span`: the run
         structure of `flat` (span.py), whose tables are then read and written as views."""
         race = _other(take(self.writer, flat, span), tid) if self.written else None
-        self.pending.append((flat, np.broadcast_to(tid, flat.shape), span))
+        self.pending.append(
+            (flat, tid if tid.shape == flat.shape else np.broadcast_to(tid, flat.shape), span)
+        )
         self.pending_n += flat.size
         if self.pending_n > PENDING_LIMIT:
             self._fold()

@@ -62,8 +62,10 @@ def span_of(flat: np.ndarray) -> Span | None:
     if n < MIN_LANES or flat.ndim != 1:
         return None
     first, last = int(flat[0]), int(flat[-1])
-    if last - first < n - 1:
-        return None  # repeats or decreases somewhere
+    if last - first < n - 1 or int(flat[MIN_COLS - 1]) - first != MIN_COLS - 1:
+        # repeats or decreases somewhere, or the first run is shorter than MIN_COLS (its
+        # first MIN_COLS elements are not consecutive: lanes sharing a row, `s[ty][k]`)
+        return None
     if last - first == n - 1:
         cols = n  # n distinct values in a range of n only if strictly increasing: consecutive
     else:
@@ -97,7 +99,7 @@ def take(arr: np.ndarray, index: np.ndarray, span: Span | None) -> np.ndarray:
     """`arr[index]`; for a flat (1-D) array a strided copy when `span` describes the index."""
     if arr.ndim != 1:
         return arr[index]
-    return span.take(arr) if span is not None else np.take(arr, index)  # np.take: faster
+    return span.take(arr) if span is not None else arr.take(index)  # (faster than indexing)
 
 
 def put(arr: np.ndarray, index: np.ndarray, span: Span | None, values: object) -> None:

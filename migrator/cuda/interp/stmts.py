@@ -121,15 +121,31 @@ class StmtMixin:
         self.ev(expr, mask)
 
     # --- declarations -------------------------------------------------------------------------
+    def declaration_parts(
+        self: Machine, node: Node
+    ) -> tuple[frozenset[str], Node | None, bool, tuple[tuple[Node, Node | None], ...]]:
+        """(specifier words, type node, whether `auto`, each declarator with its initialiser)
+        of a declaration, read from the tree once per program (a loop body's declarations
+        run at every step)."""
+        memo = self.program.declaration_parts
+        parts = memo.get(node.id)
+        if parts is None:
+            words = frozenset(self.parsed.text(c) for c in node.children if c.type in DECL_WORDS)
+            tnode = node.child_by_field_name("type")
+            is_auto = tnode is not None and self.parsed.text(tnode) == "auto"
+            decls = tuple(
+                (d, d.child_by_field_name("value") if d.type == "init_declarator" else None)
+                for d in node.children_by_field_name("declarator")
+            )
+            parts = memo[node.id] = (words, tnode, is_auto, decls)
+        return parts
+
     def _s_declaration(self: Machine, node: Node, mask: np.ndarray) -> None:
-        words = {self.parsed.text(c) for c in node.children if c.type in DECL_WORDS}
-        tnode = node.child_by_field_name("type")
+        words, tnode, is_auto, decls = self.declaration_parts(node)
         if tnode is None:
             raise self.unsupported(node, "declaration without a type")
-        is_auto = self.parsed.text(tnode) == "auto"
         base = ct.VOID if is_auto else self.base_type(tnode)
-        for decl in node.children_by_field_name("declarator"):
-            init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+        for decl, init in decls:
             if is_auto:  # `auto x = e;`: the type of e (evaluated once, below)
                 if init is None or decl.child_by_field_name("declarator") is None:
                     raise self.error(decl, "auto without an initialiser")

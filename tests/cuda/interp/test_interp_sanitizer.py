@@ -40,6 +40,20 @@ def test_out_of_bounds_report_mode_continues_and_poisons(krun: Runner) -> None:
     assert (o[:40] == 2.0).all() and np.isnan(o[40:]).all()  # poison, not zeros
 
 
+def test_out_of_bounds_below_the_start_is_found_where_lanes_share_elements(krun: Runner) -> None:
+    # lanes read in pairs (no run structure: the bounds come from one reduction of the
+    # offsets, where a negative one must count as outside)
+    src = """
+    __global__ void k(const float* x, float* o) {
+      o[threadIdx.x] = x[(int)threadIdx.x / 2 - 1];  // (signed: -1, not 2^32 - 1)
+    }"""
+    x, o = np.ones(256, np.float32), np.zeros(512, np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"'x'.*index -1, size 256"):
+        krun(src, "k", 1, 512, x=x, o=o)
+    r = krun(src, "k", 1, 512, x=x, o=o, options=InterpOptions(oob="report"))
+    assert [f.count for f in r.findings] == [2]  # lanes 0 and 1 read x[-1]
+
+
 def test_out_of_bounds_shared_write(krun: Runner) -> None:
     src = """
     __global__ void k(float* o) {

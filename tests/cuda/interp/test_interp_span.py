@@ -100,3 +100,20 @@ def test_mask_and_with_uniform_and_lane_conditions():
     np.testing.assert_array_equal(mask_and(mask, False), np.zeros(4, bool))
     cond = np.array([True, True, False, True])
     np.testing.assert_array_equal(mask_and(mask, cond), mask & cond)
+
+
+@settings(max_examples=40, deadline=None)
+@given(start=st.integers(0, 50), rows=st.integers(1, 20), cols=st.integers(MIN_COLS, 200),
+       gap=st.integers(0, 40))  # fmt: skip
+def test_span_of_finds_every_regular_run_structure(start, rows, cols, gap):
+    flat = _runs(start, rows, cols, cols + gap).astype(np.int64)
+    if flat.size < 256:  # (below MIN_LANES a gather is as fast: not looked for)
+        return
+    assert span_of(flat) in (Span(start, rows, cols, cols + gap), Span(start, 1, flat.size,
+                                                                     flat.size))  # fmt: skip
+
+
+def test_span_of_rejects_lanes_that_share_a_row_at_once():
+    tid = np.arange(256)
+    assert span_of((tid // 16) * 8 + 3) is None  # `s[ty * TM + m][k]`: 16 lanes per element
+    assert span_of(np.concatenate([np.arange(63), np.arange(100, 293)])) is None
