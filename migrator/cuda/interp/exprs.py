@@ -238,6 +238,10 @@ class ExprMixin:
             if isinstance(b, Var) and b.ctype.kind != "struct":
                 b.check_read(self, mask, arg)
                 return self._element(b.val, self.ev(index, mask), node)
+        elif plain and arg.type == "subscript_expression":
+            row = self._row_of_matrix(arg, mask)
+            if row is not None:  # `s[i][k]` of a 2-D array variable: its row, then the element
+                return self._element(row, self.ev(index, mask), node)
         if not plain:
             view = self._local_view(arg, mask, node)
             if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
@@ -249,6 +253,24 @@ class ExprMixin:
                 return lv
         base = self.ev(arg, mask)
         return self._element(base, self.ev(index, mask), node)
+
+    def _row_of_matrix(self: Machine, node: Node, mask: np.ndarray) -> Val | None:
+        """`s[i]` of an array-of-arrays variable (`float s[BM][BK]`, shared or a register
+        tile) as the row's value, as the general path gives it (its element's lvalue,
+        loaded: a sub-array loads as its address), without building the lvalue; None for
+        anything else (pointers to pointers load from memory there)."""
+        arg, index, name, _ = self.subscript_parts(node)
+        if name is None:
+            return None
+        b = self.lookup(name)
+        if not isinstance(b, Var) or b.ctype.kind != "array":
+            return None
+        elem = b.ctype.elem
+        if elem is None or elem.kind != "array":
+            return None
+        b.check_read(self, mask, arg)
+        p = self.ptr_add(b.val, self.ev(index, mask), node)
+        return Val(elem, p.data, buf=p.buf)
 
     def subscript_parts(self: Machine, node: Node) -> tuple[Node, Node, str | None, bool]:
         """(argument, index, the argument's name where it is an identifier, whether it is a

@@ -125,3 +125,29 @@ def test_an_element_every_lane_reads_is_one_value_for_all(krun: Runner) -> None:
     out = np.zeros(64, np.float32)
     krun(src, "k", 2, 32, w=w, idx=idx, out=out, n=4)
     assert out.tolist() == [t % 32 + 0.5 * (8 + 1 + 4 + 4) for t in range(64)]
+
+
+SHARED_TILES = """
+__global__ void tiles(const float* a, float* out, int row) {
+    __shared__ float s[8][16];
+    float r[2][3];
+    int ty = threadIdx.y, tx = threadIdx.x;
+    s[ty][tx] = a[ty * 16 + tx];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) r[i][j] = i * 10.0f + j;
+    __syncthreads();
+    out[ty * 16 + tx] = s[tx % 8][ty] + s[row][tx] + r[ty % 2][tx % 3];
+}"""
+
+
+def test_rows_of_two_dimensional_arrays_read_as_their_elements(krun: Runner) -> None:
+    # `s[i][k]` of a 2-D shared or register array takes the row's address, then the element
+    a = np.arange(128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    krun(SHARED_TILES, "tiles", 1, (16, 8), a=a, out=out, row=5)
+    ty, tx = np.meshgrid(np.arange(8), np.arange(16), indexing="ij")
+    s = a.reshape(8, 16)
+    want = s[tx % 8, ty] + s[5, tx] + (ty % 2) * 10.0 + tx % 3
+    np.testing.assert_array_equal(out.reshape(8, 16), want)
+    with pytest.raises(OutOfBoundsError, match=r"shared buffer 's': index 144, size 128"):
+        krun(SHARED_TILES, "tiles", 1, (16, 8), a=a, out=out, row=9)  # a row past the last
