@@ -601,6 +601,9 @@ def measure_extents(
             continue
         shown = tiles if tiled is probe else tiled or {}
         tiles_of = [f"{n} % {t} == 0" for n, t in sorted(shown.items()) if t > 1]
+        if tiled is probe:  # the loop's step too (implied by the tile: the lift's part tile)
+            tiles_of += [f"{n} % {t} == 0" for n, t in sorted(probe.items())
+                         if 1 < t != tiles[n]]  # fmt: skip
         return out, tiles_of + (padded or [])
     raise first  # type: ignore[misc]
 
