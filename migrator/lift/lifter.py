@@ -245,13 +245,14 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
         # a size no grid dimension names (a GEMM's K, which each thread steps through a slice
         # at a time) at quarters of its tile: a quarter of the traced steps, its relation set
         # aside (verification at sizes that obey it decides)
-        # (not where the spec names a step of its loop longer than the quarter: `K % 16 == 0`
-        # beside `K % 32 == 0`, slices of 16 that a K of 8 ends inside, and a double-buffered
-        # loop whose epilogue reads the second buffer, which a K of 16 never fills)
+        # (only where the quarter is a multiple of the size's finer relations, the step of
+        # its loop where the spec names one: with `K % 16 == 0` beside `K % 32 == 0`, slices
+        # of 16 that a K of 8 ends inside, K stays whole)
         grid = {w for g in spec.launch.grid for w in re.findall(r"[A-Za-z_]\w*", str(g))}
-        steps = _steps(spec.relations, whole)
-        tiles = {n: t // 4 if n not in grid and t % 32 == 0 and steps.get(n, 1) <= t // 4
-                 else t for n, t in whole.items()}  # fmt: skip
+        finest = _finest(spec.relations)
+        tiles = {n: t // 4 if n not in grid and t % 32 == 0
+                 and (finest[n] == t or (t // 4) % finest[n] == 0) else t
+                 for n, t in whole.items()}  # fmt: skip
         if tiles == whole:
             return None
     combos = []
@@ -269,15 +270,14 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
     return None
 
 
-def _steps(relations: list[str], tiles: Mapping[str, int]) -> dict[str, int]:
-    """The largest modulus below its tile that a size's relations name (`K % 16 == 0` beside
-    `K % 32 == 0`: the step of the kernel's loop through K), by size."""
+def _finest(relations: list[str]) -> dict[str, int]:
+    """The smallest modulus each size's relations name (`K % 16 == 0` beside `K % 32 == 0`:
+    the step of the kernel's loop through K, which the tile implies), by size."""
     out: dict[str, int] = {}
     for r in relations:
         if m := re.fullmatch(r"(\w+) % (\d+) == 0", r.strip()):
             n, c = m.group(1), int(m.group(2))
-            if c < tiles.get(n, 0) and tiles[n] % c == 0:
-                out[n] = max(out.get(n, 1), c)
+            out[n] = min(out.get(n, c), c)
     return out
 
 
