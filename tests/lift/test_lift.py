@@ -728,6 +728,23 @@ def test_trace_sizes_that_are_expressions_of_each_other_come_last() -> None:
     assert any(_coincident(p[0], set()) for p in pairs[1:])  # the plain pairs kept after
 
 
+def _tiled_gemm(more: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """A GEMM task of 128 x 128 tiles over M and N and slices of 32 along K, `more` relations
+    beside those (a loop step)."""
+    from migrator.contract import TaskSpec
+
+    return TaskSpec.model_validate({
+        "kernel": {"name": "k"},
+        "sizes": {"M": 256, "N": 256, "K": 256},
+        "relations": ["M % 128 == 0", "N % 128 == 0", "K % 32 == 0", *more],
+        "tensors": [{"name": "A", "role": "in", "shape": ["M", "K"]},
+                    {"name": "B", "role": "in", "shape": ["K", "N"]},
+                    {"name": "C", "role": "out", "shape": ["M", "N"]}],
+        "scalars": [{"name": n, "size": n} for n in ("M", "N", "K")],
+        "launch": {"grid": ["N / 128", "M / 128"], "block": [16, 16]},
+    })  # fmt: skip
+
+
 def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     """A GEMM of 128 x 128 tiles (`M % 128 == 0`, `N % 128 == 0`, `K % 32 == 0`, a tutorial's
     template constants): the pairs stepped up from small sizes all pass the budget (the
@@ -736,19 +753,9 @@ def test_trace_pairs_of_large_tiles_may_trade_values_between_sizes() -> None:
     M = 256, N = 128). Before it, the same with K, which no grid dimension names (each thread
     steps through it), at quarters of its tile: a quarter of the K steps to trace, its relation
     set aside (verification at sizes that obey it decides)."""
-    from migrator.contract import TaskSpec
     from migrator.lift.lifter import TILED_BUDGET, trace_pairs
 
-    spec = TaskSpec.model_validate({
-        "kernel": {"name": "k"},
-        "sizes": {"M": 256, "N": 256, "K": 256},
-        "relations": ["M % 128 == 0", "N % 128 == 0", "K % 32 == 0"],
-        "tensors": [{"name": "A", "role": "in", "shape": ["M", "K"]},
-                    {"name": "B", "role": "in", "shape": ["K", "N"]},
-                    {"name": "C", "role": "out", "shape": ["M", "N"]}],
-        "scalars": [{"name": n, "size": n} for n in ("M", "N", "K")],
-        "launch": {"grid": ["N / 128", "M / 128"], "block": [16, 16]},
-    })  # fmt: skip
+    spec = _tiled_gemm()
     (p, q), (a, b) = trace_pairs(spec)
     assert p["K"] % 8 == 0 and p["K"] < 32 and q["K"] != p["K"]
     assert {p["M"], p["N"]} == {q["M"], q["N"]} == {128, 256} and p["M"] != q["M"]
@@ -770,19 +777,9 @@ def test_a_loop_step_past_a_quarter_of_the_tile_keeps_the_tile_whole(
     16, double-buffered: its epilogue reads the second buffer): a K of 8 ends inside a slice
     and a K of 16 fills one buffer, so K is traced at whole tiles from the first pair; a step
     of 8 keeps the quarter (K = 8) as before, also of a tile of 64 (K = 16)."""
-    from migrator.contract import TaskSpec
     from migrator.lift.lifter import trace_pairs
 
-    spec = TaskSpec.model_validate({
-        "kernel": {"name": "k"},
-        "sizes": {"M": 256, "N": 256, "K": 256},
-        "relations": ["M % 128 == 0", "N % 128 == 0", "K % 32 == 0", *more],
-        "tensors": [{"name": "A", "role": "in", "shape": ["M", "K"]},
-                    {"name": "B", "role": "in", "shape": ["K", "N"]},
-                    {"name": "C", "role": "out", "shape": ["M", "N"]}],
-        "scalars": [{"name": n, "size": n} for n in ("M", "N", "K")],
-        "launch": {"grid": ["N / 128", "M / 128"], "block": [16, 16]},
-    })  # fmt: skip
+    spec = _tiled_gemm(tuple(more))
     first = trace_pairs(spec)[0]
     if part is not None:
         assert first[0]["K"] == part, first
