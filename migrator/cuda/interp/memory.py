@@ -113,7 +113,8 @@ class Access(NamedTuple):
             yield self.flat + k * self.pack if k else self.flat
 
 
-_MAX = np.maximum.reduce  # (the ufunc's own reduce: `a.max()` goes through a wrapper)
+_MAX = np.maximum.reduce  # (the ufuncs' own reductions: `a.max()`, `a.any()` go through wrappers)
+_ANY = np.logical_or.reduce
 
 
 def _resolve(
@@ -540,7 +541,7 @@ def _check_shared_read(m: Machine, acc: Access) -> None:
         return
     for f in acc.components():
         race = tracker.read(f, _tids(m, acc.idx), acc.span)
-        if race is not None and race.any():
+        if race is not None and _ANY(race):
             m.finding(
                 acc.node,
                 "shared_race",
@@ -556,7 +557,7 @@ def _check_init(m: Machine, acc: Access, what: str) -> None:
     assert buf.init is not None
     for f in acc.components():
         uninit = ~take(buf.init, f, acc.span)
-        if uninit.any():
+        if _ANY(uninit):
             m.finding(
                 acc.node,
                 "uninitialized_read",
@@ -574,7 +575,7 @@ def _check_shared_write(m: Machine, acc: Access) -> None:
             put(buf.init, f, acc.span, True)
         if tracker is not None:
             race = tracker.write(f, _tids(m, acc.idx), acc.span)
-            if race.any():
+            if _ANY(race):
                 m.finding(
                     acc.node,
                     "shared_race",

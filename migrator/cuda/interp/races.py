@@ -70,7 +70,7 @@ class RaceTracker:
         # accesses does not depend on their order
         repeats: list[tuple[np.ndarray, np.ndarray]] = []
         for flat, tid, span in self.pending:
-            if span is None and flat.size > 1 and not bool(np.all(flat[1:] > flat[:-1])):
+            if span is None and flat.size > 1 and not bool(_ALL(flat[1:] > flat[:-1])):
                 repeats.append((flat.reshape(-1), tid.reshape(-1)))
                 continue
             _record(self.reader, flat, tid, not self.read_any, span)
@@ -105,6 +105,11 @@ class RaceTracker:
         return race
 
 
+# (the ufuncs' own reductions: `np.all` and `np.argsort` go through wrappers, and a loop's
+# shared reads ask at every step)
+_ALL = np.logical_and.reduce
+
+
 def _other(owner: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """Accesses by someone other than `tid` (owner is neither nobody nor tid itself)."""
     return (owner != NONE) & (owner != tid)
@@ -131,10 +136,10 @@ def _record(
         view = span.view(table)
         view[...] = span.grid(tid) if empty else _merge(view, span.grid(tid))
         return False
-    if flat.size < 2 or bool(np.all(flat[1:] > flat[:-1])):
+    if flat.size < 2 or bool(_ALL(flat[1:] > flat[:-1])):
         table[flat] = tid if empty else _merge(table[flat], tid)
         return False
-    order = np.argsort(flat, kind="stable")
+    order = flat.argsort(kind="stable")
     f, t = flat[order], np.broadcast_to(tid, flat.shape)[order]
     starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
     lo, hi = np.minimum.reduceat(t, starts), np.maximum.reduceat(t, starts)

@@ -320,11 +320,11 @@ class StmtMixin:
                 self._traced_if(traced_cond, then, other, mask)
                 return
         c = self.truth(self._cond_expr(cond), mask)
-        if c.any():
+        if self.active_count(c):  # (the count `exec` asks of the same mask: kept per mask)
             self.exec(then, c)
         if other is not None:
             rest = self.frame.live(mask & ~c)
-            if rest.any():
+            if self.active_count(rest):
                 self.exec(other, rest)
 
     def _traced_if(
