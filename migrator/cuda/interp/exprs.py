@@ -63,7 +63,8 @@ ASSIGN_OPS = {
 
 _INT_SCALARS = (np.integer, np.bool_)  # (a tuple: `A | B` would build a union at every call)
 _ONE = scalar(ct.INT, 1)
-_I64 = 1 << 63  # `i++`'s step (values are never modified: one object serves)
+_I64 = 1 << 63
+_I32 = 1 << 31  # `i++`'s step (values are never modified: one object serves)
 
 
 class ExprMixin:
@@ -651,16 +652,26 @@ class ExprMixin:
             raise self.error(node, str(e)) from e
 
     def _e_update(self: Machine, node: Node, mask: np.ndarray) -> Val:
-        op = node.child_by_field_name("operator")
-        arg = node.child_by_field_name("argument")
-        assert op is not None and arg is not None
+        memo = self.program.update_parts
+        parts = memo.get(node.id)
+        if parts is None:  # (read from the tree once: a loop's `i++` runs at every step)
+            op = node.child_by_field_name("operator")
+            arg = node.child_by_field_name("argument")
+            assert op is not None and arg is not None
+            step = 1 if self.parsed.text(op) == "++" else -1
+            parts = memo[node.id] = (step, arg, node.children[0].type in ("++", "--"))
+        step, arg, prefix = parts
         lv = self.lvalue(arg, mask)
         old = lv.load(self, mask, node)
-        sym = self.parsed.text(op)
-        new = self.apply_binary("+" if sym == "++" else "-", old, _ONE, node)
-        new = convert(new, lv.ctype)
+        d = old.data
+        if type(d) is np.int32 and old.ctype is ct.INT and type(lv) is VarLV:
+            # a uniform `int` counter: int + int is int, wrapping as numpy's int32 add does
+            v = (int(d) + step + _I32) % (2 * _I32) - _I32
+            new = Val(ct.INT, np.int32(v))
+        else:
+            new = self.apply_binary("+" if step > 0 else "-", old, _ONE, node)
+            new = convert(new, lv.ctype)
         lv.store(self, new, mask, node)
-        prefix = node.children[0].type in ("++", "--")
         return new if prefix else old
 
     def _e_assign(self: Machine, node: Node, mask: np.ndarray) -> Val:

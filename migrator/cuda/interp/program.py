@@ -74,6 +74,8 @@ class Program:
     # node id -> a subscript's (argument, index, argument's name or None, plain argument)
     subscript_parts: dict[int, tuple[Node, Node, str | None, bool]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # node id -> an identifier's text
+    # node id -> an `i++` / `--i`'s (step, operand, whether the operator comes first)
+    update_parts: dict[int, tuple[int, Node, bool]] = field(default_factory=dict)
     # node id -> a declaration's (specifier words, type node, whether `auto`, (declarator,
     # initialiser or None) of each declarator)
     declaration_parts: dict[int, tuple[frozenset[str], Node | None, bool,

@@ -98,3 +98,29 @@ def test_integer_operator_matches_c_model(krun: Runner, ctype: str, op: str) -> 
     rows = zip(a, b, o, expected, strict=True)
     bad = [(int(x), int(y), int(g), e) for x, y, g, e in rows if int(g) != e]
     assert not bad, f"{ctype} {op}: (a, b, got, want) {bad[:5]}"
+
+
+def test_increments_of_a_uniform_int_agree_with_the_per_lane_path(krun: Runner) -> None:
+    """`i++` / `--i` of an int every lane holds alike takes a short path; it must give what
+    the per-lane path gives (lane-dependent `j`): the values before and after, prefix and
+    postfix, wrapping past INT_MAX and INT_MIN as the int32 add does."""
+    src = """
+    __global__ void k(int* o, int start) {
+        int t = threadIdx.x;
+        int i = start, j = start + (t - t);    // j: the same value, held per lane
+        int a = i++, b = j++;
+        int c = ++i, d = ++j;
+        int e = i--, f = j--;
+        int g = --i, h = --j;
+        o[t * 10 + 0] = a; o[t * 10 + 1] = b; o[t * 10 + 2] = c; o[t * 10 + 3] = d;
+        o[t * 10 + 4] = e; o[t * 10 + 5] = f; o[t * 10 + 6] = g; o[t * 10 + 7] = h;
+        o[t * 10 + 8] = i; o[t * 10 + 9] = j;
+    }"""
+    for start in (0, 5, 2147483646, -2147483647):
+        o = np.zeros(40, np.int32)
+        krun(src, "k", 1, 4, o=o, start=start)
+        got = o.reshape(4, 10)
+        np.testing.assert_array_equal(got[:, 0::2], got[:, 1::2])  # uniform == per lane
+        w = np.int64(start)
+        want = np.array([w, w + 2, w + 2, w, w], dtype=np.int64).astype(np.int32)  # a c e g i
+        np.testing.assert_array_equal(got[0, [0, 2, 4, 6, 8]], want)
