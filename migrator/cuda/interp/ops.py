@@ -7,6 +7,7 @@ a C type. Integer overflow wraps (numpy wraps fixed-width ints; the run silences
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -76,9 +77,26 @@ SHIFT: dict[str, Callable[[Arr, Arr], Arr]] = {
 }
 
 
+# `i < n`, `bk * BK + k` of two uniform ints, in Python ints (a loop's test and its uniform
+# index arithmetic at every step): what numpy's int32 scalars give, the sums wrapped alike
+_UNIFORM_INT: dict[str, Callable[[int, int], Any]] = {
+    "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne, "+": operator.add, "-": operator.sub,
+    "*": operator.mul,
+}  # fmt: skip
+_I32 = 1 << 31
+
+
 def binary(op: str, a: Val, b: Val, float_type: CType = FLOAT) -> Val:
     """Apply a C binary operator (not && / ||, which short-circuit per lane in `exprs`)."""
     ta, tb = a.ctype, b.ctype
+    if ta is INT and tb is INT and type(a.data) is np.int32 and type(b.data) is np.int32:
+        fn = _UNIFORM_INT.get(op)
+        if fn is not None:
+            v = fn(int(a.data), int(b.data))
+            if v is True or v is False:
+                return Val(BOOL, np.bool_(v))
+            return Val(INT, np.int32((v + _I32) % (2 * _I32) - _I32))
     if op in SHIFT:
         t = promote(ta)
         if t.kind != "int" or promote(tb).kind != "int":

@@ -124,3 +124,20 @@ def test_increments_of_a_uniform_int_agree_with_the_per_lane_path(krun: Runner) 
         w = np.int64(start)
         want = np.array([w, w + 2, w + 2, w, w], dtype=np.int64).astype(np.int32)  # a c e g i
         np.testing.assert_array_equal(got[0, [0, 2, 4, 6, 8]], want)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "<", ">", "<=", ">=", "==", "!="])
+def test_uniform_int_operators_match_the_c_model(krun: Runner, op: str) -> None:
+    """Two ints every lane holds alike (kernel arguments) take a short path in Python ints;
+    each result, read back per lane, must be the C model's (sums wrapped to int32)."""
+    src = f"""
+    __global__ void k(int* o, int x, int y) {{
+      o[threadIdx.x] = x {op} y;
+    }}"""
+    model = {">": lambda x, y: int(x > y), "<=": lambda x, y: int(x <= y),
+             "!=": lambda x, y: int(x != y)}  # fmt: skip
+    for x, y in itertools.product(_edges(np.int32), repeat=2):
+        o = np.zeros(4, np.int32)
+        krun(src, "k", 1, 4, o=o, x=x, y=y)
+        want = _wrap(model[op](x, y), np.int32) if op in model else _model(op, x, y, np.int32)
+        assert (o == want).all(), (x, op, y, o, want)
