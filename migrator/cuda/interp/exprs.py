@@ -184,6 +184,15 @@ class ExprMixin:
 
     def _e_field(self: Machine, node: Node, mask: np.ndarray) -> Val:
         """`threadIdx.x` and friends, `v.x` of a vector value, or `p->x` through a pointer."""
+        memo = self.program.dim3_fields
+        key = node.id
+        which = memo.get(key, False)
+        if which is False:  # (`threadIdx.x` in a loop: which of the four, read once)
+            arg = node.child_by_field_name("argument")
+            name = self.parsed.text(arg) if arg is not None and arg.type == "identifier" else ""
+            which = memo[key] = name if name in DIM3 else None
+        if which is not None:
+            return self._dim3(node, which)
         arg = node.child_by_field_name("argument")
         op = node.child_by_field_name("operator")
         assert arg is not None and op is not None
@@ -198,21 +207,23 @@ class ExprMixin:
         return self.lvalue(node, mask).load(self, mask, node)
 
     def _dim3(self: Machine, node: Node, which: str) -> Val:
-        f = node.child_by_field_name("field")
-        k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
-        if k is None or k > 2:
-            raise self.error(node, f"{which} has fields x, y, z")
+        memo = self.program.dim3_components
+        k = memo.get(node.id)
+        if k is None:
+            f = node.child_by_field_name("field")
+            k = COMPONENTS.get(self.parsed.text(f) if f is not None else "")
+            if k is None or k > 2:
+                raise self.error(node, f"{which} has fields x, y, z")
+            memo[node.id] = k
         return self._dim3_component(which, k)
 
     def _dim3_component(self: Machine, which: str, k: int) -> Val:
         g = self.geo
-        table = {
-            "threadIdx": lambda: g.thread_index(k),
-            "blockIdx": lambda: g.block_index(k),
-            "blockDim": lambda: np.uint32(g.block[k]),
-            "gridDim": lambda: np.uint32(g.grid[k]),
-        }
-        return Val(ct.UINT, table[which]())
+        if which == "threadIdx":
+            return Val(ct.UINT, g.thread_index(k))
+        if which == "blockIdx":
+            return Val(ct.UINT, g.block_index(k))
+        return Val(ct.UINT, np.uint32((g.block if which == "blockDim" else g.grid)[k]))
 
     def _component(self: Machine, node: Node, base: Val) -> Val:
         f = node.child_by_field_name("field")

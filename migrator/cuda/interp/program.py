@@ -74,6 +74,10 @@ class Program:
     # node id -> a subscript's (argument, index, argument's name or None, plain argument)
     subscript_parts: dict[int, tuple[Node, Node, str | None, bool]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # node id -> an identifier's text
+    # node id -> which of threadIdx / blockIdx / blockDim / gridDim a field expression reads
+    # (None: another field), and that field's component (0, 1, 2)
+    dim3_fields: dict[int, str | None] = field(default_factory=dict)
+    dim3_components: dict[int, int] = field(default_factory=dict)
     # node id -> an `i++` / `--i`'s (step, operand, whether the operator comes first)
     update_parts: dict[int, tuple[int, Node, bool]] = field(default_factory=dict)
     # node id -> a declaration's (specifier words, type node, whether `auto`, (declarator,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from migrator.cuda.interp import RunResult
+from migrator.cuda.interp import InterpError, RunResult
 
 Runner = Callable[..., RunResult]  # the `krun` fixture (conftest.py)
 
@@ -206,3 +206,31 @@ def test_float32_operators_are_ieee_single_incl_specials(krun: Runner, op: str) 
         ref = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b)
     np.testing.assert_array_equal(o, ref)  # NaN positions must agree too
     assert ((np.signbit(o) == np.signbit(ref)) | np.isnan(ref)).all()  # and the sign of zero
+
+
+def test_every_component_of_the_launch_vectors_reads_its_value(krun: Runner) -> None:
+    """threadIdx / blockIdx / blockDim / gridDim .x .y .z, read in a loop (each field's parts
+    kept per program after the first read), and a component they do not have refused."""
+    src = """
+    __global__ void k(unsigned* o) {
+        unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+        unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+        for (int r = 0; r < 2; r++) {
+            unsigned* p = o + (b * blockDim.x * blockDim.y * blockDim.z + t) * 12 + r * 6;
+            if (r == 0) { p[0] = threadIdx.x; p[1] = threadIdx.y; p[2] = threadIdx.z;
+                          p[3] = blockIdx.x; p[4] = blockIdx.y; p[5] = blockIdx.z; }
+            else { p[0] = blockDim.x; p[1] = blockDim.y; p[2] = blockDim.z;
+                   p[3] = gridDim.x; p[4] = gridDim.y; p[5] = gridDim.z; }
+        }
+    }"""
+    grid, block = (2, 3, 2), (4, 2, 3)
+    o = np.zeros(12 * 24 * 12, np.uint32)  # 12 values per thread
+    krun(src, "k", grid, block, o=o)
+    got = o.reshape(2, 3, 2, 3, 2, 4, 12)  # bz, by, bx, tz, ty, tx, values
+    bz, by, bx, tz, ty, tx = np.indices(got.shape[:-1])
+    for i, want in enumerate([tx, ty, tz, bx, by, bz]):
+        np.testing.assert_array_equal(got[..., i], want)
+    for i, want in enumerate([*block, *grid]):
+        np.testing.assert_array_equal(got[..., 6 + i], want)
+    with pytest.raises(InterpError, match="threadIdx has fields x, y, z"):
+        krun("__global__ void k(unsigned* o) { o[0] = threadIdx.w; }", "k", 1, 1, o=o)
