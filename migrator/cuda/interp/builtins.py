@@ -122,8 +122,12 @@ def _abs(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
 
 def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     """fmaf: exact product in float64 plus c, rounded to float (rare double-rounding ties)."""
-    a, b, c = (convert(x, ct.DOUBLE).data for x in args)
     t = m.float_t
+    if all(x.ctype is ct.FLOAT for x in args):  # (float32 operands: the ufuncs widen them)
+        acc = np.multiply(args[0].data, args[1].data, dtype=np.float64)
+        out = np.asarray(np.add(acc, args[2].data, dtype=np.float64)).astype(t.dtype)
+        return Val(t, out if out.ndim else out[()])
+    a, b, c = (convert(x, ct.DOUBLE).data for x in args)
     out = np.asarray(np.multiply(a, b) + c).astype(t.dtype)
     return Val(t, out if out.ndim else out[()])
 

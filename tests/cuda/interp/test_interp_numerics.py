@@ -320,3 +320,24 @@ def test_shadow_mode_sizes_dynamic_shared_memory_in_float_bytes() -> None:
     (fp32,) = run_spec(spec, {"R": 37, "C": 300})
     (f64,) = run_spec(spec, {"R": 37, "C": 300}, options=InterpOptions(shadow_f64=True))
     np.testing.assert_allclose(f64, fp32, rtol=1e-5, atol=1e-7)
+
+
+def test_fmaf_rounds_once_from_the_exact_product(krun: Runner) -> None:
+    """`__fmaf_rn(a, b, c)` / `fmaf` of float32 lanes and of uniform float32 values: the exact
+    product plus c, rounded once (where a * b + c rounded twice differs: a * (1/a) - 1)."""
+    src = """
+    __global__ void k(const float* a, const float* b, const float* c, float* o, float s) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        o[i] = __fmaf_rn(a[i], b[i], c[i]) + fmaf(s, s, -1.0f);
+    }"""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(1, 2, 1024).astype(np.float32)
+    b = (1 / a).astype(np.float32)  # a * b is 1 only approximately: fma keeps the residue
+    c = -np.ones(1024, np.float32)
+    o = np.zeros(1024, np.float32)
+    s = np.float32(1.1)
+    krun(src, "k", 4, 256, a=a, b=b, c=c, o=o, s=s)
+    exact = (a.astype(np.float64) * b + c).astype(np.float32)
+    uniform = np.float32(np.float64(s) * np.float64(s) - 1.0)
+    np.testing.assert_array_equal(o, exact + uniform)
+    assert np.any((a * b + c) != exact)  # (rounded twice it differs: the test can fail)
