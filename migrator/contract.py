@@ -648,14 +648,19 @@ def divisor_pairs(relations: list[str]) -> list[tuple[str, str]]:
             if (m := re.fullmatch(r"(\w+) % ([A-Za-z_]\w*) == 0", r.strip()))]  # fmt: skip
 
 
+def relation_moduli(relations: list[str]) -> dict[str, list[int]]:
+    """Each size's moduli, in order: `N % 128 == 0` and `N % 4 == 0` give `{N: [128, 4]}`."""
+    moduli: dict[str, list[int]] = {}
+    for r in relations:
+        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r.strip()):
+            moduli.setdefault(m.group(1), []).append(int(m.group(2)))
+    return moduli
+
+
 def tile_relations(relations: list[str]) -> dict[str, int]:
     """`{N: 128}` for each relation `N % 128 == 0` (whole tiles of a constant); a size with
     several such relations gets their least common multiple."""
-    tiles: dict[str, int] = {}
-    for r in relations:
-        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r.strip()):
-            tiles[m.group(1)] = math.lcm(tiles.get(m.group(1), 1), int(m.group(2)))
-    return tiles
+    return {n: math.lcm(*cs) for n, cs in relation_moduli(relations).items()}
 
 
 def paired_sizes(relations: list[str], op: Literal["==", ">="]) -> dict[str, str]:

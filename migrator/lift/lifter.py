@@ -27,6 +27,7 @@ from migrator.contract import (
     is_float,
     np_dtype,
     paired_sizes,
+    relation_moduli,
     tile_relations,
 )
 from migrator.cuda.interp.findings import InterpError
@@ -249,7 +250,7 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
         # its loop where the spec names one: with `K % 16 == 0` beside `K % 32 == 0`, slices
         # of 16 that a K of 8 ends inside, K stays whole)
         grid = {w for g in spec.launch.grid for w in re.findall(r"[A-Za-z_]\w*", str(g))}
-        finest = _finest(spec.relations)
+        finest = {n: min(cs) for n, cs in relation_moduli(spec.relations).items()}
         tiles = {n: t // 4 if n not in grid and t % 32 == 0
                  and (finest[n] == t or (t // 4) % finest[n] == 0) else t
                  for n, t in whole.items()}  # fmt: skip
@@ -268,17 +269,6 @@ def _tiled_pair(spec: TaskSpec, part: bool = False) -> list[dict[str, int]] | No
             if all(first[n] != second[n] for n in names):
                 return [first, second]
     return None
-
-
-def _finest(relations: list[str]) -> dict[str, int]:
-    """The smallest modulus each size's relations name (`K % 16 == 0` beside `K % 32 == 0`:
-    the step of the kernel's loop through K, which the tile implies), by size."""
-    out: dict[str, int] = {}
-    for r in relations:
-        if m := re.fullmatch(r"(\w+) % (\d+) == 0", r.strip()):
-            n, c = m.group(1), int(m.group(2))
-            out[n] = min(out.get(n, c), c)
-    return out
 
 
 def _one_tile_first(

@@ -62,9 +62,8 @@ ASSIGN_OPS = {
 
 
 _INT_SCALARS = (np.integer, np.bool_)  # (a tuple: `A | B` would build a union at every call)
-_ONE = scalar(ct.INT, 1)
+_ONE = scalar(ct.INT, 1)  # `i++`'s step (values are never modified: one object serves)
 _I64 = 1 << 63
-_I32 = 1 << 31  # `i++`'s step (values are never modified: one object serves)
 
 
 class ExprMixin:
@@ -674,11 +673,8 @@ class ExprMixin:
         step, arg, prefix = parts
         lv = self.lvalue(arg, mask)
         old = lv.load(self, mask, node)
-        d = old.data
-        if type(d) is np.int32 and old.ctype is ct.INT and type(lv) is VarLV:
-            # a uniform `int` counter: int + int is int, wrapping as numpy's int32 add does
-            v = (int(d) + step + _I32) % (2 * _I32) - _I32
-            new = Val(ct.INT, np.int32(v))
+        if old.ctype is ct.INT:  # (int + int is int: no pointer, no conversion to make)
+            new = binary("+" if step > 0 else "-", old, _ONE)
         else:
             new = self.apply_binary("+" if step > 0 else "-", old, _ONE, node)
             new = convert(new, lv.ctype)
