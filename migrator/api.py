@@ -38,6 +38,7 @@ def clear_caches() -> None:
 
     contract._INPUTS.clear()
     lifter._LIFTS.clear()
+    lifter._NESTS.clear()
     measure._PROBES.clear()
     measure._PROBE_VALUES.clear()
     measure._PROBE_COVER.clear()

@@ -1871,3 +1871,26 @@ def test_an_inferred_task_too_large_for_the_oracle_is_refused(
     monkeypatch.setattr(inferred, "MAX_ELEMENTS", 1000)
     with pytest.raises(InferenceError, match="would hold 4096 elements"):
         infer_spec(tu, tu.global_kernels[0])
+
+
+ROWS_AGAIN = Path(__file__).resolve().parent / "data" / "rows_again.cu"
+
+
+def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped() -> None:
+    """Every block of `rows_again` loops over all B * H rows of T * T: a run's cost is the
+    B * H * T * T steps each thread takes, which no tensor shows (at B = 4, H = 8, T = 32 a
+    run took seconds). Every size set stays within NEST_STEPS of them, the sets still distinct
+    and obeying `C % H == 0`, and the measured extent of x is what it was."""
+    from migrator.cuda.steps import nest_steps, step_nests
+    from migrator.infer.measure import NEST_STEPS
+
+    tu = analyze_file(ROWS_AGAIN)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    nests = step_nests(tu.global_kernels[0], {"B": "B", "H": "H", "T": "T"})
+    sets = list(spec.all_size_sets())
+    assert ("T", "T", "H", "B") in nests
+    assert all(nest_steps(nests, s) <= NEST_STEPS for s in sets), sets
+    assert len({tuple(sorted(s.items())) for s in sets}) == len(sets)
+    assert "C % H == 0" in spec.relations and all(s["C"] % s["H"] == 0 for s in sets)
+    shapes = {t.name: [str(d) for d in t.shape] for t in spec.tensors}
+    assert shapes["x"] == ["B * H * T*T"] and shapes["out"] == ["B", "H", "T", "T"]

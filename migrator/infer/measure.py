@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from migrator.cuda.interp.findings import BUDGET_PHRASE, InterpError
+from migrator.cuda.steps import Nest, nest_steps
 from migrator.infer.error import GatherError, InferenceError
 
 # powers of two: packed vectors and asserts on multiples hold, and `C / NH` divides exactly
@@ -153,6 +154,10 @@ WORK_BUDGET = 1 << 22  # product of the sizes the shapes use, at any inferred si
 # thread executes one after another, not the threads (a register-tiled GEMM's 128 x 128 tile
 # is one block, and each K step its 512 multiply-adds: 2.5 s a run at K = 128)
 SEQUENTIAL_WORK = 1 << 20
+# loop steps one thread may take in a run at an inferred size set (`steps.nest_steps`): a
+# kernel whose threads each loop over B * NH * T * T (every block redoing every row) ran a
+# verification at B = 9, NH = 13, T = 19 for six seconds; at this cap a run costs ~0.5 s
+NEST_STEPS = 1 << 12
 
 
 def _cap_work(
@@ -528,6 +533,7 @@ def measure_extents(
     whole: dict[str, int] | None = None,
     tiles_first: bool = False,
     steps: Mapping[str, int] | None = None,
+    nests: list[Nest] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -541,7 +547,8 @@ def measure_extents(
     kernel checks none of the sizes its grid tiles (no `row < M`): sizes below a tile cannot
     fit, so the multiples of the tiles are tried first (a register-tiled GEMM's small probes
     cost two seconds to fail). `steps`: the step a loop of the kernel takes through a size
-    (`bk < (K + BK - 1) / BK`: K by BK)."""
+    (`bk < (K + BK - 1) / BK`: K by BK). `nests`: the kernel's loop nests (`steps.step_nests`):
+    probes past NEST_STEPS loop steps a thread run last (often not at all)."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
@@ -593,7 +600,8 @@ def measure_extents(
             continue
         padded: list[str] | None = [] if padding_now else None
         try:
-            out = _measure(parsed, data, params, launch_only, values, scale, tiled, padded)
+            out = _measure(parsed, data, params, launch_only, values, scale, tiled, padded,
+                           nests)  # fmt: skip
         except GatherError:
             raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
@@ -884,6 +892,7 @@ def _measure(
     scale: int,
     tiles: dict[str, int] | None = None,
     padded: list[str] | None = None,
+    nests: list[Nest] | None = None,
 ) -> dict[str, str]:
     """Extents the indices do not show, measured: the kernel runs at PROBE_RUNS size sets with
     the unknown tensors as large buffers, and each extent (one past the highest element reached) is
@@ -926,7 +935,11 @@ def _measure(
     # its four cheapest runs (its first four drawn cost an attention's measurement seconds);
     # the runs are then read in their drawn order, as if run in it
     cost = [math.prod(sets[j][n] for n in free) for j in range(n_runs)]
-    order = sorted(range(n_runs), key=lambda j: (cost[j], j))
+    # ... and a set whose threads each loop past NEST_STEPS steps last: every block of llm.c's
+    # naive attention backward loops over all B * NH * T * T, a probe at B * NH = 40, T = 32
+    # took 5 s, and the cheaper runs had decided every extent
+    late = [nest_steps(nests or [], sets[j]) > NEST_STEPS for j in range(n_runs)]
+    order = sorted(range(n_runs), key=lambda j: (late[j], cost[j], j))
     measured: dict[int, tuple[dict[str, int], dict[str, int] | None]] = {}
     failures: dict[int, str] = {}
     first_ok: int | None = None
@@ -999,9 +1012,11 @@ def _measure(
                     )
         # the cheapest runs already leave one formula for every extent, each the formula of
         # a size set no costlier run would change (the larger ones cost an attention's or a
-        # GEMM's measurement seconds; the sizes inferred are verified against the original)
-        decided = pos + 1 >= DECIDED_AFTER and j < n_runs and _one_formula_each(
-            params, free, done)  # fmt: skip
+        # GEMM's measurement seconds; the sizes inferred are verified against the original),
+        # asked before a set past the loop-step cap too (`_one_formula_each` wants four runs)
+        before_late = pos + 1 < n_runs and late[order[pos + 1]]
+        decided = (pos + 1 >= DECIDED_AFTER or before_late) and j < n_runs and (
+            _one_formula_each(params, free, done))  # fmt: skip
     failed = failures[max(failures)] if failures else ""
     runs = [measured[j] for j in sorted(measured)]  # (drawn order; the repeat last)
     ok = [r for r in runs[:-1] if r[1] is not None]

@@ -23,6 +23,7 @@ from migrator.contract import (
 )
 from migrator.cuda import poly
 from migrator.cuda.ir import IndexExpr, Kernel, LaunchSite, TranslationUnit
+from migrator.cuda.steps import Nest, nest_steps, step_nests
 from migrator.infer.error import GatherError, InferenceError
 from migrator.infer.host import (
     _FORMULA_FUNCTIONS,
@@ -43,6 +44,7 @@ from migrator.infer.measure import (
     DEFAULT_THREADS,
     MAX_ELEMENTS,
     MISALIGNED,
+    NEST_STEPS,
     PROBE_SIZES_4,
     SEQUENTIAL_WORK,
     SET_ELEMENTS,
@@ -53,6 +55,7 @@ from migrator.infer.measure import (
     _fit_budget,
     _fixed_extents,
     _grow_until_launchable,
+    _halve_until,
     _measure_into,
     _probe_run,
     count_tiles,
@@ -320,7 +323,7 @@ def infer_spec(
     elif unshaped:
         extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data),
                                       _unguarded_tiles(k, data, launch_only),
-                                      _loop_steps(k, data))  # fmt: skip
+                                      _loop_steps(k, data), _nests(k, data))  # fmt: skip
         relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
@@ -332,12 +335,13 @@ def infer_spec(
         _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
         _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
         short = [p for p in too_small_shapes(parsed, _checked_at(data, launch_only | in_block,
-                                                                  relations))
+                                                                  relations, _nests(k, data)))
                  if p not in unshaped]  # fmt: skip
         if short:
             for p in short:
                 next(t for t in tensors if t["param"] == p)["shape"] = []
-            extents, more = _measured(parsed, data, short, launch_only, _trip_tiles(k, data))
+            extents, more = _measured(parsed, data, short, launch_only, _trip_tiles(k, data),
+                                      nests=_nests(k, data))  # fmt: skip
             _measure_into(tensors, extents)
             relations += [r for r in more if r not in relations]
             unshaped += short
@@ -345,7 +349,8 @@ def infer_spec(
             # rows read in 16-byte vectors through a pointer (`load128(x + row * V)`): whole
             # vectors (the findings of the run just made, memoised: no run of its own)
             relations += [r for r in _aligned_rows(parsed, data, launch_only | in_block,
-                                                   relations) if r not in relations]  # fmt: skip
+                                                   relations, _nests(k, data))
+                          if r not in relations]  # fmt: skip
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
     for sset in (sizes, *sets):
@@ -379,6 +384,7 @@ def infer_spec(
     for sset in (data["sizes"], *data["size_sets"]):
         _cap_work(data, sset, launch_only | in_block | tied, tiles)
     _cap_steps(data, _sequential_sizes(k, data), launch_only | in_block | tied, tiles)
+    _cap_nests(data, _nests(k, data), launch_only | in_block | tied | set(tiles))
     _drop_repeated_sets(data)
     _small_batches(data)
     _label_ranges(k, data)
@@ -569,6 +575,7 @@ def _measured(
     whole: dict[str, int] | None = None,
     unguarded: bool = False,
     steps: dict[str, int] | None = None,
+    nests: list[Nest] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
     `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
@@ -577,7 +584,7 @@ def _measured(
 
     try:
         return measure_extents(parsed, data, params, launch_only, whole=whole,
-                               tiles_first=unguarded, steps=steps)  # fmt: skip
+                               tiles_first=unguarded, steps=steps, nests=nests)  # fmt: skip
     except GatherError:
         ints = [t for t in data["tensors"] if t["role"] == "in"
                 and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
@@ -597,7 +604,8 @@ def _measured(
                 sset[v] = TABLE_ROWS[1 + j % 2]
         data["inputs"] = {t["name"]: {"dist": "int", "low": 0, "high": rows} for t in ints}
         try:  # (a table's rows tied to another size would hide which size they are)
-            return measure_extents(parsed, data, params, launch_only, tie=False, pad=pad)
+            return measure_extents(parsed, data, params, launch_only, tie=False, pad=pad,
+                                   nests=nests)  # fmt: skip
         except InferenceError as e:
             first = first or e
         if rows == v:
@@ -611,18 +619,44 @@ def _measured(
 CHECK_ELEMENTS = 1 << 16  # the run that checks shapes read from indices: tensors this large
 
 
-def _checked_at(data: dict[str, Any], keep: set[str], relations: list[str]) -> dict[str, Any]:
+def _checked_at(
+    data: dict[str, Any], keep: set[str], relations: list[str], nests: list[Nest]
+) -> dict[str, Any]:
     """`data` at sizes for the run that checks the shapes: the defaults made smaller (an
     attention at its defaults costs that run seconds), in whole tiles where the kernel
-    assumes them (`T % 32 == 0`), never below 8 (tiny sizes would accuse tiled kernels)."""
+    assumes them (`T % 32 == 0`), never below 8 (tiny sizes would accuse tiled kernels), with
+    no more loop steps a thread than NEST_STEPS (`nests`)."""
     sizes = dict(data["sizes"])
     _cap_elements(data["tensors"], sizes, keep, CHECK_ELEMENTS)
-    _round_to_tiles(sizes, tile_relations(relations))
+    tiles = tile_relations(relations)
+    _halve_nests(sizes, nests, keep | set(tiles))
+    _round_to_tiles(sizes, tiles)
     return {**data, "sizes": sizes}
 
 
+def _nests(k: Kernel, data: dict[str, Any]) -> list[Nest]:
+    """The kernel's loop nests in the task's sizes (`steps.step_nests`)."""
+    return step_nests(k, _size_params(data))
+
+
+def _halve_nests(sset: dict[str, int], nests: list[Nest], keep: set[str]) -> None:
+    """Halve the largest size of the nests (not in `keep`) until a thread takes at most
+    NEST_STEPS loop steps at `sset` (`_halve_until`: never below 8, ragged stays ragged)."""
+    if nest_steps(nests, sset) <= NEST_STEPS:
+        return
+    looped = {n for nest in nests for n in nest}
+    _halve_until(sset, keep | (set(sset) - looped),
+                 lambda: nest_steps(nests, sset) <= NEST_STEPS)  # fmt: skip
+
+
+def _cap_nests(data: dict[str, Any], nests: list[Nest], keep: set[str]) -> None:
+    """`_halve_nests` at every size set."""
+    for sset in (data["sizes"], *data["size_sets"]):
+        _halve_nests(sset, nests, keep)
+
+
 def _aligned_rows(
-    parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str]
+    parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str], nests: list[Nest]
 ) -> list[str]:
     """`V % 4 == 0` where the run at the shape check's sizes makes a misaligned vector access
     to a tensor: the kernel reads its rows in 16-byte vectors through a pointer the index
@@ -632,7 +666,7 @@ def _aligned_rows(
     from migrator.contract import SpecError
     from migrator.cuda.interp.findings import InterpError
 
-    at = _checked_at(data, keep, relations)
+    at = _checked_at(data, keep, relations, nests)
     try:
         reached = _probe_run(parsed, at, set(), at["sizes"], 8)
     except (InterpError, SpecError, ValueError, ArithmeticError, TypeError):

@@ -39,6 +39,7 @@ from migrator.cuda.interp.spec_run import (
     unwritten_elements,
 )
 from migrator.cuda.interp.traced import TraceEscape
+from migrator.cuda.steps import Nest, nest_steps, step_nests
 from migrator.lift.counts import fit_counts
 from migrator.lift.fit import (
     Canonicaliser,
@@ -489,15 +490,16 @@ def check_sizes(
     # the task's sets are run by the migration's check anyway; ours cost no more than the
     # largest of them or twice the first fitted set (doubling B, NH and T of a row-per-block launch
     # multiplies its threads 8x), in threads, elements and the program's arithmetic
-    t0, e0, v0 = _cost(spec, base, program)
-    costs = [_cost(spec, s, program) for s in own] + [(2 * t0, 2 * e0, 2 * v0)]
-    budget = tuple(max(c[k] for c in costs) for k in range(3))
+    nests = _step_nests(spec)
+    t0, e0, v0, s0 = _cost(spec, base, program, nests)
+    costs = [_cost(spec, s, program, nests) for s in own] + [(2 * t0, 2 * e0, 2 * v0, 2 * s0)]
+    budget = tuple(max(c[k] for c in costs) for k in range(4))
     out: list[dict[str, int]] = []
     for cand in ({n: launch.get(n, v * 2 + 3) for n, v in base.items()},
                  {n: launch.get(n, v + 1) for n, v in base.items()}):  # fmt: skip
         s = _launchable(spec, dict(cand))
         if s is not None:
-            s = _within(spec, s, fitted, budget, set(launch), program)
+            s = _within(spec, s, fitted, budget, set(launch), program, nests)
         if s is not None and s not in out and s not in fitted:
             out.append(s)
     for got in _own_sets(spec):
@@ -518,19 +520,56 @@ LIFT_MIN_ELEMENTS = 1 << 18
 # attention's threads each loop over T keys and d features: its grown set at B = 9, NH = 13,
 # T = 64 took 2.6 s, five times its largest own set)
 LIFT_MIN_VOLUME = 1 << 21
+# ... and take this many loop steps a thread (`steps.nest_steps`), which neither shows: a kernel
+# whose every block redoes every row (B * NH * T * T steps a thread) took six seconds at the
+# grown set B = 9, NH = 13, T = 19 of its traced 3 x 5 x 8
+LIFT_MIN_STEPS = 1 << 12
+
+
+def _step_nests(spec: TaskSpec) -> list[Nest]:
+    """The loop nests of `spec`'s kernel in its sizes (`steps.step_nests`), read from the
+    kernel IR (the migration has analysed the file already: a cached read); none where the
+    source cannot be analysed here."""
+    from migrator.cuda.frontend import analyze_file
+    from migrator.cuda.source import SourceError
+
+    size_of = {s.cuda_param: s.size for s in spec.scalars
+               if s.size is not None and re.fullmatch(r"[A-Za-z_]\w*", s.size)}  # fmt: skip
+    try:
+        dirs, defines = spec.preprocessor()
+        key = f"{_parse_key(spec.cuda_source_path(), dirs, defines)}|{spec.kernel.name}|{size_of}"
+        hit = _NESTS.get(key)
+        if hit is not None:
+            return hit
+        tu = analyze_file(spec.cuda_source_path(), dirs, defines, spec.kernel.name)
+    except (OSError, SourceError, ValueError):
+        return []
+    kernel = next((k for k in tu.kernels if k.name == spec.kernel.name), None)
+    nests = step_nests(kernel, size_of) if kernel is not None else []
+    if len(_NESTS) >= MAX_LIFTS:
+        _NESTS.pop(next(iter(_NESTS)))
+    _NESTS[key] = nests
+    return nests
+
+
+_NESTS: dict[str, list[Nest]] = {}  # by source, kernel and sizes (`api.clear_caches` empties it)
 
 
 def _cost(
-    spec: TaskSpec, sizes: dict[str, int], program: Program | None = None
-) -> tuple[int, int, int]:
-    """Threads of the launch, elements of the largest tensor and the program's arithmetic
-    (`_volume`) at `sizes` (0s if unknown)."""
+    spec: TaskSpec,
+    sizes: dict[str, int],
+    program: Program | None = None,
+    nests: list[Nest] | None = None,
+) -> tuple[int, int, int, int]:
+    """Threads of the launch, elements of the largest tensor, the program's arithmetic
+    (`_volume`) and a thread's loop steps (`nest_steps`) at `sizes` (0s if unknown)."""
     try:
         grid, block, _ = spec.launch_config(sizes)
         elems = max((math.prod(spec.shape_of(t, sizes)) for t in spec.tensors), default=0)
     except (ValueError, ZeroDivisionError, ArithmeticError):
-        return (0, 0, 0)
-    return math.prod(grid) * math.prod(block), elems, _volume(spec, program, sizes)
+        return (0, 0, 0, 0)
+    threads = math.prod(grid) * math.prod(block)
+    return threads, elems, _volume(spec, program, sizes), nest_steps(nests or [], sizes)
 
 
 def _volume(spec: TaskSpec, program: Program | None, sizes: dict[str, int]) -> int:
@@ -557,15 +596,16 @@ def _within(
     budget: tuple[int, ...],
     launch: set[str],
     program: Program | None = None,
+    nests: list[Nest] | None = None,
 ) -> dict[str, int] | None:
     """`sizes` with its largest grown size halved (kept odd: still ragged, and still past the
     first fitted set) until the set costs no more than `budget`; None when that cannot be done."""
     cap_t, cap_e = max(budget[0], LIFT_MIN_THREADS), max(budget[1], LIFT_MIN_ELEMENTS)
-    cap_v = max(budget[2], LIFT_MIN_VOLUME)
+    cap_v, cap_s = max(budget[2], LIFT_MIN_VOLUME), max(budget[3], LIFT_MIN_STEPS)
     floor = {n: fitted[0].get(n, 0) for n in sizes}
     for _ in range(32):
-        threads, elems, volume = _cost(spec, sizes, program)
-        if threads <= cap_t and elems <= cap_e and volume <= cap_v:
+        threads, elems, volume, steps = _cost(spec, sizes, program, nests)
+        if threads <= cap_t and elems <= cap_e and volume <= cap_v and steps <= cap_s:
             return sizes
         free = [n for n in sizes if n not in launch and sizes[n] // 2 + 1 > floor[n]]
         if not free:

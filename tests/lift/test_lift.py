@@ -997,3 +997,26 @@ def test_outputs_fitted_on_two_processes_give_the_program_one_process_gives(
     two = lifted("2")
     assert ["dgain", "dshift", "dx"] in forks  # (the fits went two ways)
     assert one == two
+
+
+def test_the_grown_verification_set_keeps_a_threads_loop_steps_within_the_tasks() -> None:
+    """A kernel whose every thread loops over B * H * T * T: the set grown from a traced
+    3 x 5 x 8 (9 x 13 x 19, 42237 steps a thread, six seconds a run) is halved until a thread's
+    steps are within the task's own sets', twice the traced set's or LIFT_MIN_STEPS, and is
+    still larger than the traced set in every size."""
+    from migrator.cuda.frontend import analyze_file
+    from migrator.cuda.steps import nest_steps, step_nests
+    from migrator.infer import infer_spec
+    from migrator.lift.lifter import LIFT_MIN_STEPS, check_sizes
+
+    src = Path(__file__).resolve().parents[1] / "data" / "rows_again.cu"
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    nests = step_nests(tu.global_kernels[0], {"B": "B", "H": "H", "T": "T"})
+    traced = {"B": 3, "C": 15, "H": 5, "T": 8}
+    cap = max([LIFT_MIN_STEPS, 2 * nest_steps(nests, traced)]
+              + [nest_steps(nests, s) for s in spec.all_size_sets()])  # fmt: skip
+    sets = check_sizes(spec, [traced])
+    grown = [s for s in sets if all(s[n] > traced[n] for n in ("B", "H", "T"))]
+    assert grown, sets
+    assert all(nest_steps(nests, s) <= cap for s in sets), sets
