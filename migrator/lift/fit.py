@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Callable, Mapping
@@ -1309,6 +1310,55 @@ def _one_form(
     picked = fit_points(shape, unwritten)
     if any(not isinstance(flat[i], Sym) and flat[i] != flat[i] for i in picked):
         raise PartialTrace(f"an element of {tensor} the fit reads was not traced")
+    found: tuple[Expr, Fitter] | None = None
+    first = _first_points(picked) if agrees is not None else picked
+    if agrees is not None and len(first) < len(picked):
+        # a form fitted to a spread of the elements, then computed at the others and compared
+        # with their traced values: each element put in canonical form costs its whole tree
+        # (an attention's output element, tens of milliseconds), computing one costs nothing;
+        # where the form does not hold there, every element is fitted, as before
+        chosen = set(first)
+        with contextlib.suppress(LiftError):
+            found = _fit_at(c, tensor, flat, shape, first, names, shapes, sizes, ints, agrees)
+        rest = [i for i in picked if i not in chosen]
+        if found is not None and not agrees(Assign(tensor=tensor, vars=names, expr=found[0]), rest):
+            found = None
+        c.work = 0  # (the budget is the form's, fitted once more or not)
+    expr, fitter = found or _fit_at(
+        c, tensor, flat, shape, picked, names, shapes, sizes, ints, agrees
+    )
+    if sources is not None:
+        sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
+        sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
+    return Assign(tensor=tensor, vars=names, expr=expr)
+
+
+FIRST_POINTS = 12  # elements a form is fitted to before it is checked at the others
+
+
+def _first_points(picked: list[int]) -> list[int]:
+    """A spread of FIRST_POINTS of the fit's elements, the first and last among them (all of
+    them where there are not twice as many)."""
+    if len(picked) < 2 * FIRST_POINTS:
+        return picked
+    step = (len(picked) - 1) / (FIRST_POINTS - 1)
+    return sorted({picked[round(k * step)] for k in range(FIRST_POINTS)})
+
+
+def _fit_at(
+    c: Canonicaliser,
+    tensor: str,
+    flat: np.ndarray,
+    shape: tuple[int, ...],
+    picked: list[int],
+    names: list[str],
+    shapes: Mapping[str, tuple[int, ...]],
+    sizes: Mapping[str, int],
+    ints: Mapping[str, np.ndarray] | None,
+    agrees: Callable[[Assign, list[int]], bool] | None,
+) -> tuple[Expr, Fitter]:
+    """The one expression the elements `picked` of `flat` (the traced values, `shape`
+    flattened) are, and the fitter that made it (its reductions' source rows)."""
     insts: list[Inst] = []
     by_sig: dict[str, int] = {}
     for i in picked:
@@ -1345,10 +1395,7 @@ def _one_form(
             if padded is None:
                 raise
             expr, fitter = padded
-    if sources is not None:
-        sources[tensor] = {flat[i].at for i in picked if isinstance(flat[i], Sym)}
-        sources.update({f"{tensor}/{v}": rows for v, rows in fitter.sources.items()})
-    return Assign(tensor=tensor, vars=names, expr=expr)
+    return expr, fitter
 
 
 def _promote_singletons(c: Canonicaliser, insts: list[Inst]) -> list[Inst] | None:
