@@ -1877,16 +1877,17 @@ ROWS_AGAIN = Path(__file__).resolve().parent / "data" / "rows_again.cu"
 
 
 def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped() -> None:
-    """Every block of `rows_again` loops over all B * H rows of T * T: a run's cost is the
-    B * H * T * T steps each thread takes, which no tensor shows (at B = 4, H = 8, T = 32 a
-    run took seconds). Every size set stays within NEST_STEPS of them, the sets still distinct
-    and obeying `C % H == 0`, and the measured extent of x is what it was."""
+    """Every block of `rows_again_measured` loops over all B * H rows of T * T: a run's cost
+    is the B * H * T * T steps each thread takes, which no tensor shows (at B = 4, H = 8,
+    T = 32 a run took seconds). Every size set stays within NEST_STEPS of them, the sets
+    still distinct and obeying `C % H == 0`, and the measured extent of x is what it was."""
     from migrator.cuda.steps import nest_steps, step_nests
     from migrator.infer.measure import NEST_STEPS
 
     tu = analyze_file(ROWS_AGAIN)
-    spec = infer_spec(tu, tu.global_kernels[0])
-    nests = step_nests(tu.global_kernels[0], {"B": "B", "H": "H", "T": "T"})
+    kernel = next(k for k in tu.global_kernels if k.name == "rows_again_measured")
+    spec = infer_spec(tu, kernel)
+    nests = step_nests(kernel, {"B": "B", "H": "H", "T": "T"})
     sets = list(spec.all_size_sets())
     assert ("T", "T", "H", "B") in nests
     assert all(nest_steps(nests, s) <= NEST_STEPS for s in sets), sets

@@ -173,7 +173,9 @@ def blocks_to_trace(
     `points(shape, unwritten)`: the flat elements the fit will read.
 
     None (trace everything) where a subset would not show the same elements: several blocks
-    combine into one element (atomics, partial sums) or read each other's stores, an in-place
+    combine into one element (atomics, partial sums; blocks that store the value another
+    stored are one writer: every block of llm.c's naive attention backward redoes every row,
+    and one block's trace shows them all) or read each other's stores, an in-place
     tensor has elements no block writes (the trace shows their input values there), or the
     subset is nearly the whole grid."""
     sz = dict(sizes)
@@ -192,8 +194,9 @@ def blocks_to_trace(
                             options=options)  # fmt: skip
     except (InterpError, ValueError, TypeError, ArithmeticError):
         return None, {}  # a run that fails: the traced run says why
-    writers = [(t.cuda_param, result.writers.get(t.cuda_param)) for t in spec.outputs_in_order]
-    shared = [p for p, w in writers if w is not None and (w == -2).any()]
+    # (blocks storing one value into an element count here: at such sizes they overlap)
+    overlaps = [(t.cuda_param, result.overlaps.get(t.cuda_param)) for t in spec.outputs_in_order]
+    shared = [p for p, o in overlaps if o is not None and o.any()]
     if (result.cross_block_reads or shared) and spec.broken_relations(sz):
         # a whole-tile kernel at sizes its relations rule out (`N % 32 == 0`): blocks run past
         # their rows into the next block's, which no size the task allows does; tracing the

@@ -1011,8 +1011,9 @@ def test_the_grown_verification_set_keeps_a_threads_loop_steps_within_the_tasks(
 
     src = Path(__file__).resolve().parents[1] / "data" / "rows_again.cu"
     tu = analyze_file(src)
-    spec = infer_spec(tu, tu.global_kernels[0])
-    nests = step_nests(tu.global_kernels[0], {"B": "B", "H": "H", "T": "T"})
+    kernel = next(k for k in tu.global_kernels if k.name == "rows_again")
+    spec = infer_spec(tu, kernel)
+    nests = step_nests(kernel, {"B": "B", "H": "H", "T": "T"})
     traced = {"B": 3, "C": 15, "H": 5, "T": 8}
     cap = max([LIFT_MIN_STEPS, 2 * nest_steps(nests, traced)]
               + [nest_steps(nests, s) for s in spec.all_size_sets()])  # fmt: skip
@@ -1020,3 +1021,20 @@ def test_the_grown_verification_set_keeps_a_threads_loop_steps_within_the_tasks(
     grown = [s for s in sets if all(s[n] > traced[n] for n in ("B", "H", "T"))]
     assert grown, sets
     assert all(nest_steps(nests, s) <= cap for s in sets), sets
+
+
+def test_blocks_that_each_redo_every_row_are_traced_as_one() -> None:
+    """Every block along y of `rows_again` stores the same values into every row: the writers'
+    run keeps one writer per element, one block is traced, and the lift from it verifies."""
+    from migrator.cuda.frontend import analyze_file
+    from migrator.infer import infer_spec
+    from migrator.lift.fit import fit_points
+    from migrator.lift.trace import blocks_to_trace
+
+    src = Path(__file__).resolve().parents[1] / "data" / "rows_again.cu"
+    tu = analyze_file(src)
+    spec = infer_spec(tu, next(k for k in tu.global_kernels if k.name == "rows_again"))
+    blocks, _ = blocks_to_trace(spec, {"B": 3, "C": 15, "H": 5, "T": 8}, 0, fit_points)
+    assert blocks is not None and len(blocks) == 1
+    result = lift_task(spec)
+    assert result.ok, result.error

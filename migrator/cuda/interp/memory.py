@@ -59,6 +59,7 @@ class Buffer:
     track: bool = False
     hi_bytes: int = 0
     writer: np.ndarray | None = None  # InterpOptions.writers: the block that wrote each element
+    overlap: np.ndarray | None = None  # ... and the elements several blocks stored into
     stored: np.ndarray | None = None  # InterpOptions.stores: the elements a store reached
     cross_read: bool = False  # ... and a block read an element another block wrote
     address_key: int = 0  # its address range once a pointer into it became an integer (values)
@@ -442,17 +443,24 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
             for f in a.components():
                 put(a.buf.init, f, a.span, True)
     parts = value.comps if value.comps is not None else (value,)
+    plain = m.options.writers and not acc.packed and buf.data.dtype != object
     for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)
         d = d if idx is None else d[idx]
+        was = take(buf.data, f, span) if plain else None
         if acc.packed:  # traced: unpack each group into its buffer elements
             for j in range(acc.pack):
                 buf.data[f + j] = [unpack(v, j, acc.pack) for v in d]
         else:
             put(buf.data, f, span, d)
         if m.options.writers:
+            # per lane: its store left the value as it was (bit 1), and it agrees with the
+            # value kept where lanes of this statement stored into one element (bit 2)
+            same = None
+            if was is not None:
+                same = (was == d).astype(np.int8) | ((take(buf.data, f, span) == d) << 1)
             for j in range(acc.pack):
-                note_writers(m, buf, f + j, idx)
+                note_writers(m, buf, f + j, idx, same)
         if m.options.stores:
             for j in range(acc.pack):
                 note_stored(buf, f + j)
@@ -463,7 +471,7 @@ def note_stored(buf: Buffer, flat: np.ndarray) -> None:
     store (or atomic) at `flat` (its active lanes' elements) reached."""
     root = _root(buf)
     if root.stored is not None:
-        for e, _ in _root_elements(buf, root, flat, root.stored.size):
+        for e, _, _ in _root_elements(buf, root, flat, root.stored.size):
             root.stored[e] = True
 
 
@@ -475,31 +483,36 @@ def _root(buf: Buffer) -> Buffer:
 
 
 def _root_elements(
-    buf: Buffer, root: Buffer, flat: np.ndarray, size: int, blk: np.ndarray | None = None
-) -> list[tuple[np.ndarray, np.ndarray]]:
+    buf: Buffer, root: Buffer, flat: np.ndarray, size: int, blk: np.ndarray | None = None,
+    lane: np.ndarray | None = None,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:  # fmt: skip
     """Per element of `root` an access of `buf` at `flat` spans (a view of another element
     type covers the elements its bytes do): those elements, below `size` only, each paired
-    with the block of its lane (`blk`; the elements again without it)."""
+    with the block of its lane (`blk`; the elements again without it) and with `lane`'s value
+    for its lane (None without it)."""
     start = np.atleast_1d(np.asarray(flat, dtype=np.int64)) * buf.elem.size // root.elem.size
     out = []
     for k in range(max(1, buf.elem.size // root.elem.size)):
         e, b = np.broadcast_arrays(start + k, blk if blk is not None else start)
         ok = (e >= 0) & (e < size)
-        out.append((e[ok], b[ok]))
+        v = None if lane is None else np.broadcast_to(lane, e.shape)[ok]
+        out.append((e[ok], b[ok], v))
     return out
 
 
 def _writer_map(
-    m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None
-) -> tuple[Buffer, list[tuple[np.ndarray, np.ndarray]]] | None:
+    m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None,
+    lane: np.ndarray | None = None,
+) -> tuple[Buffer, list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]] | None:  # fmt: skip
     """InterpOptions.writers: the array argument behind `buf` (a view of another element type
     covers the elements its bytes do) and, per element an access touches, (its element in that
-    array, the block of the lane), in bounds only; None where no writers are recorded."""
+    array, the block of the lane, `lane`'s value for it), in bounds only; None where no writers
+    are recorded."""
     root = _root(buf)
     if root.writer is None:
         return None
     blk = m.geo.block_ids[m.geo.blk if idx is None else m.geo.blk[idx]]
-    return root, _root_elements(buf, root, flat, root.writer.size, blk)
+    return root, _root_elements(buf, root, flat, root.writer.size, blk, lane)
 
 
 def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
@@ -511,20 +524,38 @@ def note_reads(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None
     root, parts = found
     w = root.writer
     assert w is not None
-    root.cross_read = any(bool(((w[e] != -1) & (w[e] != b)).any()) for e, b in parts)
+    root.cross_read = any(bool(((w[e] != -1) & (w[e] != b)).any()) for e, b, _ in parts)
 
 
-def note_writers(m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None) -> None:
-    """The block of each storing lane, per element; an element two blocks store into is -2."""
-    found = _writer_map(m, buf, flat, idx)
+def note_writers(
+    m: Machine, buf: Buffer, flat: np.ndarray, idx: np.ndarray | None,
+    same: np.ndarray | None = None,
+) -> None:  # fmt: skip
+    """The block of each storing lane, per element; an element two blocks store different
+    values into is -2. `same`, per lane (`store`'s two bits): its store left the element's
+    value as it was, and it agrees with the value kept among this statement's lanes on the
+    element. Where it stores what another block stored (a block redoing what another computed,
+    as every block of llm.c's naive attention backward redoes every row), the element keeps a
+    block whose store alone gives its value. None: any second block is -2 (an atomic's)."""
+    found = _writer_map(m, buf, flat, idx, same)
     if found is None:
         return
-    w = found[0].writer
-    assert w is not None
-    for e, b in found[1]:
+    w, overlap = found[0].writer, found[0].overlap
+    assert w is not None and overlap is not None
+    for e, b, bits in found[1]:
         cur = w[e]
-        w[e] = np.where((cur == -1) | (cur == b), b, -2)
-        w[e[w[e] != b]] = -2  # lanes of two blocks on one element in this statement
+        again = (cur == -1) | (cur == b)
+        overlap[e[~again]] = True
+        if bits is None:
+            w[e] = np.where(again, b, -2)
+            w[e[w[e] != b]] = -2  # lanes of two blocks on one element in this statement
+            continue
+        w[e] = np.where(again, b, np.where((bits & 1) == 1, cur, -2))
+        # lanes of two blocks on one element in this statement (-2 where they stored
+        # different values)
+        other = w[e] != b
+        overlap[e[other]] = True
+        w[e[other & ((bits & 2) == 0)]] = -2
 
 
 def _tids(m: Machine, idx: np.ndarray | None) -> np.ndarray:

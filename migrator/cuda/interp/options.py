@@ -39,7 +39,8 @@ class InterpOptions:
         (`RunResult.extents`: one past the highest element accessed, out-of-bounds accesses
         included), the evidence spec inference uses where indices do not show a shape.
     writers: record which block wrote each element of each array argument
-        (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks; and
+        (`RunResult.writers`: the linear block id, -1 never written, -2 several blocks that
+        stored different values; where blocks store what another stored, one of them; and
         `cross_block_reads`: whether a block loaded an element another block had stored).
     stores: the array arguments (by parameter name) whose elements a store or an atomic
         reached are recorded (`RunResult.stored`: a bool per element): which elements of an

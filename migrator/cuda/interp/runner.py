@@ -45,6 +45,8 @@ class RunResult:
     device_globals: dict[str, np.ndarray] = field(default_factory=dict)
     extents: dict[str, int] = field(default_factory=dict)  # InterpOptions.extents
     writers: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.writers
+    # ... and per element whether several blocks stored into it (one value or not)
+    overlaps: dict[str, np.ndarray] = field(default_factory=dict)
     stored: dict[str, np.ndarray] = field(default_factory=dict)  # InterpOptions.stores
     cross_block_reads: bool = False  # InterpOptions.writers: a block read another's store
 
@@ -247,6 +249,8 @@ def run_kernel(
         for name, (_, v) in bound.items():
             if v.buf is not None and v.buf.writer is not None:
                 result.writers[name] = v.buf.writer
+                assert v.buf.overlap is not None
+                result.overlaps[name] = v.buf.overlap
                 result.cross_block_reads |= v.buf.cross_read
     for name, b in global_cache.items():  # __device__/__constant__ variables after the launch
         buf = b.val.buf if isinstance(b, Var) else b.ptr.buf if isinstance(b, MemLV) else None
@@ -352,6 +356,7 @@ def _pointer_arg(
     buf = Buffer(name, "global", flat, scalar_t, flat.size, track=m.options.extents)
     if m.options.writers:
         buf.writer = np.full(flat.size, -1, dtype=np.int64)
+        buf.overlap = np.zeros(flat.size, dtype=bool)
     if name in m.options.stores:
         buf.stored = np.zeros(flat.size, dtype=bool)
     return Val(ct.ptr(elem), np.int64(0), buf=buf)

@@ -167,6 +167,42 @@ def test_a_run_of_chosen_blocks_computes_what_the_full_launch_computes_there() -
     np.testing.assert_array_equal(some.writers["out"].reshape(m, n), np.where(ran, expect, -1))
 
 
+AGAIN = """
+// every block along y computes all of out (as llm.c's naive attention backward redoes every
+// row in every block); `skew` makes the blocks' values differ
+__global__ void again(float* out, const float* x, int n, int skew) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * x[i] + (float)(skew * blockIdx.y);
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [None, 1])
+def test_blocks_storing_what_another_stored_keep_one_writer(batch: int | None) -> None:
+    """An element blocks store one value into keeps a block whose store alone gives it (the
+    lifter traces that block only); one they store different values into is -2. All blocks at
+    once (one statement, several lanes on an element) and one block a batch (a later block
+    storing into what an earlier one stored) alike."""
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+
+    n, grid = 40, (3, 4)  # blocks of 16 along x, four copies along y
+    x = np.arange(n, dtype=np.float32)
+
+    def run(skew: int, **options: object):  # type: ignore[no-untyped-def]
+        args = {"out": np.full(n, np.nan, np.float32), "x": x, "n": n, "skew": skew}
+        return run_kernel(AGAIN, "again", grid, 16, args, options=InterpOptions(**options))
+
+    same = run(0, writers=True, block_batch=batch)
+    w = same.writers["out"]
+    assert (w >= 0).all() and (w % 3 == np.arange(n) // 16).all()  # (linear id: bx + 3 * by)
+    np.testing.assert_array_equal(same.outputs["out"], 2 * x)
+    some = run(0, blocks=tuple(sorted(set(w.tolist()))))
+    np.testing.assert_array_equal(some.outputs["out"], same.outputs["out"])
+    skewed = run(1, writers=True, block_batch=batch)
+    assert (skewed.writers["out"] == -2).all()
+
+
 def test_chosen_blocks_are_checked_against_the_grid() -> None:
 
     from migrator.cuda.interp import InterpOptions
