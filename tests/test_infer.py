@@ -1876,21 +1876,35 @@ def test_an_inferred_task_too_large_for_the_oracle_is_refused(
 ROWS_AGAIN = Path(__file__).resolve().parent / "data" / "rows_again.cu"
 
 
-def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped() -> None:
+def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Every block of `rows_again_measured` loops over all B * H rows of T * T: a run's cost
     is the B * H * T * T steps each thread takes, which no tensor shows (at B = 4, H = 8,
     T = 32 a run took seconds). Every size set stays within NEST_STEPS of them, the sets
     still distinct and obeying `C % H == 0`, and the measured extent of x is what it was."""
     from migrator.cuda.steps import nest_steps, step_nests
+    from migrator.infer import measure
     from migrator.infer.measure import NEST_STEPS
 
     tu = analyze_file(ROWS_AGAIN)
     kernel = next(k for k in tu.global_kernels if k.name == "rows_again_measured")
+    probed: list[dict[str, int]] = []
+    run = measure._probe_run
+
+    def probe(*args: object, **kwargs: object) -> object:
+        probed.append(dict(args[3]))  # type: ignore[call-overload]
+        return run(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(measure, "_probe_run", probe)
+    monkeypatch.setenv("C2N_WORKERS", "1")  # (every probe in this process, where it is seen)
     spec = infer_spec(tu, kernel)
     nests = step_nests(kernel, {"B": "B", "H": "H", "T": "T"})
     sets = list(spec.all_size_sets())
     assert ("T", "T", "H", "B") in nests
     assert all(nest_steps(nests, s) <= NEST_STEPS for s in sets), sets
+    # (the measurement's probes past the cap ran last, and the cheaper ones had decided)
+    assert probed and all(nest_steps(nests, s) <= NEST_STEPS for s in probed), probed
     assert len({tuple(sorted(s.items())) for s in sets}) == len(sets)
     assert "C % H == 0" in spec.relations and all(s["C"] % s["H"] == 0 for s in sets)
     shapes = {t.name: [str(d) for d in t.shape] for t in spec.tensors}
