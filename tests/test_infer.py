@@ -1909,3 +1909,32 @@ def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped(
     assert "C % H == 0" in spec.relations and all(s["C"] % s["H"] == 0 for s in sets)
     shapes = {t.name: [str(d) for d in t.shape] for t in spec.tensors}
     assert shapes["x"] == ["B * H * T*T"] and shapes["out"] == ["B", "H", "T", "T"]
+
+
+MACRO_HEADS = """#define HEADS(NAME, OP)                                                      \\
+    __global__ void NAME(float* y, const float* x, int N, int C, int NH) {        \\
+        int i = blockIdx.x * blockDim.x + threadIdx.x;                            \\
+        int hs = C / NH;                                                          \\
+        if (i < N * C) y[i] = OP(x[i]) / (float)hs;                               \\
+    }
+#define TWICE(v) (2.0f * (v))
+HEADS(heads_scaled, TWICE)
+
+void launch(float* y, const float* x, int N, int C, int NH) {
+    heads_scaled<<<(N * C + 255) / 256, 256>>>(y, x, N, C, NH);
+}
+"""
+
+
+def test_a_kernel_a_macro_defines_is_read_from_its_expansion(tmp_path: Path) -> None:
+    """`#define HEADS(NAME, OP) __global__ void NAME(...) {...}`: the lines as written hold
+    the invocation, so what inference reads from the kernel's text (`int hs = C / NH`: the
+    task's `C % NH == 0`) is read from the expansion."""
+    src = tmp_path / "heads.cu"
+    src.write_text(MACRO_HEADS)
+    tu = analyze_file(src)
+    (k,) = tu.global_kernels
+    assert k.expanded is not None and "C / NH" in k.expanded
+    spec = infer_spec(tu, k)
+    assert "C % NH == 0" in spec.relations
+    assert all(s["C"] % s["NH"] == 0 for s in spec.all_size_sets())

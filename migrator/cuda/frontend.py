@@ -518,7 +518,14 @@ def _analyze_function(
         half_types=half,
         diagnostics=_dedupe(diags),
         span=parsed.span(node),
+        expanded=parsed.text(node) if _one_row(node) else None,
     )
+
+
+def _one_row(node: Node) -> bool:
+    """A definition the preprocessor wrote on one line: a macro's expansion (a body written
+    on one line reads the same either way)."""
+    return node.start_point.row == node.end_point.row
 
 
 def _type_without_name(parsed: ParsedSource, p: Node, ident: Node | None) -> str:

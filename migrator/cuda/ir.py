@@ -240,6 +240,9 @@ class Kernel(_Node):
     half_types: list[str] = Field(default_factory=list)
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     span: Span
+    # the definition's preprocessed text where a macro wrote it (`#define K(NAME) __global__
+    # void NAME(...) {...}`: the lines as written hold the invocation, not the body)
+    expanded: str | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

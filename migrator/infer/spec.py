@@ -1037,7 +1037,10 @@ QUOTIENT_VALUES = (8, 5, 6)  # a named quotient (a head dimension): the default,
 
 
 def _kernel_text(k: Kernel) -> str:
-    """The kernel's own lines, as written ("" where the file cannot be read)."""
+    """The kernel's own lines, as written ("" where the file cannot be read); its expansion
+    where a macro wrote it."""
+    if k.expanded is not None:
+        return k.expanded
     try:
         lines = Path(k.span.file).read_text(encoding="utf-8").splitlines()
     except OSError:
