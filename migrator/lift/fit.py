@@ -1311,7 +1311,7 @@ def _one_form(
     if any(not isinstance(flat[i], Sym) and flat[i] != flat[i] for i in picked):
         raise PartialTrace(f"an element of {tensor} the fit reads was not traced")
     found: tuple[Expr, Fitter] | None = None
-    first = _first_points(picked) if agrees is not None else picked
+    first = _first_points(picked)
     if agrees is not None and len(first) < len(picked):
         # a form fitted to a spread of the elements, then computed at the others and compared
         # with their traced values: each element put in canonical form costs its whole tree

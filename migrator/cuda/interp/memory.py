@@ -443,7 +443,9 @@ def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> N
             for f in a.components():
                 put(a.buf.init, f, a.span, True)
     parts = value.comps if value.comps is not None else (value,)
-    plain = m.options.writers and not acc.packed and buf.data.dtype != object
+    # (the values a store replaces, where an array argument's writers are recorded)
+    plain = (m.options.writers and not acc.packed and buf.data.dtype != object
+             and _root(buf).writer is not None)  # fmt: skip
     for f, part in zip(acc.components(), parts, strict=True):
         d = lanes(part, m.geo.n)
         d = d if idx is None else d[idx]
@@ -543,18 +545,15 @@ def note_writers(
     w, overlap = found[0].writer, found[0].overlap
     assert w is not None and overlap is not None
     for e, b, bits in found[1]:
+        if bits is None:  # (no store repeats another)
+            bits = np.zeros(e.shape, dtype=np.int8)
         cur = w[e]
         again = (cur == -1) | (cur == b)
-        overlap[e[~again]] = True
-        if bits is None:
-            w[e] = np.where(again, b, -2)
-            w[e[w[e] != b]] = -2  # lanes of two blocks on one element in this statement
-            continue
         w[e] = np.where(again, b, np.where((bits & 1) == 1, cur, -2))
-        # lanes of two blocks on one element in this statement (-2 where they stored
-        # different values)
+        # lanes of two blocks on one element in this statement: -2 where they stored
+        # different values
         other = w[e] != b
-        overlap[e[other]] = True
+        overlap[e[~again | other]] = True
         w[e[other & ((bits & 2) == 0)]] = -2
 
 

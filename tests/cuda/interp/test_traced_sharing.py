@@ -158,6 +158,8 @@ def test_a_run_of_chosen_blocks_computes_what_the_full_launch_computes_there() -
     expect = np.where(c < n - 1, (r // 4) * 3 + c // 8, -1)
     np.testing.assert_array_equal(w, expect)
     assert full.writers["total"].tolist() == [-2]  # nine blocks add into it
+    # (in one statement of one batch: that overlaps, as the lifter's broken-tile check reads)
+    assert full.overlaps["total"].tolist() == [True] and not full.overlaps["out"].any()
     some = run_kernel(SCALE, "scale", grid, (8, 4), _scale_args(m, n),
                       options=InterpOptions(blocks=(1, 5, 8), writers=True))  # fmt: skip
     got, want = some.outputs["out"].reshape(m, n), full.outputs["out"].reshape(m, n)
