@@ -359,6 +359,9 @@ def run() -> NoReturn:
     import atexit
     import os
 
+    from migrator import teardown
+
+    teardown.skip_teardown()  # (what it is done with may be left to the process's end)
     code = main()
     try:
         sys.stdout.flush()

@@ -6,6 +6,7 @@ pointers advanced per tile, a shuffle reduction ...)."""
 
 from __future__ import annotations
 
+import gc
 import textwrap
 from pathlib import Path
 
@@ -1038,3 +1039,29 @@ def test_blocks_that_each_redo_every_row_are_traced_as_one() -> None:
     assert blocks is not None and len(blocks) == 1
     result = lift_task(spec)
     assert result.ok, result.error
+
+
+def test_a_trace_is_kept_to_the_end_only_by_a_process_that_skips_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a library's caller gets its memory back as the lift returns; the `migrate` command,
+    # which ends with os._exit, keeps the latest trace (freeing it cost a GEMM a third of its
+    # traced run) and only the latest
+    from migrator import teardown
+    from migrator.lift import lifter
+    from migrator.lift.trace import Trace
+
+    monkeypatch.setattr(lifter, "_SPARED", [])
+    monkeypatch.setattr(teardown, "_SKIPPED", [False])
+    assert lift_task(_task(tmp_path, "linear")).ok
+    assert lifter._SPARED == []
+    teardown.skip_teardown()
+    monkeypatch.setattr(lifter, "_LIFTS", {})  # (lifted again, not found in the memo)
+    try:
+        assert lift_task(_task(tmp_path, "linear")).ok
+        first = list(lifter._SPARED)
+        assert len(first) == 1 and isinstance(first[0], Trace)
+        assert lift_task(_task(tmp_path, "softmax_tree")).ok
+        assert len(lifter._SPARED) == 1 and lifter._SPARED[0] is not first[0]
+    finally:
+        gc.unfreeze()  # (what the kept traces froze: this test process goes on)
