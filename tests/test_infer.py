@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -1020,6 +1021,34 @@ def test_a_measurement_runs_its_cheapest_size_sets_first(
     # (and no repeat with other integer inputs: it has none, so a repeat reaches as far;
     # an embedding's repeat is what tells its table's rows from a size)
     assert len(fitted) >= 4 and fitted == sorted(fitted)
+
+
+def test_on_two_cores_a_measurement_runs_its_five_cheapest_sets_as_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a second process may run jobs, an attempt's first batch is its five cheapest runs
+    (the fifth alone left one core idle), on one core its four (a failing attempt stops
+    there); the spec is the same either way."""
+    from migrator import workers
+    from migrator.infer import measure
+
+    specs = []
+    for cores in (1, 2):
+        batches: list[int] = []
+
+        def jobs(fn: Any, items: Any, *a: object, **k: object) -> list[Any]:
+            batches.append(len(items))  # noqa: B023
+            return [fn(x) for x in items]
+
+        monkeypatch.setattr(workers, "map_jobs", jobs)
+        monkeypatch.setattr(workers, "workers", lambda c=cores: c)
+        monkeypatch.setattr(measure, "_PROBES", {})
+        src = tmp_path / "tile_gemm.cu"
+        src.write_text(TILE_GEMM)
+        tu = analyze_file(src)
+        specs.append(infer_spec(tu, tu.global_kernels[0]).model_dump_json())
+        assert batches[0] == (4 if cores == 1 else measure.DECIDED_AFTER), batches
+    assert specs[0] == specs[1]
 
 
 def test_a_measurement_attempt_whose_cheapest_run_is_over_budget_stops_there(

@@ -903,7 +903,7 @@ def _measure(
     import numpy as np
 
     from migrator.cuda.interp.findings import InterpError
-    from migrator.workers import map_jobs
+    from migrator.workers import map_jobs, workers
 
     if parsed is None:
         raise InferenceError(f"the extent of {params[0]} cannot be read from its indices")
@@ -966,8 +966,11 @@ def _measure(
         return got
 
     # runs made ahead on both cores: the four cheapest (an attempt that cannot fit stops
-    # there, as below), the next (after which one formula may already fit each extent, as
-    # below), then all the others
+    # there, as below) with the next (after which one formula may already fit each extent,
+    # as below: in a batch of its own it left a core idle while the other ran it, a register-
+    # tiled GEMM's 0.3 s; on one core it comes after, a run a failing attempt never makes),
+    # then all the others
+    first_batch = DECIDED_AFTER if workers() > 1 else 4
     ahead: dict[int, dict[str, int] | str] = {}
     decided = False
     for pos, j in enumerate([*order, n_runs]):
@@ -976,7 +979,8 @@ def _measure(
         if j < n_runs:
             sz = sets[j]
             if j not in ahead:
-                end = 4 if pos < 4 else DECIDED_AFTER if pos < DECIDED_AFTER else n_runs
+                end = (first_batch if pos < first_batch else DECIDED_AFTER
+                       if pos < DECIDED_AFTER else n_runs)  # fmt: skip
                 batch = order[pos : max(end, pos + 1)]
                 got = map_jobs(cheapest_first, batch, [_PROBES], [cost[i] for i in batch])
                 ahead.update(zip(batch, got, strict=True))
