@@ -970,7 +970,9 @@ def _measure(
     # as below: in a batch of its own it left a core idle while the other ran it, a register-
     # tiled GEMM's 0.3 s; on one core it comes after, a run a failing attempt never makes),
     # then all the others
-    first_batch = DECIDED_AFTER if workers() > 1 else 4
+    first_batch = min(DECIDED_AFTER if workers() > 1 else 4, n_runs)
+    if first_batch > 4 and late[order[first_batch - 1]]:
+        first_batch = 4  # (a set past the loop-step cap waits for the others' verdict)
     ahead: dict[int, dict[str, int] | str] = {}
     decided = False
     for pos, j in enumerate([*order, n_runs]):
