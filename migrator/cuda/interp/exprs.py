@@ -18,7 +18,16 @@ from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp import lambdas, memory, traced
 from migrator.cuda.interp.ctypes_ import CType
 from migrator.cuda.interp.ops import COMPARE, UNARY, binary, mask_and, truthy
-from migrator.cuda.interp.scope import CompLV, LValue, MemLV, TypeName, Var, VarLV, ViewLV
+from migrator.cuda.interp.scope import (
+    CompLV,
+    LaneElemLV,
+    LValue,
+    MemLV,
+    TypeName,
+    Var,
+    VarLV,
+    ViewLV,
+)
 from migrator.cuda.interp.traced import SELECT, as_object, is_traced
 from migrator.cuda.interp.values import Val, convert, lanes, scalar, select
 from migrator.cuda.parse import unparen
@@ -248,11 +257,13 @@ class ExprMixin:
             b = self.lookup(name)
             if isinstance(b, Var) and b.ctype.kind != "struct":
                 b.check_read(self, mask, arg)
-                return self._element(b.val, self.ev(index, mask), node)
+                i = self.ev(index, mask)
+                return self._lane_element(b.val, i) or self._element(b.val, i, node)
         elif plain and arg.type == "subscript_expression":
             row = self._row_of_matrix(arg, mask)
             if row is not None:  # `s[i][k]` of a 2-D array variable: its row, then the element
-                return self._element(row, self.ev(index, mask), node)
+                i = self.ev(index, mask)
+                return self._lane_element(row, i) or self._element(row, i, node)
         if not plain:
             view = self._local_view(arg, mask, node)
             if view is not None:  # `reinterpret_cast<float*>(&v4)[i]`
@@ -297,6 +308,28 @@ class ExprMixin:
             plain = arg.type in ("identifier", "subscript_expression")
             parts = memo[node.id] = (arg, idx_list.named_children[0], name, plain)
         return parts
+
+    def _lane_element(self: Machine, base: Val, idx: Val) -> LaneElemLV | None:
+        """`base[idx]` where base is a local array (a register tile, one row per lane) and idx
+        one in-bounds integer every lane shares (`r[m]` in an unrolled loop): its element
+        at one offset in every lane's row, which `LaneElemLV` loads and stores without
+        resolving a pointer (the accesses of a register tile's multiply-add were half of a
+        GEMM's run); None for anything else (the general path, `_element`)."""
+        buf, d, pd = base.buf, idx.data, base.data
+        if (
+            buf is None or buf.per != "lane" or type(pd) is not np.int64
+            or not isinstance(d, _INT_SCALARS) or buf.base is not None or buf.views
+        ):  # fmt: skip
+            return None
+        elem = base.ctype.elem
+        if elem is None or (elem is not buf.elem and elem != buf.elem) or elem.kind in (
+            "array", "struct", "vec"
+        ):  # fmt: skip
+            return None
+        off = int(pd) + int(d)
+        if not 0 <= off < buf.size:
+            return None  # (the general path reports it)
+        return LaneElemLV(Val(ct.ptr(elem), np.int64(off), buf=buf), elem, buf, off)
 
     def _element(self: Machine, base: Val, idx: Val, node: Node) -> LValue:
         """`base[idx]` of a pointer or an array in memory."""

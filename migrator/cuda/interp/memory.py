@@ -419,6 +419,46 @@ def _plain_through_view(
     return vals.astype(want)
 
 
+def lane_element_access(
+    m: Machine, buf: Buffer, off: int, ctype: CType, mask: np.ndarray, node: object
+) -> Access | None:
+    """The access `_resolve` makes of element `off` of every active lane's row of a local
+    array (`r[k]` of a register tile: one offset for every lane, in bounds, the buffer's own
+    element type, no view), without a pointer to resolve (`exprs._lane_element` vouches for
+    those); None where no lane is active (the general path then)."""
+    idx = m.active_lanes(mask)
+    if idx is not None and not idx.size:
+        return None
+    if buf.track:
+        buf.hi_bytes = max(buf.hi_bytes, off * buf.elem.size + ctype.scalar.size)
+    base = m.geo.row_base("lane", buf.size)
+    flat = (base if idx is None else base[idx]) + off
+    return Access(buf, idx, flat, span_of(flat) if buf.size == 1 else None, ctype, node)
+
+
+def load_lane_element(m: Machine, acc: Access) -> Val:
+    """`load` of a `lane_element_access`."""
+    buf = acc.buf
+    if buf.init is not None and not buf.fully_initialised():
+        _check_init(m, acc, "local array")
+    if m.options.writers:
+        note_reads(m, buf, acc.flat, acc.idx)
+    return _gather(m, acc, acc.flat, acc.ctype, acc.span)
+
+
+def store_lane_element(m: Machine, acc: Access, value: Val) -> None:
+    """`store` of a scalar through a `lane_element_access`."""
+    buf, idx, flat, span = acc.buf, acc.idx, acc.flat, acc.span
+    if buf.init is not None and not buf.all_init:
+        put(buf.init, flat, span, True)
+    d = lanes(value, m.geo.n)
+    put(buf.data, flat, span, d if idx is None else d[idx])
+    if m.options.writers:
+        note_writers(m, buf, flat, idx, None)
+    if m.options.stores:
+        note_stored(buf, flat)
+
+
 def store(m: Machine, ptr: Val, value: Val, mask: np.ndarray, node: object) -> None:
     """Store `value` (already converted to the pointee type) for the active lanes.
 

@@ -245,6 +245,30 @@ class MemLV:
 
 
 @dataclass
+class LaneElemLV(MemLV):
+    """`r[k]` of a local array at an index every lane shares (a register tile's element):
+    `MemLV` (its pointer is there for `&r[k]`), loaded and stored without resolving it."""
+
+    buf: memory.Buffer | None = None
+    off: int = 0
+
+    def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
+        assert self.buf is not None
+        acc = memory.lane_element_access(m, self.buf, self.off, self.ctype, mask, node)
+        if acc is None:
+            return memory.load(m, self.ptr, self.ctype, mask, node)
+        return memory.load_lane_element(m, acc)
+
+    def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
+        assert self.buf is not None
+        acc = memory.lane_element_access(m, self.buf, self.off, self.ctype, mask, node)
+        if acc is None:
+            memory.store(m, self.ptr, v, mask, node)
+            return
+        memory.store_lane_element(m, acc, v)
+
+
+@dataclass
 class CompLV:
     """Component `k` (.x/.y/.z/.w) of a vector lvalue."""
 

@@ -151,3 +151,90 @@ def test_rows_of_two_dimensional_arrays_read_as_their_elements(krun: Runner) -> 
     np.testing.assert_array_equal(out.reshape(8, 16), want)
     with pytest.raises(OutOfBoundsError, match=r"shared buffer 's': index 144, size 128"):
         krun(SHARED_TILES, "tiles", 1, (16, 8), a=a, out=out, row=9)  # a row past the last
+
+
+LANE_ELEMENTS = """
+__global__ void k(const float* a, float* out, int K, int bad) {
+    int t = threadIdx.x;
+    float r[4][3];
+    float v[3];
+    float u[2];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) r[i][j] = a[t + i + j];
+    for (int j = 0; j < 3; j++) v[j] = 1.0f;
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++) r[i][j] = fmaf(r[i][j], 0.5f, v[j]);
+    r[1][2] += 3.0f;
+    v[0]++;
+    float* p = &r[2][0];  // the address of an element: a pointer into the lane's tile
+    p[1] = 7.0f;
+    if (t % 2) r[0][0] = -1.0f;  // a store by some lanes
+    if (t < 40) u[0] = r[3][1];
+    out[t * 8 + 0] = r[t % 4][t % 3];  // an index each lane has its own of: the general path
+    out[t * 8 + 1] = r[1][2] + v[0] + r[2][1];
+    out[t * 8 + 2] = r[0][0];
+    out[t * 8 + 3] = u[1];  // never stored: an uninitialised read
+    out[t * 8 + 4] = v[bad];  // past the array where bad = 3
+    out[t * 8 + 5] = u[0];
+}"""
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_register_tile_elements_at_a_shared_index_load_and_store_as_the_general_path(
+    krun: Runner, monkeypatch: pytest.MonkeyPatch, trace: bool
+) -> None:
+    """`r[i][j]` of a local array at an index every lane shares skips resolving a pointer
+    (`ExprMixin._lane_element`); with it turned off, every value, finding and traced
+    expression is the same: element stores by some lanes, compound assignments, increments,
+    an element's address, uninitialised and out-of-bounds reads, traced values."""
+    from migrator.cuda.interp.exprs import ExprMixin
+    from migrator.cuda.interp.traced import Sym
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(80).astype(np.float32)
+    got = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(ExprMixin, "_lane_element", lambda self, base, idx: None)
+        args = {"a": a, "out": np.full(64 * 8, np.nan, np.float32)}
+        if trace:
+            args = {"a": np.array([Sym.leaf("a", i, float(x)) for i, x in enumerate(a)],
+                                  dtype=object),
+                    "out": np.full(64 * 8, np.nan, dtype=object)}  # fmt: skip
+        opts = InterpOptions(oob="report", trace=trace, compact=not trace, races=False)
+        res = krun(LANE_ELEMENTS, "k", 1, 64, K=3, bad=3, options=opts, **args)
+        got.append((repr(list(args["out"])),
+                    sorted((f.kind, f.message) for f in res.findings)))  # fmt: skip
+    assert got[0] == got[1]
+    kinds = {k for k, _ in got[0][1]}
+    assert {"uninitialized_read", "out_of_bounds"} <= kinds, kinds
+
+
+def test_a_register_tile_element_read_is_one_offset_in_every_lane_s_row(
+    krun: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The short path is taken (its loads counted) where the index is one for all lanes, and
+    not where each lane has its own."""
+    from migrator.cuda.interp import memory
+
+    taken: list[int] = []
+    real = memory.load_lane_element
+
+    def load(m: object, acc: memory.Access) -> object:
+        taken.append(int(acc.flat.size))
+        return real(m, acc)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory, "load_lane_element", load)
+    src = """
+    __global__ void k(float* out) {
+        int t = threadIdx.x;
+        float r[4];
+        for (int i = 0; i < 4; i++) r[i] = t * 4 + i;
+        out[t] = r[2] + r[t % 4];
+    }"""
+    out = np.zeros(32, np.float32)
+    krun(src, "k", 1, 32, out=out)
+    t = np.arange(32)
+    np.testing.assert_array_equal(out, (t * 4 + 2) + (t * 4 + t % 4))
+    assert taken == [32]  # r[2]; r[t % 4] goes the general way
