@@ -39,6 +39,7 @@ def clear_caches() -> None:
     contract._INPUTS.clear()
     lifter._LIFTS.clear()
     lifter._NESTS.clear()
+    lifter._LARGEST.clear()
     lifter._SPARED.clear()
     measure._PROBES.clear()
     measure._PROBE_VALUES.clear()

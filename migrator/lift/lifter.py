@@ -993,7 +993,25 @@ def _largest(
 ) -> int:
     """The largest value of an index map of the output coordinates over the output: at every
     element where there are few, else at a spread of them (its terms are monotone between the
-    wrap-arounds of a mod, which the spread's edges and middles catch well enough for a cost)."""
+    wrap-arounds of a mod, which the spread's edges and middles catch well enough for a cost).
+    Remembered: the size choices ask it of each reduction of each assign at every halving
+    (an attention's causal ranges, 315 times over outputs of up to a million elements)."""
+    key = (m.render(), tuple(sorted(sizes.items())), tuple(shape), tuple(vars_))
+    got = _LARGEST.get(key)
+    if got is None:
+        if len(_LARGEST) >= MAX_LARGEST:
+            _LARGEST.clear()
+        got = _LARGEST[key] = _largest_at(m, sizes, shape, vars_)
+    return got
+
+
+_LARGEST: dict[tuple[object, ...], int] = {}
+MAX_LARGEST = 4096
+
+
+def _largest_at(
+    m: IndexMap, sizes: Mapping[str, int], shape: tuple[int, ...], vars_: list[str]
+) -> int:
     total = math.prod(shape)
     at = np.arange(total) if total <= 1 << 20 else np.array(sample(shape, per_dim=33))
     coords = np.unravel_index(at, shape)

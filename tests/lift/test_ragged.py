@@ -107,6 +107,28 @@ def test_the_cost_of_a_ragged_sum_is_its_longest_range() -> None:
     assert reduce_cost(a.expr, {}, (10,), ["i"]) == 10
 
 
+def test_a_ragged_range_s_largest_value_is_computed_once_per_sizes_and_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (the size choices ask it again and again: an attention's 315 times, 0.17 s)
+    from migrator.lift import lifter
+
+    calls: list[int] = []
+    real = lifter._largest_at
+
+    def once(*args: object) -> int:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lifter, "_largest_at", once)
+    monkeypatch.setattr(lifter, "_LARGEST", {})
+    (a,) = _prefix_program(256).assigns
+    for _ in range(3):
+        assert reduce_cost(a.expr, {}, (100_000,), ["i"]) == 256
+    assert reduce_cost(a.expr, {}, (10,), ["i"]) == 10
+    assert len(calls) == 2  # one per output shape
+
+
 def test_a_verification_set_is_bounded_by_the_programs_arithmetic(tmp_path: Path) -> None:
     """The grown verification set costs no more arithmetic (outputs times the elements each
     reduces) than the task's largest set, or LIFT_MIN_VOLUME: threads and tensor sizes alone
