@@ -1950,6 +1950,52 @@ def test_a_kernel_whose_threads_loop_over_every_row_keeps_its_loop_steps_capped(
     assert shapes["x"] == ["B * H * T*T"] and shapes["out"] == ["B", "H", "T", "T"]
 
 
+def test_a_shape_check_of_many_loop_steps_runs_beside_the_measurement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shape check's run of a kernel whose threads loop past CHECK_AHEAD_STEPS is made in
+    a second process while the measurement's probes run here, the measured tensors as large
+    buffers: this process never makes it (the probe memo has it at the join), and the spec
+    is the one a single process infers."""
+    from migrator.infer import measure
+    from migrator.infer import spec as inferred
+
+    tu = analyze_file(ROWS_AGAIN)
+    kernel = next(k for k in tu.global_kernels if k.name == "rows_again_measured")
+    real_once, real_ahead = measure._probe_once, inferred._check_ahead
+    made: list[tuple[frozenset[str], tuple[tuple[str, int], ...]]] = []
+    started: list[object] = []
+
+    def once(parsed: object, data: object, big: object, sz: dict[str, int], *a: object) -> object:
+        made.append((frozenset(big), tuple(sorted(sz.items()))))  # type: ignore[arg-type]
+        return real_once(parsed, data, big, sz, *a)  # type: ignore[arg-type]
+
+    def check_ahead(*a: object) -> object:
+        got = real_ahead(*a)  # type: ignore[arg-type]
+        started.append(got)
+        return got
+
+    monkeypatch.setattr(measure, "_probe_once", once)
+    monkeypatch.setattr(inferred, "_check_ahead", check_ahead)
+    specs, here = [], []
+    for workers in ("1", "2"):
+        made.clear()
+        started.clear()
+        monkeypatch.setattr(measure, "_PROBES", {})
+        monkeypatch.setattr(inferred, "_PROBES", measure._PROBES)
+        monkeypatch.setenv("C2N_WORKERS", workers)
+        specs.append(infer_spec(tu, kernel).model_dump_json())
+        here.append((list(made), list(started)))
+    assert specs[0] == specs[1]
+    (one, started_one), (two, started_two) = here
+    assert started_one == [None] and started_two[0] is not None  # (one core: nothing forked)
+    # the check's run (on two cores with the measured tensor x a large buffer) was made here
+    # on one core, and not here on two; every probe of the measurement was made here on both
+    checks = [m for m in one if m not in two]
+    assert len(checks) == 1 and checks[0][0] == frozenset(), (one, two)
+    assert [m for m in two if m not in one] == [] and len(two) == len(one) - 1
+
+
 MACRO_HEADS = """#define HEADS(NAME, OP)                                                      \\
     __global__ void NAME(float* y, const float* x, int N, int C, int NH) {        \\
         int i = blockIdx.x * blockDim.x + threadIdx.x;                            \\

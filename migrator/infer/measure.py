@@ -396,7 +396,10 @@ def _probe_run(
     inputs are fixed blocks of values, so a repeated run reaches as far), and so is a run that
     failed (its error raised again). `budget`: thread-statements the run may take (0: any)."""
     text = getattr(getattr(parsed, "pre", None), "text", None)
-    task = repr([data[k] for k in ("kernel", "tensors", "scalars", "launch")])
+    # (a tensor run as a large buffer: its shape does not change the run, so the shape check's
+    # run made ahead of the measurement, before the shape is measured, serves after it)
+    tensors = [t if t["param"] not in big else {**t, "shape": None} for t in data["tensors"]]
+    task = repr([data["kernel"], tensors, data["scalars"], data["launch"]])
     key = (id(parsed), hash(text) if text is not None else None, task, repr(data.get("inputs")),
            tuple(sorted(sz.items())), high, tuple(sorted(big)), budget)  # fmt: skip
     hit = _PROBES.get(key)
@@ -502,11 +505,15 @@ def vector_relation(innermost: str, dtype: str, sizes: Mapping[str, int]) -> str
     return f"{names[0]} % {width} == 0" if len(names) == 1 and width > 1 else None
 
 
-def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
+def too_small_shapes(
+    parsed: Any, data: dict[str, Any], big: frozenset[str] = frozenset()
+) -> list[str]:
     """Tensors whose shape read from the indices is smaller than what the kernel reaches at
     the task's default sizes: those are measured instead. Buffers are allocated at the read
-    shapes (the reach past them is recorded, out-of-bounds accesses only reported); a kernel
-    that does not run at those sizes keeps its shapes (the check will say why)."""
+    shapes (the reach past them is recorded, out-of-bounds accesses only reported), the
+    tensors in `big` as large buffers (measured ones, where the run was made ahead of their
+    measurement); a kernel that does not run at those sizes keeps its shapes (the check will
+    say why)."""
 
     from migrator.contract import SpecError, eval_expr
     from migrator.cuda.interp.findings import InterpError
@@ -515,7 +522,7 @@ def too_small_shapes(parsed: Any, data: dict[str, Any]) -> list[str]:
         return []
     sz = dict(data["sizes"])
     try:
-        reached = _probe_run(parsed, data, set(), sz, 8)
+        reached = _probe_run(parsed, data, set(big), sz, 8)
         shaped = {t["param"]: math.prod(int(eval_expr(d, sz)) for d in t["shape"])
                   for t in data["tensors"]}  # fmt: skip
     except (InterpError, SpecError, ValueError, ArithmeticError):

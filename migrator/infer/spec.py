@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -39,6 +40,7 @@ from migrator.infer.host import (
     _positive_int,
 )
 from migrator.infer.measure import (
+    _PROBES,
     _WORDS,
     DEFAULT_ELEMENTS,
     DEFAULT_THREADS,
@@ -66,6 +68,7 @@ from migrator.infer.measure import (
     too_small_shapes,
     vector_relation,
 )
+from migrator.workers import Ahead, ahead
 
 DTYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned int": "uint32",
           "unsigned": "uint32", "__half": "float16", "half": "float16",
@@ -318,12 +321,25 @@ def infer_spec(
     if divides or required:
         data["relations"] = [*divides, *(r for r in required if r not in divides)]
         relations += [r for r in data["relations"] if r not in relations]
+    big: frozenset[str] = frozenset()  # tensors the shape check runs as large buffers
     if unshaped and not sizes:  # a fixed problem (`img[blockIdx.x * 120 + id]`, 1080 rows)
         _measure_into(tensors, _fixed_extents(parsed, data, unshaped))
     elif unshaped:
-        extents, measured = _measured(parsed, data, unshaped, launch_only, _trip_tiles(k, data),
-                                      _unguarded_tiles(k, data, launch_only),
-                                      _loop_steps(k, data), _nests(k, data))  # fmt: skip
+        check = _check_ahead(parsed, data, unshaped, launch_only, in_block, set(literal),
+                             relations, _nests(k, data))  # fmt: skip
+        if check is not None:
+            big = frozenset(unshaped)
+        try:
+            extents, measured = _measured(parsed, data, unshaped, launch_only,
+                                          _trip_tiles(k, data),
+                                          _unguarded_tiles(k, data, launch_only),
+                                          _loop_steps(k, data), _nests(k, data))  # fmt: skip
+        except BaseException:
+            if check is not None:
+                check.cancel()
+            raise
+        if check is not None:
+            check.join()  # (its run in the probe memo, where the check finds it)
         relations += [r for r in measured if r not in relations]
         _measure_into(tensors, _rows_of(k, extents, args, host))
     if sizes and any(t["param"] not in unshaped for t in tensors):
@@ -331,11 +347,10 @@ def infer_spec(
         # at the task's default sizes (pointers advanced per tile, `scratch + C * gridDim.x`
         # then [i], fool the index algebra); kernels that assume whole tiles reach past a
         # ragged size by design, so tiny sizes would accuse them wrongly
-        _cap_elements(tensors, sizes, launch_only | in_block)
-        _cap_elements(tensors, sizes, launch_only | in_block | set(literal), DEFAULT_ELEMENTS)
-        _cap_threads(data, sizes, launch_only | in_block | set(literal), DEFAULT_THREADS)
+        _check_sizes(data, launch_only | in_block, set(literal))
         short = [p for p in too_small_shapes(parsed, _checked_at(data, launch_only | in_block,
-                                                                  relations, _nests(k, data)))
+                                                                  relations, _nests(k, data)),
+                                             big)
                  if p not in unshaped]  # fmt: skip
         if short:
             for p in short:
@@ -349,7 +364,7 @@ def infer_spec(
             # rows read in 16-byte vectors through a pointer (`load128(x + row * V)`): whole
             # vectors (the findings of the run just made, memoised: no run of its own)
             relations += [r for r in _aligned_rows(parsed, data, launch_only | in_block,
-                                                   relations, _nests(k, data))
+                                                   relations, _nests(k, data), big)
                           if r not in relations]  # fmt: skip
     if unshaped:
         _fit_budget(tensors, sizes, sets, launch_only)
@@ -617,6 +632,43 @@ def _measured(
 
 
 CHECK_ELEMENTS = 1 << 16  # the run that checks shapes read from indices: tensors this large
+# a thread of the shape check's run looping past this many steps (`steps.nest_steps`): the run
+# is made in a second process while the measurement's probes run here (`_check_ahead`)
+CHECK_AHEAD_STEPS = 1 << 10
+
+
+def _check_sizes(data: dict[str, Any], keep: set[str], literal: set[str]) -> None:
+    """The task's default sizes made small enough for the shape check's run (in place)."""
+    _cap_elements(data["tensors"], data["sizes"], keep)
+    _cap_elements(data["tensors"], data["sizes"], keep | literal, DEFAULT_ELEMENTS)
+    _cap_threads(data, data["sizes"], keep | literal, DEFAULT_THREADS)
+
+
+def _check_ahead(
+    parsed: Any, data: dict[str, Any], unshaped: list[str], launch_only: set[str],
+    in_block: set[str], literal: set[str], relations: list[str], nests: list[Nest],
+) -> Ahead | None:  # fmt: skip
+    """The shape check's run started in a forked child before the measurement, with the
+    tensors to measure as large buffers (the check compares the others' shapes only), where
+    each of its threads loops past CHECK_AHEAD_STEPS steps: every block of llm.c's naive
+    attention backward loops over B * NH * T * T, and its check ran a second after the
+    probes, alone, while the measurement's last probe had left the other core idle. Its
+    sizes are those the check will take unless the measurement changes them (a relation, a
+    measured shape that caps them): then the check runs again, and the child's run is
+    unused. None where nothing is started."""
+    if parsed is None or not data["sizes"] or len(unshaped) == len(data["tensors"]):
+        return None
+    trial = copy.deepcopy(data)
+    _check_sizes(trial, launch_only | in_block, literal)
+    at = _checked_at(trial, launch_only | in_block, relations, nests)
+    if nest_steps(nests, at["sizes"]) < CHECK_AHEAD_STEPS:
+        return None
+    big = set(unshaped)
+
+    def run(_: int) -> None:
+        _probe_run(parsed, at, big, at["sizes"], 8)
+
+    return ahead(run, [0], [_PROBES])
 
 
 def _checked_at(
@@ -656,8 +708,9 @@ def _cap_nests(data: dict[str, Any], nests: list[Nest], keep: set[str]) -> None:
 
 
 def _aligned_rows(
-    parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str], nests: list[Nest]
-) -> list[str]:
+    parsed: Any, data: dict[str, Any], keep: set[str], relations: list[str], nests: list[Nest],
+    big: frozenset[str] = frozenset(),
+) -> list[str]:  # fmt: skip
     """`V % 4 == 0` where the run at the shape check's sizes makes a misaligned vector access
     to a tensor: the kernel reads its rows in 16-byte vectors through a pointer the index
     algebra does not follow (llm.c's `load128cs(logits + idx * P)` in a helper), so its
@@ -668,7 +721,7 @@ def _aligned_rows(
 
     at = _checked_at(data, keep, relations, nests)
     try:
-        reached = _probe_run(parsed, at, set(), at["sizes"], 8)
+        reached = _probe_run(parsed, at, set(big), at["sizes"], 8)
     except (InterpError, SpecError, ValueError, ArithmeticError, TypeError):
         return []
     out: list[str] = []
