@@ -1957,6 +1957,7 @@ def test_a_shape_check_of_many_loop_steps_runs_beside_the_measurement(
     a second process while the measurement's probes run here, the measured tensors as large
     buffers: this process never makes it (the probe memo has it at the join), and the spec
     is the one a single process infers."""
+    from migrator import workers as workers_module
     from migrator.infer import measure
     from migrator.infer import spec as inferred
 
@@ -1977,6 +1978,8 @@ def test_a_shape_check_of_many_loop_steps_runs_beside_the_measurement(
 
     monkeypatch.setattr(measure, "_probe_once", once)
     monkeypatch.setattr(inferred, "_check_ahead", check_ahead)
+    # (a thread another test left running would stop the fork: its locks are not ours)
+    monkeypatch.setattr(workers_module.threading, "active_count", lambda: 1)
     specs, here = [], []
     for workers in ("1", "2"):
         made.clear()
