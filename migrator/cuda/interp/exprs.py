@@ -329,7 +329,7 @@ class ExprMixin:
         off = int(pd) + int(d)
         if not 0 <= off < buf.size:
             return None  # (the general path reports it)
-        return LaneElemLV(Val(ct.ptr(elem), np.int64(off), buf=buf), elem, buf, off)
+        return LaneElemLV(Val(ct.ptr(elem), np.int64(off), buf=buf), elem)
 
     def _element(self: Machine, base: Val, idx: Val, node: Node) -> LValue:
         """`base[idx]` of a pointer or an array in memory."""

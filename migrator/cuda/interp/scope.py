@@ -247,25 +247,26 @@ class MemLV:
 @dataclass
 class LaneElemLV(MemLV):
     """`r[k]` of a local array at an index every lane shares (a register tile's element):
-    `MemLV` (its pointer is there for `&r[k]`), loaded and stored without resolving it."""
+    `MemLV` (its pointer is there for `&r[k]`), loaded and stored at one offset of every
+    lane's row without resolving the pointer (`memory.lane_element_access`)."""
 
-    buf: memory.Buffer | None = None
-    off: int = 0
+    def _access(self, m: Machine, mask: np.ndarray, node: object) -> memory.Access | None:
+        buf = self.ptr.buf
+        assert buf is not None
+        return memory.lane_element_access(m, buf, int(self.ptr.data), self.ctype, mask, node)
 
     def load(self, m: Machine, mask: np.ndarray, node: object) -> Val:
-        assert self.buf is not None
-        acc = memory.lane_element_access(m, self.buf, self.off, self.ctype, mask, node)
+        acc = self._access(m, mask, node)
         if acc is None:
             return memory.load(m, self.ptr, self.ctype, mask, node)
         return memory.load_lane_element(m, acc)
 
     def store(self, m: Machine, v: Val, mask: np.ndarray, node: object) -> None:
-        assert self.buf is not None
-        acc = memory.lane_element_access(m, self.buf, self.off, self.ctype, mask, node)
+        acc = self._access(m, mask, node)
         if acc is None:
             memory.store(m, self.ptr, v, mask, node)
-            return
-        memory.store_lane_element(m, acc, v)
+        else:
+            memory.store_lane_element(m, acc, v)
 
 
 @dataclass
