@@ -146,7 +146,8 @@ def trace_run(
             trace=True,
             oob="report",
             races=False,
-            compact=False,
+            # (compacted, as untraced runs are: an idle lane's traced values cost as much as a
+            # working lane's, a Python object each per operation)
             max_thread_statements=TRACE_STATEMENTS,
             blocks=blocks,
         ),

@@ -368,3 +368,87 @@ def test_the_statement_budget_bounds_the_run_not_each_batch_of_blocks() -> None:
     with pytest.raises(BudgetError, match=f"budget of {total // 2} thread-statements"):
         run(total // 2)
     assert total // 2 > 4 * per_block  # (every batch alone is far under it)
+
+
+FEW = """
+// one block of 256 threads, of which only the first n work: each loops over a triangle of
+// its row (as llm.c's naive softmax backward loops over t2 <= t), the rest idle
+__global__ void few(float* out, const float* x, const float* w, int rows, int n) {
+    int t = threadIdx.x;
+    if (t < n) {
+        for (int r = 0; r < rows; r++) {
+            float acc = 0.0f;
+            for (int j = 0; j <= t; j++) acc += x[r * n + j] * w[j];
+            out[r * n + t] = acc;
+        }
+    }
+}
+"""
+
+FEW_SPEC = """
+[kernel]
+name = "few"
+[sizes]
+R = 3
+N = 9
+[[tensors]]
+name = "out"
+role = "out"
+shape = ["R", "N"]
+[[tensors]]
+name = "x"
+role = "in"
+shape = ["R", "N"]
+[[tensors]]
+name = "w"
+role = "in"
+shape = ["N"]
+[[scalars]]
+name = "rows"
+size = "R"
+[[scalars]]
+name = "n"
+size = "N"
+[launch]
+grid = ["1"]
+block = ["256"]
+"""
+
+
+def test_a_traced_run_runs_few_active_lanes_compacted_and_traces_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A traced value costs a Python object per lane and operation, idle lanes included: the
+    traced run compacts statements that few lanes execute (9 of 256 here) as untraced runs
+    do, and every output element's expression is the one the uncompacted run builds."""
+    from migrator.cuda.interp import InterpOptions, compact
+    from migrator.cuda.interp.runner import run_kernel
+
+    rows, n = 3, 9
+    x, w = _syms(rows * n), np.empty(n, dtype=object)
+    for j in range(n):
+        w[j] = Sym.leaf("w", j, 0.25 * j - 1.0)
+
+    def run(on: bool) -> list[str]:
+        args = {"out": np.full(rows * n, np.nan, dtype=object), "x": x, "w": w,
+                "rows": rows, "n": n}  # fmt: skip
+        got = run_kernel(FEW, "few", 1, 256, args,
+                         options=InterpOptions(trace=True, races=False, compact=on))  # fmt: skip
+        return [repr(e) for e in got.outputs["out"]]
+
+    plain, compacted = run(False), run(True)
+    assert compacted == plain
+    assert plain[n + 2] == "+(+(+(0.0, *(x[9], w[0])), *(x[10], w[1])), *(x[11], w[2]))"
+
+    (tmp_path / "few.cu").write_text(textwrap.dedent(FEW))
+    (tmp_path / "few.toml").write_text(textwrap.dedent(FEW_SPEC))
+    spec = load_spec(tmp_path / "few.toml")
+    ran: list[bool] = []
+    real = compact.try_compacted
+    monkeypatch.setattr(compact, "try_compacted", lambda m, node, mask: ran.append(
+        real(m, node, mask)) or ran[-1])  # fmt: skip
+    tr = trace_run(spec, {"R": rows, "N": n})
+    assert ran and all(ran)  # the lifter's traced run compacted the working lanes' loop
+    assert [e.v for e in tr.outputs["out"].reshape(-1)] == pytest.approx(
+        [sum(tr.inputs["x"].reshape(rows, n)[r, : t + 1] * tr.inputs["w"][: t + 1])
+         for r in range(rows) for t in range(n)], rel=1e-6)  # fmt: skip
