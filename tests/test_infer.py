@@ -1414,6 +1414,51 @@ def test_a_size_read_in_whole_tiles_of_a_passed_count_is_measured_at_tiles_first
     assert "N % 32 == 0" in spec.relations, spec.relations
 
 
+def test_whole_tiles_read_past_a_compared_size_skip_the_other_small_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same whole-tile loads, with the maximum loop checking N (`if (j * BC + c >= N)
+    break;`, as llm.c's flash attention checks its key rows): the small probes come first, and
+    where their extents are products once N is rounded up to whole tiles of 32 (the last row
+    reads a whole tile past its start), the multiples of the tile come next, not the other
+    small sizes, which read past the tile as well (a third of a second of an attention's
+    measurement)."""
+    tried = _measured_tiles(monkeypatch)
+    src = tmp_path / "tile_max.cu"
+    src.write_text(TILE_COUNT_KERNEL.replace(
+        "for (int c = 0; c < BC; ++c) m", "for (int c = 0; c < BC; ++c) {\n"
+        "      if (j * BC + c >= N) break;\n      m"
+    ).replace("m = fmaxf(m, t[c]);", "m = fmaxf(m, t[c]); }"))  # fmt: skip
+    tu = analyze_file(src)
+    spec = infer_spec(tu, tu.global_kernels[0])
+    assert tried == [None, {"N": 32}], tried
+    assert "N % 32 == 0" in spec.relations, spec.relations
+
+
+def test_extents_of_whole_tiles_past_a_size_are_told_from_other_misfits() -> None:
+    from migrator.infer.measure import reads_whole_tiles
+
+    def runs(extent: Any) -> list[tuple[dict[str, int], dict[str, int]]]:
+        sets = [{"B": 2, "T": 8, "d": 4}, {"B": 3, "T": 40, "d": 8}, {"B": 5, "T": 4, "d": 8},
+                {"B": 2, "T": 32, "d": 16}, {"B": 3, "T": 48, "d": 16}]  # fmt: skip
+        return [(s, {"q": s["B"] * s["T"] * s["d"], "k": extent(s)}) for s in sets]
+
+    free, tiles = ["B", "T", "d"], {"T": 32}
+    # the last of B rows of T * d reads whole tiles of 32 rows: (B - 1) * T * d + T' * d
+    assert reads_whole_tiles(runs(lambda s: (s["B"] - 1) * s["T"] * s["d"]
+                                  + 32 * -(-s["T"] // 32) * s["d"]), free, tiles)  # fmt: skip
+    # every row rounded up to whole tiles: B * 32 * ceil(T / 32) * d
+    assert reads_whole_tiles(runs(lambda s: s["B"] * 32 * -(-s["T"] // 32) * s["d"]), free,
+                             tiles)  # fmt: skip
+    # products as they are: nothing read past a tile
+    assert not reads_whole_tiles(runs(lambda s: s["B"] * s["T"]), free, tiles)
+    # rows padded by a size, not to whole tiles: another attempt's business
+    assert not reads_whole_tiles(runs(lambda s: (s["B"] * s["T"] - 1) * s["d"] + 3), free, tiles)
+    # a tile of 8 divides every other small size: those may fit as they are
+    assert not reads_whole_tiles(runs(lambda s: s["B"] * 8 * -(-s["T"] // 8) * s["d"]), free,
+                                 {"T": 8})  # fmt: skip
+
+
 def test_a_do_while_that_steps_a_counter_through_a_size_is_a_loop_over_it(tmp_path: Path) -> None:
     """`do { t += BK; ... } while (t < K);` (a tutorial GEMM's tile loop) steps K by BK, like
     `for (t = 0; t < M; t += TM)` steps M by TM, and each thread runs through K one step

@@ -595,7 +595,9 @@ def measure_extents(
             attempts.append((TILE_MULTIPLES, 1, merged))
     plain = [(v, s, t, False) for v, s, t in attempts] + [("tied", 0, None, False)]
     padding = [(v, s, t, True) for v, s, t in attempts] if pad else []
-    for values, scale, tiled, padding_now in plain + padding:
+    queue = plain + padding
+    while queue:
+        values, scale, tiled, padding_now = queue.pop(0)
         if values == "tied":
             if tie and len(free) >= 2:  # a kernel written for square problems (M == N == K)
                 try:
@@ -613,6 +615,15 @@ def measure_extents(
             raise  # no size set changes that: the table's rows must become a size
         except InferenceError as e:
             first = first or e
+            # extents that fit once the tiled sizes are rounded up to whole tiles: other sizes
+            # that are not whole tiles cannot fit either, so the tiles' attempt comes next (the
+            # other sizes' probes cost an attention's measurement a third of a second to fail)
+            nxt = next((a for a in queue if a[2] is not None and not a[3]), None)
+            if (isinstance(e, Unfitted) and tiled is None and not padding_now and nxt
+                    and queue[0] is not nxt
+                    and reads_whole_tiles(e.runs, free, nxt[2])):  # fmt: skip
+                queue.remove(nxt)
+                queue.insert(0, nxt)
             continue
         shown = tiles if tiled is probe else tiled or {}
         tiles_of = [f"{n} % {t} == 0" for n, t in sorted(shown.items()) if t > 1]
@@ -859,6 +870,64 @@ def _product_fits(free: list[str], used: list[Any], seen: list[int]) -> list[str
 DECIDED_AFTER = 5  # runs after which one formula fitting every extent ends a measurement
 
 
+class Unfitted(InferenceError):
+    """No formula fits the extents measured: `runs`, the (sizes, extents) of the runs that
+    say so."""
+
+    def __init__(self, message: str, runs: list[tuple[dict[str, int], dict[str, int]]]) -> None:
+        super().__init__(message)
+        self.runs = runs
+
+
+def reads_whole_tiles(runs: list[Any], free: list[str], tiles: Mapping[str, int]) -> bool:
+    """Whether every extent the runs measured is a product of the sizes or one read a whole
+    tile past a size `tiles` divides into tiles (`c * (m + (T' - T) * w)`, T' = T rounded up
+    to its tile, w a factor of m / T: the last of m / w rows reads a whole tile of T), some
+    only the latter: a kernel that reads whole tiles past a size (llm.c's flash attention
+    loads its last key tile of Bc rows unguarded), which sizes that are not whole tiles never
+    fit as they are."""
+    tiled = [n for n in free if tiles.get(n, 1) > 1]
+    if not tiled or any(all(v % tiles[n] == 0 for v in OTHER_SIZES) for n in tiled):
+        return False  # (multiples of a tile among the other sizes: those may fit as they are)
+    past = False
+    for p in sorted({p for _, ext in runs for p in ext}):
+        used, seen = _reached(runs, p)
+        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
+            return False
+        if _product_fits(free, used, seen):
+            continue
+        if not any(_whole_tile_fits(free, used, seen, n, tiles[n]) for n in tiled):
+            return False
+        past = True
+    return past
+
+
+def _whole_tile_fits(
+    free: list[str], used: list[tuple[dict[str, int], Any]], seen: list[int], n: str, tile: int
+) -> bool:
+    """Whether some `c * (m + (n' - n) * w)` gives the extents `seen` at the runs `used` (n'
+    is n rounded up to `tile`, m a monomial of the sizes `free` with n once, w a factor of
+    m / n), past the plain product at some run."""
+    k = free.index(n)
+    for exps in itertools.product((0, 1, 2), repeat=len(free)):
+        if exps[k] != 1:
+            continue
+        rest = [range(e + 1) if i != k else range(1) for i, e in enumerate(exps)]
+        for sub in itertools.product(*rest):
+            parts = []
+            for sz, _ in used:
+                m = math.prod(sz[f] ** e for f, e in zip(free, exps, strict=True))
+                w = math.prod(sz[f] ** e for f, e in zip(free, sub, strict=True))
+                parts.append((m, (-(-sz[n] // tile) * tile - sz[n]) * w))
+            base = parts[0][0] + parts[0][1]
+            c, rem = divmod(seen[0], base) if base else (0, 1)
+            if rem or not 1 <= c <= 8 or not any(x for _, x in parts):
+                continue
+            if all(c * (m + x) == v for (m, x), v in zip(parts, seen, strict=True)):
+                return True
+    return False
+
+
 def _reached(runs: list[Any], p: str) -> tuple[list[Any], list[int]]:
     """The runs (sizes, extents) that reached tensor `p`, and its extent at each: a run that
     never touched it (`C / NH` was 0 at those sizes) says nothing of it."""
@@ -1018,10 +1087,11 @@ def _measure(
                     and max(seen) < PROBE_ELEMS
                     and not _possible(free, used, seen, p in inputs)
                 ):
-                    raise InferenceError(
+                    raise Unfitted(
                         f"the extent of {p} cannot be read from its indices, and the extents "
                         f"measured at {len(used)} size sets ({seen}) fit no product of "
-                        f"{', '.join(free)}"
+                        f"{', '.join(free)}",
+                        [r for r in done if r[1] is not None],
                     )
         # the cheapest runs already leave one formula for every extent, each the formula of
         # a size set no costlier run would change (the larger ones cost an attention's or a
@@ -1069,11 +1139,12 @@ def _measure(
             fits = [n for n in fixed if fixed[n] == seen[0] and f"{n} == {seen[0]}"
                     in data.get("relations", [])][:1]  # fmt: skip
         if len(fits) != 1:
-            raise InferenceError(
+            raise Unfitted(
                 f"the extent of {p} cannot be read from its indices, and the extents measured "
                 f"at {len(used)} size sets ({seen}) fit "
                 + (f"several formulas ({', '.join(fits[:3])})" if fits else
-                   f"no product of {', '.join(free)}")
+                   f"no product of {', '.join(free)}"),
+                runs[:-1],
             )  # fmt: skip
         out[p] = fits[0]
     return out
