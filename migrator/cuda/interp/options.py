@@ -32,6 +32,9 @@ class InterpOptions:
     compact: run statements that few lanes execute over just those lanes (gather, run,
         scatter; `compact.py`). False evaluates every statement over all lanes: the slow
         reference path the fast one is tested against.
+    widen: run an accumulating loop (`for (...) acc += E;`) by evaluating E over all its steps
+        at once, then applying the steps' assignments in order (`widen.py`). False steps
+        through the body: the reference path the widened one is tested against.
     trace: store every floating-point value as a traced `Sym` (`traced.py`): each output
         element comes back as the expression over input elements that computed it (the
         lifter's input; slow, for small sizes). Float array arguments must be object arrays.
@@ -58,6 +61,7 @@ class InterpOptions:
     block_batch: int | None = None
     races: bool = True
     compact: bool = True
+    widen: bool = True
     max_loop_iterations: int = 1 << 20
     extents: bool = False
     trace: bool = False
@@ -81,8 +85,8 @@ class InterpOptions:
             list(self.blocks) != sorted(set(self.blocks)) or any(b < 0 for b in self.blocks)
         ):
             raise ValueError(f"blocks={self.blocks!r}: expected sorted, unique block ids >= 0")
-        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "extents", "trace",
-                     "writers"):  # fmt: skip
+        for name in ("fmad", "fast_math", "shadow_f64", "races", "compact", "widen", "extents",
+                     "trace", "writers"):  # fmt: skip
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a bool")
         if not isinstance(self.stores, tuple) or not all(isinstance(n, str) for n in self.stores):

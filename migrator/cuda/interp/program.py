@@ -66,6 +66,7 @@ class Program:
     functions: dict[str, list[Function]] = field(default_factory=dict)
     globals: list[Node] = field(default_factory=list)  # file-scope declarations, in order
     compact_cache: dict[int, Any] = field(default_factory=dict)  # node id -> compact.Safety
+    widen_plans: dict[int, Any] = field(default_factory=dict)  # node id -> widen.Plan | None
     # node id -> the parts of an operator node, read from the tree once (the evaluator asks
     # for them at every execution): a binary or assignment expression's (op, left, right), the
     # `a * b` operands of a possible fused multiply-add (or None)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tree_sitter import Node
 
-from migrator.cuda.interp import compact, coop, lambdas
+from migrator.cuda.interp import compact, coop, lambdas, widen
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.builtins import MATH
 from migrator.cuda.interp.findings import BUDGET_PHRASE, BudgetError
@@ -460,14 +460,10 @@ class StmtMixin:
                     self.ev(init, mask)
             body = node.child_by_field_name("body")
             assert body is not None
-            self._loop(
-                node,
-                mask,
-                node.child_by_field_name("condition"),
-                body,
-                node.child_by_field_name("update"),
-                True,
-            )
+            cond, update = node.child_by_field_name("condition"), node.child_by_field_name("update")
+            if widen.run(self, node, mask, cond, body, update):
+                return  # (an accumulating loop, its steps evaluated at once: widen.py)
+            self._loop(node, mask, cond, body, update, True)
         finally:
             self.frame.scopes.pop()
 
