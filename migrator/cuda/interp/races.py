@@ -37,6 +37,12 @@ class RaceTracker:
         self.read_any = False  # any read folded into `reader` in this interval
         self.pending: list[tuple[np.ndarray, np.ndarray, Span | None]] = []
         self.pending_n = 0
+        self._scratch: np.ndarray | None = None  # (`_record`'s, made on first use)
+
+    def scratch(self) -> np.ndarray:
+        if self._scratch is None:
+            self._scratch = np.full(self.writer.shape, NONE, dtype=TID)
+        return self._scratch
 
     def reset(self) -> None:
         """A barrier: every earlier access happens-before every later one."""
@@ -78,7 +84,7 @@ class RaceTracker:
         if repeats:
             flat = np.concatenate([f for f, _ in repeats])
             tid = np.concatenate([t for _, t in repeats])
-            _record(self.reader, flat, tid, not self.read_any)
+            _record(self.reader, flat, tid, not self.read_any, scratch=self.scratch())
             self.read_any = True
         self.pending.clear()
         self.pending_n = 0
@@ -98,7 +104,7 @@ class RaceTracker:
             race = _other(take(self.reader, flat, span), tid)
         else:
             race = np.zeros(flat.shape, dtype=bool)
-        if _record(self.writer, flat, tid, not self.written, span):
+        if _record(self.writer, flat, tid, not self.written, span, self.scratch()):
             race |= self.writer[flat] == MANY  # same-statement writers of one address
         self.dirty = True
         self.written = True
@@ -123,14 +129,16 @@ def _merge(old: np.ndarray, tid: np.ndarray) -> np.ndarray:
 
 
 def _record(
-    table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool, span: Span | None = None
-) -> bool:
+    table: np.ndarray, flat: np.ndarray, tid: np.ndarray, empty: bool, span: Span | None = None,
+    scratch: np.ndarray | None = None,
+) -> bool:  # fmt: skip
     """table[f] = merge(table[f], tid) for every access, repeated addresses included.
 
     Fast path: strictly increasing addresses have no repeats, so one fancy assignment is exact
     (a plain store of `tid` when the table is `empty`, all NONE). Otherwise accesses are grouped
-    by address first: a group of one thread id keeps it, a group of several becomes MANY.
-    Returns whether addresses repeated.
+    by address first: a group of one thread id keeps it, a group of several becomes MANY (with
+    `scratch`, a table-sized array of NONE, in linear time; else by sorting). Returns whether
+    addresses repeated.
     """
     if span is not None:  # strictly increasing by construction: the fast path, as a view
         view = span.view(table)
@@ -139,6 +147,17 @@ def _record(
     if flat.size < 2 or bool(_ALL(flat[1:] > flat[:-1])):
         table[flat] = tid if empty else _merge(table[flat], tid)
         return False
+    if scratch is not None:
+        # no sort: one thread id per address is kept in `scratch` (all NONE between calls),
+        # any access by another thread makes it MANY, and every access then merges that
+        # (repeats of an address merge the same value)
+        t = np.broadcast_to(tid, flat.shape)
+        scratch[flat] = t
+        scratch[flat[scratch[flat] != t]] = MANY
+        group = scratch[flat]
+        table[flat] = group if empty else _merge(table[flat], group)
+        scratch[flat] = NONE
+        return True
     order = flat.argsort(kind="stable")
     f, t = flat[order], np.broadcast_to(tid, flat.shape)[order]
     starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))

@@ -67,3 +67,25 @@ def test_tracker_matches_reference(seed: int) -> None:
             got_list = fast.write(flat, tid).tolist()
             want = ref.write(flat.tolist(), tid.tolist())
         assert got_list == want, (kind, flat.tolist(), tid.tolist())
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("empty", [True, False])
+def test_repeated_addresses_group_the_same_without_sorting(seed: int, empty: bool) -> None:
+    """`_record`'s linear grouping of repeated addresses (a table-sized scratch) leaves the
+    table exactly as the sorting one does: one thread's accesses keep its id, several threads'
+    make the address MANY, merged with what the table held; the scratch is all NONE after."""
+    from migrator.cuda.interp.races import MANY, NONE, _record
+
+    rng = np.random.default_rng(seed)
+    n = 64
+    flat = rng.integers(0, n, size=int(rng.integers(2, 300)))
+    tid = rng.integers(0, 8, size=flat.size).astype(TID)
+    start = (np.full(n, NONE, dtype=TID) if empty
+             else rng.choice([NONE, MANY, 0, 3, 5], size=n).astype(TID))  # fmt: skip
+    sorted_t, linear_t = start.copy(), start.copy()
+    scratch = np.full(n, NONE, dtype=TID)
+    assert _record(sorted_t, flat, tid, empty) == _record(linear_t, flat, tid, empty,
+                                                          scratch=scratch)  # fmt: skip
+    np.testing.assert_array_equal(linear_t, sorted_t)
+    assert (scratch == NONE).all()
