@@ -696,7 +696,8 @@ def constructs_of(k: Kernel, c: Classification) -> list[Construct]:
                 mapped=matched,
             )
         )
-    for call in {(x.name, x.kind) for x in k.calls if x.kind in ("math", "warp", "atomic")}:
+    # (sorted: a set's order follows the string hash, which differs from run to run)
+    for call in sorted({(x.name, x.kind) for x in k.calls if x.kind in ("math", "warp", "atomic")}):
         out.append(
             Construct(cuda=f"{call[1]} {call[0]}()", nki="nl math / reductions", mapped=matched)
         )

@@ -341,7 +341,7 @@ def _callees_first(parsed: ParsedSource, functions: list[_Function]) -> list[_Fu
     def visit(f: _Function, stack: tuple[str, ...]) -> None:
         if f.name in seen or f.name in stack:
             return
-        for callee in {c[0] for c in f.calls(parsed)}:
+        for callee in dict.fromkeys(c[0] for c in f.calls(parsed)):  # (in call order)
             g = by_name.get(callee)
             if g is not None and g.qualifier != "host":
                 visit(g, (*stack, f.name))

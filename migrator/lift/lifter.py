@@ -322,6 +322,10 @@ def _pair(
     # attention per batch entry and head): those sizes small, a few problems are enough
     batch = _batch_sizes(spec, names) if wide is None else []
     rest = [n for n in names if n not in batch]
+    # (sizes held to whole tiles last: the small values go to the sizes they stay at, not to
+    # one raised to its tile anyway, `T % 32 == 0` beside a head size d)
+    tiled = tile_relations(spec.relations) if obey else {}
+    rest.sort(key=lambda n: tiled.get(n, 1) > 1)
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
         start = {**fixed, **{n: base + step * i for i, n in enumerate(rest)},
