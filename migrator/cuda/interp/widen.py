@@ -285,10 +285,14 @@ def run(
 ) -> bool:
     """Run the `for` loop `node` (its initialiser done) widened; False (nothing done) where its
     plan or its variables do not allow it."""
-    if m.options.trace or not m.options.widen:
+    if not m.options.widen:
         return False
     plan = plan_of(m, node)
     if plan is None or cond is None or update is None:
+        return False
+    if m.options.trace and plan.kind != "map":
+        # (an accumulator's steps are applied outside the evaluator, where a traced value
+        # would not get its source row; a map's every value is made by the statement itself)
         return False
     acc = m.lookup(plan.acc)
     if not isinstance(acc, Var) or acc.init is not None or acc.val.comps is not None:
@@ -666,7 +670,7 @@ def _map_groups(
                 break
             undo.append((flat, buf.data[flat].copy(), None if buf.init is None
                          else buf.init[flat].copy()))  # fmt: skip
-            m._e_assign(plan.assign, full)
+            m.ev(plan.assign, full)  # (as the statement evaluates it: a traced value's row)
         ok = ok and not mark.changed()
         start = stop
     return ok

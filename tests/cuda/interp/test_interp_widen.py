@@ -37,6 +37,20 @@ def widened(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return done
 
 
+@pytest.fixture
+def widened_maps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """As `widened`, for loops that store each step's own element of a local array."""
+    done: list[bool] = []
+    real = widen._widened_map
+
+    def logged(*args: Any, **kw: Any) -> bool:
+        done.append(real(*args, **kw))
+        return done[-1]
+
+    monkeypatch.setattr(widen, "_widened_map", logged)
+    return done
+
+
 def _both(krun: Runner, src: str, grid: Any, block: Any, **args: Any) -> tuple[Any, Any]:
     """(args after, result or error) with the widened path, then without it."""
     out = []
@@ -333,3 +347,51 @@ def test_a_register_tiles_steps_each_write_their_own_element(
     # element) tried and undone, as is `u` where reading it uninitialised is reported
     maps = [ok for name, ok in kinds if name == "_widened_map"]
     assert maps.count(True) >= 6 * n and False in maps
+
+
+def _same_tree(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
+    """Two traced values built alike: operations, operands, values and source rows."""
+    from migrator.cuda.interp.traced import Sym
+
+    if type(a) is not type(b):
+        return False
+    if not isinstance(a, Sym):
+        return bool(a == b or (a != a and b != b))
+    if (id(a), id(b)) in seen:
+        return True
+    seen.add((id(a), id(b)))
+    if a.op != b.op or a.at != b.at or len(a.args) != len(b.args):
+        return False
+    if not (a.v == b.v or (a.v != a.v and b.v != b.v)):
+        return False
+    return all(_same_tree(x, y, seen) for x, y in zip(a.args, b.args, strict=True))
+
+
+def test_a_traced_register_tile_is_widened_into_the_same_expressions(
+    krun: Runner, widened_maps: list[bool]
+) -> None:
+    """In a traced run only map loops are widened (every value is made by the statement
+    itself, each with its source row); the expressions match the step-by-step run's node for
+    node, rows included."""
+    from migrator.cuda.interp.traced import Sym
+
+    n, threads = 3, 4
+
+    def leaves(name: str, size: int) -> np.ndarray:
+        out = np.empty(size, dtype=object)
+        out[:] = [Sym.leaf(name, i, 0.5 * i - 1.0) for i in range(size)]
+        return out
+
+    a_in, b_in = leaves("a", threads * 4 * n), leaves("b", 4 * n)
+    got = []
+    for flag in (True, False):
+        c = np.full(threads * 16, np.nan, dtype=object)
+        d = np.full(threads * 8, np.nan, dtype=object)
+        krun(TILE, grid=1, block=threads, a=a_in, b=b_in, c=c, d=d, n=n,
+             options=InterpOptions(trace=True, races=False, widen=flag))  # fmt: skip
+        got.append((c, d))
+    seen: set[tuple[int, int]] = set()
+    for x, y in zip(got[0], got[1], strict=True):
+        assert all(_same_tree(p, q, seen) for p, q in zip(x.tolist(), y.tolist(), strict=True))
+    assert widened_maps and any(widened_maps)
+    assert isinstance(got[0][0][5], Sym) and got[0][0][5].op == "+"
