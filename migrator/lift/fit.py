@@ -684,7 +684,14 @@ class Fitter:
         # of a warp holds its own copy of a row's shuffled max)
         users: dict[Any, list[int]] = {}
         for n, x in enumerate(insts):
-            users.setdefault(self.c.key(x[1]) if len(insts) > 64 else id(x[1]), []).append(n)
+            users.setdefault(id(x[1]), []).append(n)
+        if len(insts) > 64:
+            # (by key: each object's once, its users in the order they come)
+            by_key: dict[Any, list[int]] = {}
+            for idx in users.values():
+                by_key.setdefault(self.c.key(insts[idx[0]][1]), []).append(idx)
+            users = {k: v[0] if len(v) == 1 else sorted(n for idx in v for n in idx)
+                     for k, v in by_key.items()}  # fmt: skip
         keep: set[int] = set()
         for idx in users.values():  # the first, middle and last user: spread, not clustered
             keep.update(idx[int(q * (len(idx) - 1))] for q in (0.0, 0.5, 1.0))

@@ -329,7 +329,7 @@ def _pair(
     for base, step in ((8 * scale, 4 * scale), (5 * scale, scale)):
         out: list[dict[str, int]] = []
         start = {**fixed, **{n: base + step * i for i, n in enumerate(rest)},
-                 **{n: 3 + 2 * i for i, n in enumerate(batch)}}  # fmt: skip
+                 **{n: 2 + i for i, n in enumerate(batch)}}  # fmt: skip
         if wide is not None:
             small = [n for n in names if n != wide]
             start = {**start, **{n: 8 + 4 * i for i, n in enumerate(small)}}
