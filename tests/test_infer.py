@@ -1551,6 +1551,52 @@ def test_rows_padded_past_their_width_are_the_whole_product() -> None:
     assert _padded_rows(["R", "P", "V"], used, [s + 1 for s in seen]) == []
 
 
+def test_rows_padded_to_a_stride_are_measured_after_the_first_sizes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first sizes' extents are rows padded to P, which the kernel never compares: the
+    padded reading of those same probes comes next (nothing run again), not the other sizes
+    and square problems (a fused classifier's measurement: 0.4 s of probes that fail); where
+    the padding size is compared (a GEMM tutorial's K, its loop bound), the order is kept."""
+    import migrator.infer.measure as measure
+    from migrator.infer.measure import Unfitted, measure_extents, padded_by_stride
+
+    draws = ((4, 16, 9), (7, 32, 30), (5, 8, 3), (9, 64, 40))
+    runs = [({"R": r, "P": p, "V": v}, {"x": (r - 1) * p + v}) for r, p, v in draws]
+    assert padded_by_stride(runs, ["R", "P", "V"], frozenset({"V"}))
+    assert not padded_by_stride(runs, ["R", "P", "V"], frozenset({"V", "P"}))
+    assert not padded_by_stride([(sz, {"x": sz["R"] * sz["P"]}) for sz, _ in runs],
+                                ["R", "P", "V"], frozenset({"V"}))  # fmt: skip
+    # P the columns of another tensor too (a GEMM tutorial's one leading dimension)
+    assert not padded_by_stride([(sz, {**e, "y": sz["V"] * sz["P"]}) for sz, e in runs],
+                                ["R", "P", "V"], frozenset({"V"}))  # fmt: skip
+
+    def attempts(compared: frozenset[str]) -> list[tuple[object, bool]]:
+        tried: list[tuple[object, bool]] = []
+
+        def fake(parsed: object, data: object, params: object, launch_only: object,
+                 values: object, scale: int, tiles: object = None, padded: object = None,
+                 nests: object = None) -> dict[str, str]:  # fmt: skip
+            tried.append((values, padded is not None))
+            if padded is None:  # (the probes show padded rows, whatever the sizes)
+                raise Unfitted("the extent of x fits no product", runs)
+            padded.append("P >= V")  # type: ignore[attr-defined]
+            return {"x": "R * P"}
+
+        monkeypatch.setattr(measure, "_measure", fake)
+        data = {"sizes": {"R": 8, "P": 8, "V": 8}, "launch": {"grid": ["R"], "block": ["1"]},
+                "scalars": [],
+                "tensors": [{"param": "x", "role": "inout", "shape": []}]}  # fmt: skip
+        got = measure_extents(None, data, ["x"], set(), compared=compared)
+        assert got == ({"x": "R * P"}, ["P >= V"])
+        return tried
+
+    small = measure.PROBE_SIZES
+    assert attempts(frozenset({"V"})) == [(small, False), (small, True)]
+    slow = attempts(frozenset({"V", "P"}))  # (the others first, square problems among them)
+    assert slow[0] == (small, False) and slow[-1] == (small, True) and len(slow) > 2
+
+
 TRANSPOSE_VEC4 = """
 __global__ void transpose_cols4(const float* in, float* out, int height, int width) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;

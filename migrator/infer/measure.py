@@ -541,6 +541,7 @@ def measure_extents(
     tiles_first: bool = False,
     steps: Mapping[str, int] | None = None,
     nests: list[Nest] | None = None,
+    compared: frozenset[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`_measure` at power-of-two sizes (relations such as `C % NH == 0` hold); failing that,
     at sizes that are not all powers of two (a fit can depend on which multiples occur), then
@@ -555,7 +556,10 @@ def measure_extents(
     fit, so the multiples of the tiles are tried first (a register-tiled GEMM's small probes
     cost two seconds to fail). `steps`: the step a loop of the kernel takes through a size
     (`bk < (K + BK - 1) / BK`: K by BK). `nests`: the kernel's loop nests (`steps.step_nests`):
-    probes past NEST_STEPS loop steps a thread run last (often not at all)."""
+    probes past NEST_STEPS loop steps a thread run last (often not at all). `compared`: the
+    sizes the kernel compares anywhere (`i < V`); rows padded to a size it never compares (a
+    stride only: llm.c's logits rows of P, V wide) are tried right after the first sizes show
+    them (their probes are those sizes'), before the other sizes and square problems."""
     free = [n for n in data["sizes"] if n not in launch_only]
     small = PROBE_SIZES if len(free) <= 3 else PROBE_SIZES_4
     # (values, scale, tiles): sizes drawn from values x scale, or from multiples of the tiles
@@ -624,6 +628,12 @@ def measure_extents(
                     and reads_whole_tiles(e.runs, free, nxt[2])):  # fmt: skip
                 queue.remove(nxt)
                 queue.insert(0, nxt)
+            twin = (values, scale, None, True)
+            if (isinstance(e, Unfitted) and tiled is None and not padding_now
+                    and compared is not None and twin in queue
+                    and padded_by_stride(e.runs, free, compared)):  # fmt: skip
+                queue.remove(twin)
+                queue.insert(0, twin)
             continue
         shown = tiles if tiled is probe else tiled or {}
         tiles_of = [f"{n} % {t} == 0" for n, t in sorted(shown.items()) if t > 1]
@@ -900,6 +910,31 @@ def reads_whole_tiles(runs: list[Any], free: list[str], tiles: Mapping[str, int]
             return False
         past = True
     return past
+
+
+def padded_by_stride(runs: list[Any], free: list[str], compared: frozenset[str]) -> bool:
+    """Whether every extent the runs measured is a product of the sizes or exactly one rows
+    padded formula (`_padded_rows`), some the latter, each padded to a size that is a row
+    stride only: one the kernel never compares and no product extent has (llm.c's P beside
+    the vocabulary V it loops to). Such rows fit at other sizes only by chance, and a square
+    problem would hide them."""
+    pads: set[str] = set()
+    plain: set[str] = set()  # the sizes of the extents that are plain products
+    for p in sorted({p for _, ext in runs for p in ext}):
+        used, seen = _reached(runs, p)
+        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
+            return False
+        fits = _product_fits(free, used, seen)
+        if fits:
+            plain.update(n for f in fits for n in _WORDS.findall(f))
+            continue
+        rows = _padded_rows(free, used, seen)
+        if len(rows) != 1:
+            return False
+        pads.add(rows[0][1].split(" >= ")[0])
+    # (a size that is also another tensor's dimension is no stride only: a GEMM tutorial's N,
+    # B's and C's columns and A's row stride, whose `(M - 1) * N + K` is a square problem's)
+    return bool(pads) and not pads & (compared | plain)
 
 
 def _whole_tile_fits(

@@ -333,7 +333,8 @@ def infer_spec(
             extents, measured = _measured(parsed, data, unshaped, launch_only,
                                           _trip_tiles(k, data),
                                           _unguarded_tiles(k, data, launch_only),
-                                          _loop_steps(k, data), _nests(k, data))  # fmt: skip
+                                          _loop_steps(k, data), _nests(k, data),
+                                          _compared_sizes(k, data))  # fmt: skip
         except BaseException:
             if check is not None:
                 check.cancel()
@@ -591,6 +592,7 @@ def _measured(
     unguarded: bool = False,
     steps: dict[str, int] | None = None,
     nests: list[Nest] | None = None,
+    compared: frozenset[str] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """`measure_extents`; where an extent follows the values of the integer inputs (a gather:
     `table[idx[i] * C + c]`), the table's rows become a size of the task (V) that the
@@ -599,7 +601,8 @@ def _measured(
 
     try:
         return measure_extents(parsed, data, params, launch_only, whole=whole,
-                               tiles_first=unguarded, steps=steps, nests=nests)  # fmt: skip
+                               tiles_first=unguarded, steps=steps, nests=nests,
+                               compared=compared)  # fmt: skip
     except GatherError:
         ints = [t for t in data["tensors"] if t["role"] == "in"
                 and np_dtype(t["dtype"]).kind in "iu"]  # fmt: skip
@@ -1202,6 +1205,21 @@ def _cap_steps(
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _NOT_COMPARING = re.compile(r"<<|>>|->|#\s*include\s*<[^>]*>")
+
+
+def _compared_sizes(k: Kernel, data: dict[str, Any]) -> frozenset[str]:
+    """The sizes the kernel compares anywhere: those of a scalar named beside `<` or `>` in
+    a statement (`i < V`, `if (row >= M)`, a template's brackets too: erring towards compared);
+    the others it only multiplies and adds (strides)."""
+    text = _NOT_COMPARING.sub(" ", _uncommented(_kernel_text(k)))
+    parts = [p for p in re.findall(r"[^;{}]+", text) if "<" in p or ">" in p]
+    out: set[str] = set()
+    for sc in data["scalars"]:
+        used = re.compile(rf"\b{re.escape(str(sc['name']))}\b")
+        if any(used.search(p) for p in parts):
+            out.update(n for n in data["sizes"]
+                       if re.search(rf"\b{re.escape(n)}\b", str(sc.get("size"))))  # fmt: skip
+    return frozenset(out)
 
 
 def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> bool:

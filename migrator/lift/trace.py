@@ -211,13 +211,17 @@ def blocks_to_trace(
         return None, {}  # a block reads what others stored (a last block sums the partials)
     chosen: set[int] = set()
     unwritten: dict[str, np.ndarray] = {}
-    for t in spec.outputs_in_order:
+    for n, t in enumerate(spec.outputs_in_order):
         if not _is_float(t.dtype):
             continue
         w = result.writers.get(t.cuda_param)
         if w is None or (w == -2).any():
             return None, {}
         never = np.flatnonzero(w == -1)
+        if n == 0 and t.role == "out" and w.size and never.size == w.size:
+            # nothing written where the fit starts (a part of a tile: the kernel's loop
+            # needs a whole one): the fit's own verdict, without tracing for it
+            raise LiftError(f"{w.size} of {w.size} elements of {t.name} are never written")
         if t.role == "inout" and never.size:
             return None, {}
         if 2 * never.size > w.size:

@@ -285,6 +285,26 @@ def test_the_lifter_traces_only_the_blocks_its_fit_reads(
     assert lift_task(spec).ok
 
 
+def test_sizes_where_the_kernel_writes_nothing_are_not_traced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below a whole tile (`M < 32`: a kernel whose loop needs one) the writers' run shows no
+    element written: the fit's verdict comes at once, without the traced run it would read
+    it from."""
+    import migrator.lift.lifter as lifter
+    from migrator.lift.program import LiftError
+
+    (tmp_path / "tiles.cu").write_text(textwrap.dedent(TILES).replace(
+        "    int r = blockIdx.x;", "    int r = blockIdx.x;\n    if (m < 32) return;"))  # fmt: skip
+    (tmp_path / "tiles.toml").write_text(textwrap.dedent(TILES_SPEC))
+    spec = load_spec(tmp_path / "tiles.toml")
+    traced: list[object] = []
+    monkeypatch.setattr(lifter, "trace_run", lambda *a, **k: traced.append(a))
+    with pytest.raises(LiftError, match="^96 of 96 elements of out are never written$"):
+        lifter._fit(spec, {"M": 8, "N": 12}, 0)
+    assert not traced
+
+
 LAST_BLOCK = """
 // each block writes its partial sum; the last block to finish adds the partials up
 __device__ unsigned int done = 0;
