@@ -114,21 +114,35 @@ def _plan(m: Machine, node: Node) -> Plan | None:
         return None
     acc = m.parsed.text(left)
     names: set[str] = set()
+    parts = _parts(m, cond, update, decls, guard, names)
+    if parts is None or not _pure(m, rhs, names):
+        return None
+    stepped, seen, declared = parts
+    if acc in names or acc in seen or acc in stepped or acc in declared:
+        return None
+    return Plan(acc, op, stmt, assign, rhs, tuple(sorted(stepped)), frozenset(names - declared),
+                tuple(decls), guard, counted=_counted_parts(m, cond, update, stepped))  # fmt: skip
+
+
+def _parts(
+    m: Machine, cond: Node, update: Node, decls: list[Node], guard: Node | None, names: set[str]
+) -> tuple[set[str], set[str], set[str]] | None:
+    """The loop's control and temporaries, checked: (the variables the update steps, the
+    names the control reads, the temporaries declared), collecting into `names` what the
+    temporaries read; None where any has an effect or a temporary shadows what the control
+    reads."""
     stepped: set[str] = set()
     seen: set[str] = set()
     declared: set[str] = set()
     if not all(_local_decl(m, d, names, declared) for d in decls):
         return None
-    if not _pure(m, rhs, names) or not _pure(m, cond, seen) or not _steps(m, update, stepped, seen):
+    if not _pure(m, cond, seen) or not _steps(m, update, stepped, seen) or not stepped:
         return None
     if guard is not None and not _pure(m, guard, seen):
         return None
-    if acc in names or acc in seen or acc in stepped or acc in declared or not stepped:
-        return None
     if declared & (stepped | seen):
         return None  # (a local of the body shadowing what the loop's control reads)
-    return Plan(acc, op, stmt, assign, rhs, tuple(sorted(stepped)), frozenset(names - declared),
-                tuple(decls), guard, counted=_counted_parts(m, cond, update, stepped))  # fmt: skip
+    return stepped, seen, declared
 
 
 def _map_plan(
@@ -148,20 +162,15 @@ def _map_plan(
         return None
     target = m.parsed.text(base)
     names: set[str] = set()
-    stepped: set[str] = set()
-    seen: set[str] = set()
     lhs: set[str] = set()
-    declared: set[str] = set()
-    if not all(_local_decl(m, d, names, declared) for d in decls):
+    parts = _parts(m, cond, update, decls, None, names)
+    if parts is None or not _pure(m, left, lhs) or not _pure(m, rhs, names, m.parsed.text(left)):
         return None
-    if not _pure(m, left, lhs) or not _pure(m, rhs, names, m.parsed.text(left)):
-        return None
+    stepped, seen, declared = parts
     if target in names or target in declared:
         return None  # (E reads another element of X, which may be another step's)
     names |= lhs - {target}
-    if not _pure(m, cond, seen) or not _steps(m, update, stepped, seen) or not stepped:
-        return None
-    if target in seen or target in stepped or declared & (stepped | seen):
+    if target in seen or target in stepped:
         return None
     return Plan(target, m.operator_parts(assign)[0], stmt, assign, rhs, tuple(sorted(stepped)),
                 frozenset(names - declared), tuple(decls), kind="map",

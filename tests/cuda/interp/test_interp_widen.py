@@ -22,33 +22,29 @@ SPECS = sorted(CORPUS.glob("*.toml"))
 Runner = Callable[..., RunResult]
 
 
-@pytest.fixture
-def widened(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each loop the widened path took on was completed that way (False: undone and
-    run step by step)."""
+def _logged(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
     done: list[bool] = []
-    real = widen._widened
+    real = getattr(widen, name)
 
     def logged(*args: Any, **kw: Any) -> bool:
         done.append(real(*args, **kw))
         return done[-1]
 
-    monkeypatch.setattr(widen, "_widened", logged)
+    monkeypatch.setattr(widen, name, logged)
     return done
+
+
+@pytest.fixture
+def widened(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each accumulating loop the widened path took on was completed that way (False:
+    undone and run step by step)."""
+    return _logged(monkeypatch, "_widened")
 
 
 @pytest.fixture
 def widened_maps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """As `widened`, for loops that store each step's own element of a local array."""
-    done: list[bool] = []
-    real = widen._widened_map
-
-    def logged(*args: Any, **kw: Any) -> bool:
-        done.append(real(*args, **kw))
-        return done[-1]
-
-    monkeypatch.setattr(widen, "_widened_map", logged)
-    return done
+    return _logged(monkeypatch, "_widened_map")
 
 
 def _both(krun: Runner, src: str, grid: Any, block: Any, **args: Any) -> tuple[Any, Any]:
@@ -321,15 +317,7 @@ __global__ void tile(const float* a, const float* b, float* c, float* d, int n) 
 def test_a_register_tiles_steps_each_write_their_own_element(
     krun: Runner, monkeypatch: pytest.MonkeyPatch, uninit: str
 ) -> None:
-    kinds: list[tuple[str, bool]] = []
-    for name in ("_widened", "_widened_map"):
-        real = getattr(widen, name)
-
-        def logged(*args: Any, _real: Any = real, _name: str = name) -> bool:
-            kinds.append((_name, _real(*args)))
-            return kinds[-1][1]
-
-        monkeypatch.setattr(widen, name, logged)
+    maps = _logged(monkeypatch, "_widened_map")
     rng = np.random.default_rng(2)
     n, threads = 5, 8
     a, b = _both(krun, TILE, 1, threads, a=rng.standard_normal(threads * 4 * n).astype(np.float32),
@@ -345,7 +333,6 @@ def test_a_register_tiles_steps_each_write_their_own_element(
     assert d[:, 4].tolist() == [6.0] * 3 + [100.0] * 5 and d[:, 5].tolist() == [-2.0] * threads
     # the tile's map loops widened at every step of k; `pair[j % 2]` (two steps on one
     # element) tried and undone, as is `u` where reading it uninitialised is reported
-    maps = [ok for name, ok in kinds if name == "_widened_map"]
     assert maps.count(True) >= 6 * n and False in maps
 
 
