@@ -622,18 +622,16 @@ def measure_extents(
             # extents that fit once the tiled sizes are rounded up to whole tiles: other sizes
             # that are not whole tiles cannot fit either, so the tiles' attempt comes next (the
             # other sizes' probes cost an attention's measurement a third of a second to fail)
-            nxt = next((a for a in queue if a[2] is not None and not a[3]), None)
-            if (isinstance(e, Unfitted) and tiled is None and not padding_now and nxt
-                    and queue[0] is not nxt
-                    and reads_whole_tiles(e.runs, free, nxt[2])):  # fmt: skip
-                queue.remove(nxt)
-                queue.insert(0, nxt)
-            twin = (values, scale, None, True)
-            if (isinstance(e, Unfitted) and tiled is None and not padding_now
-                    and compared is not None and twin in queue
-                    and padded_by_stride(e.runs, free, compared)):  # fmt: skip
-                queue.remove(twin)
-                queue.insert(0, twin)
+            if isinstance(e, Unfitted) and tiled is None and not padding_now:
+                nxt = next((a for a in queue if a[2] is not None and not a[3]), None)
+                twin = (values, scale, None, True)
+                if nxt is not None and reads_whole_tiles(e.runs, free, nxt[2]):
+                    queue.remove(nxt)
+                    queue.insert(0, nxt)
+                if (compared is not None and twin in queue
+                        and padded_by_stride(e.runs, free, compared)):  # fmt: skip
+                    queue.remove(twin)
+                    queue.insert(0, twin)
             continue
         shown = tiles if tiled is probe else tiled or {}
         tiles_of = [f"{n} % {t} == 0" for n, t in sorted(shown.items()) if t > 1]
@@ -889,6 +887,26 @@ class Unfitted(InferenceError):
         self.runs = runs
 
 
+def _misfits(
+    runs: list[Any], free: list[str]
+) -> tuple[list[tuple[list[Any], list[int]]], set[str]] | None:
+    """The extents the runs measured that no product of the sizes fits, each as its runs and
+    values (`_reached`), and the sizes the products that do fit are of; None where an extent
+    was reached too few times to say, or not bounded by the probes."""
+    out: list[tuple[list[Any], list[int]]] = []
+    plain: set[str] = set()
+    for p in sorted({p for _, ext in runs for p in ext}):
+        used, seen = _reached(runs, p)
+        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
+            return None
+        fits = _product_fits(free, used, seen)
+        if fits:
+            plain.update(n for f in fits for n in _WORDS.findall(f))
+        else:
+            out.append((used, seen))
+    return out, plain
+
+
 def reads_whole_tiles(runs: list[Any], free: list[str], tiles: Mapping[str, int]) -> bool:
     """Whether every extent the runs measured is a product of the sizes or one read a whole
     tile past a size `tiles` divides into tiles (`c * (m + (T' - T) * w)`, T' = T rounded up
@@ -899,17 +917,11 @@ def reads_whole_tiles(runs: list[Any], free: list[str], tiles: Mapping[str, int]
     tiled = [n for n in free if tiles.get(n, 1) > 1]
     if not tiled or any(all(v % tiles[n] == 0 for v in OTHER_SIZES) for n in tiled):
         return False  # (multiples of a tile among the other sizes: those may fit as they are)
-    past = False
-    for p in sorted({p for _, ext in runs for p in ext}):
-        used, seen = _reached(runs, p)
-        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
-            return False
-        if _product_fits(free, used, seen):
-            continue
-        if not any(_whole_tile_fits(free, used, seen, n, tiles[n]) for n in tiled):
-            return False
-        past = True
-    return past
+    got = _misfits(runs, free)
+    return bool(got and got[0]) and all(
+        any(_whole_tile_fits(free, used, seen, n, tiles[n]) for n in tiled)
+        for used, seen in got[0]  # type: ignore[index]
+    )
 
 
 def padded_by_stride(runs: list[Any], free: list[str], compared: frozenset[str]) -> bool:
@@ -918,23 +930,18 @@ def padded_by_stride(runs: list[Any], free: list[str], compared: frozenset[str])
     stride only: one the kernel never compares and no product extent has (llm.c's P beside
     the vocabulary V it loops to). Such rows fit at other sizes only by chance, and a square
     problem would hide them."""
+    got = _misfits(runs, free)
+    if not got or not got[0]:
+        return False
     pads: set[str] = set()
-    plain: set[str] = set()  # the sizes of the extents that are plain products
-    for p in sorted({p for _, ext in runs for p in ext}):
-        used, seen = _reached(runs, p)
-        if len(used) < DECIDED_AFTER - 1 or max(seen) >= PROBE_ELEMS:
-            return False
-        fits = _product_fits(free, used, seen)
-        if fits:
-            plain.update(n for f in fits for n in _WORDS.findall(f))
-            continue
+    for used, seen in got[0]:
         rows = _padded_rows(free, used, seen)
         if len(rows) != 1:
             return False
         pads.add(rows[0][1].split(" >= ")[0])
     # (a size that is also another tensor's dimension is no stride only: a GEMM tutorial's N,
     # B's and C's columns and A's row stride, whose `(M - 1) * N + K` is a square problem's)
-    return bool(pads) and not pads & (compared | plain)
+    return not pads & (compared | got[1])
 
 
 def _whole_tile_fits(
@@ -1126,7 +1133,7 @@ def _measure(
                         f"the extent of {p} cannot be read from its indices, and the extents "
                         f"measured at {len(used)} size sets ({seen}) fit no product of "
                         f"{', '.join(free)}",
-                        [r for r in done if r[1] is not None],
+                        done,
                     )
         # the cheapest runs already leave one formula for every extent, each the formula of
         # a size set no costlier run would change (the larger ones cost an attention's or a

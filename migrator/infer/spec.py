@@ -1211,8 +1211,7 @@ def _compared_sizes(k: Kernel, data: dict[str, Any]) -> frozenset[str]:
     """The sizes the kernel compares anywhere: those of a scalar named beside `<` or `>` in
     a statement (`i < V`, `if (row >= M)`, a template's brackets too: erring towards compared);
     the others it only multiplies and adds (strides)."""
-    text = _NOT_COMPARING.sub(" ", _uncommented(_kernel_text(k)))
-    parts = [p for p in re.findall(r"[^;{}]+", text) if "<" in p or ">" in p]
+    parts = [p for _, p in _comparing_statements(k)]
     out: set[str] = set()
     for sc in data["scalars"]:
         used = re.compile(rf"\b{re.escape(str(sc['name']))}\b")
@@ -1244,15 +1243,20 @@ def _unguarded_tiles(k: Kernel, data: dict[str, Any], launch_only: set[str]) -> 
     # (the lines of those conditions: a guard's text is the preprocessed one, TS as 64)
     waited = {by_id[g].span.line for b in k.barriers if b.divergent for g in b.guards
               if g in by_id and by_id[g].thread_dependent}  # fmt: skip
-    text = _NOT_COMPARING.sub(" ", _uncommented(_kernel_text(k)))
-    # (statement by statement: a loop header's `j < 4` and its body's `c[r * N + j]` apart)
-    for m in re.finditer(r"[^;{}]+", text):
-        part = m.group()
-        if ("<" in part or ">" in part) and name.search(part):
-            first = k.span.line + text.count("\n", 0, m.start())
-            if not any(first <= w <= first + part.count("\n") for w in waited):
-                return False
+    for first, part in _comparing_statements(k):
+        if name.search(part) and not any(first <= w <= first + part.count("\n") for w in waited):
+            return False
     return True
+
+
+def _comparing_statements(k: Kernel) -> list[tuple[int, str]]:
+    """The kernel's statements that compare (`<` or `>` in them, not shifts, arrows or include
+    brackets), each with its first source line: statement by statement, so a loop header's
+    `j < 4` and its body's `c[r * N + j]` stand apart."""
+    text = _NOT_COMPARING.sub(" ", _uncommented(_kernel_text(k)))
+    return [(k.span.line + text.count("\n", 0, m.start()), m.group())
+            for m in re.finditer(r"[^;{}]+", text)
+            if "<" in m.group() or ">" in m.group()]  # fmt: skip
 
 
 _STEPS_OF = re.compile(r"\(\s*(\w+)\s*\+\s*(\w+)\s*-\s*1\s*\)\s*/\s*(\w+)|(\w+)\s*/\s*(\w+)")

@@ -720,20 +720,35 @@ class ExprMixin:
         if op == "=":
             v = self.ev(right, mask)
         else:
-            bop = ASSIGN_OPS[op]
-            mul = self._mul_operands(right) if bop in "+-" and self.options.contract else None
+            mul = self.contracted_operands(op, right)
             old = lv.load(self, mask, node)
             if mul is not None and old.ctype == ct.FLOAT:
-                x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
-                if ct.arith_result(x.ctype, y.ctype, self.float_t) == ct.FLOAT:
-                    v = fma_f32(x, y, old, bop, mul_left=False)
-                else:
-                    v = self.apply_binary(bop, old, binary("*", x, y, self.float_t), node)
+                parts = [self.ev(mul[0], mask), self.ev(mul[1], mask)]
             else:
-                v = self.apply_binary(bop, old, self.ev(right, mask), node)
+                parts = [self.ev(right, mask)]
+            v = self.compound_value(op, old, parts, node)
         v = self.convert_to(v, lv.ctype, node)
         lv.store(self, v, mask, node)
         return v
+
+    def contracted_operands(self: Machine, op: str, right: Node) -> tuple[Node, Node] | None:
+        """The factors of `right` where `x op= a * b` may be one fused multiply-add (`+=`/`-=`,
+        contraction on), else None."""
+        if ASSIGN_OPS[op] in "+-" and self.options.contract:
+            return self._mul_operands(right)
+        return None
+
+    def compound_value(self: Machine, op: str, old: Val, parts: list[Val], node: Node) -> Val:
+        """`old op parts` for a compound assignment `op` (`+=`), before the conversion to the
+        target's type: `parts` the product's factors of a contracted `+=`/`-=` on a float (one
+        fma where the product is float), or the right side alone."""
+        bop = ASSIGN_OPS[op]
+        if len(parts) == 2:
+            x, y = parts
+            if ct.arith_result(x.ctype, y.ctype, self.float_t) == ct.FLOAT:
+                return fma_f32(x, y, old, bop, mul_left=False)
+            return self.apply_binary(bop, old, binary("*", x, y, self.float_t), node)
+        return self.apply_binary(bop, old, parts[0], node)
 
     def convert_to(self: Machine, v: Val, t: CType, node: Node) -> Val:
         if v.ctype.kind == "struct" and t != v.ctype:  # a user conversion operator

@@ -489,18 +489,12 @@ def _widened(
     n = m.geo.n
     old = acc.val
     data = np.array(np.broadcast_to(old.data, (n,)))
-    start = 0
-    while start < len(records):
-        stop, pairs = start, 0
-        while stop < len(records) and (stop == start or pairs + lanes[stop].size <= MAX_PAIRS):
-            pairs += lanes[stop].size
-            stop += 1
+    for start, stop in _groups(lanes):
         values = _evaluate(m, plan, records[start:stop], lanes[start:stop], stepped, bound,
                            old.ctype == ct.FLOAT)  # fmt: skip
         if mark.changed():
             return False
         if _fold_f32(m, plan, acc, old, values, data, lanes[start:stop]):
-            start = stop
             continue
         offset = 0
         for k in range(start, stop):
@@ -513,7 +507,6 @@ def _widened(
             if got.dtype != data.dtype:
                 return False
             data[idx] = got
-        start = stop
     if mark.changed():
         return False
     acc.val = Val(acc.ctype, data)
@@ -550,8 +543,7 @@ def _fold_f32(
     total = sum(idx.size for idx in lanes)
     terms = np.broadcast_to(terms, (total,)) if np.ndim(terms) == 0 else terms
     fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
-    same = all(idx is lanes[0] or np.array_equal(idx, lanes[0]) for idx in lanes)
-    if same:  # every step over the same lanes: one gather, a row per step, one scatter
+    if _same_lanes(lanes):  # one gather, a row per step, one scatter
         idx = lanes[0]
         rows = terms.reshape(len(lanes), idx.size)
         cur = data[idx]
@@ -566,6 +558,24 @@ def _fold_f32(
         cur = data[idx]
         data[idx] = fn(cur, row, dtype=np.float64).astype(np.float32) if wide else fn(cur, row)
     return True
+
+
+def _groups(lanes: list[np.ndarray]) -> Iterator[tuple[int, int]]:
+    """Consecutive groups of steps (start, stop), in order, of at most MAX_PAIRS (step, lane)
+    pairs each (a step with more: alone)."""
+    start = 0
+    while start < len(lanes):
+        stop, pairs = start, 0
+        while stop < len(lanes) and (stop == start or pairs + lanes[stop].size <= MAX_PAIRS):
+            pairs += lanes[stop].size
+            stop += 1
+        yield start, stop
+        start = stop
+
+
+def _same_lanes(lanes: list[np.ndarray]) -> bool:
+    """Whether every step runs on the same lanes (a loop no lane leaves early)."""
+    return all(idx is lanes[0] or np.array_equal(idx, lanes[0]) for idx in lanes)
 
 
 def _part(v: Val, offset: int, size: int) -> Val:
@@ -617,7 +627,7 @@ def _evaluate(
     with _over_steps(m, records, lanes, stepped, bound) as full:
         for d in plan.decls:
             m.exec(d, full)
-        mul = m._mul_operands(plan.rhs) if plan.op in ("+=", "-=") and m.options.contract else None
+        mul = m.contracted_operands(plan.op, plan.rhs)
         if mul is not None and contracted:  # (as `_e_assign`: a and b, the product unrounded)
             return [m.ev(mul[0], full), m.ev(mul[1], full)]
         return [m.ev(plan.rhs, full)]
@@ -658,35 +668,27 @@ def _map_groups(
     `undo`)."""
     from migrator.cuda.interp.values import lanes as lane_data
 
-    ok = True
-    start = 0
-    while ok and start < len(records):
-        stop, pairs = start, 0
-        while stop < len(records) and (stop == start or pairs + lanes[stop].size <= MAX_PAIRS):
-            pairs += lanes[stop].size
-            stop += 1
+    for start, stop in _groups(lanes):
+        pairs = sum(idx.size for idx in lanes[start:stop])
         with _over_steps(m, records[start:stop], lanes[start:stop], stepped, bound) as full:
             for d in plan.decls:
                 m.exec(d, full)
             lv = m.lvalue(m.operator_parts(plan.assign)[1], full)
             if (not isinstance(lv, MemLV) or lv.ptr.buf is not buf or lv.ctype.kind == "vec"
                     or lv.ctype.dtype != buf.elem.dtype):  # fmt: skip
-                ok = False
-                break
+                return False
             off = np.asarray(lane_data(lv.ptr, pairs), dtype=np.int64)
             if off.size and (int(off.min()) < 0 or int(off.max()) >= buf.size):
-                ok = False
-                break
+                return False
             flat = m.geo.row_base("lane", buf.size) + off
             if not _distinct(flat, lanes[start:stop], buf.data.size):
-                ok = False  # (two steps of a lane on one element: they depend on each other)
-                break
+                return False  # (two steps of a lane on one element: they depend on each other)
             undo.append((flat, buf.data[flat].copy(), None if buf.init is None
                          else buf.init[flat].copy()))  # fmt: skip
             m.ev(plan.assign, full)  # (as the statement evaluates it: a traced value's row)
-        ok = ok and not mark.changed()
-        start = stop
-    return ok
+        if mark.changed():
+            return False
+    return True
 
 
 def _distinct(flat: np.ndarray, lanes: list[np.ndarray], size: int) -> bool:
@@ -695,7 +697,7 @@ def _distinct(flat: np.ndarray, lanes: list[np.ndarray], size: int) -> bool:
     (`acc[i][j]` over j), else by counting them."""
     if flat.size < 2:
         return True
-    if all(idx is lanes[0] or np.array_equal(idx, lanes[0]) for idx in lanes):
+    if _same_lanes(lanes):
         step = np.diff(flat.reshape(len(lanes), lanes[0].size), axis=0)
         if not step.size or bool((step > 0).all()) or bool((step < 0).all()):
             return True
@@ -714,16 +716,4 @@ def _steps_value(vals: list[Val], lanes: list[np.ndarray]) -> Val:
 
 def _assign(m: Machine, plan: Plan, t: ct.CType, old: Val, part: list[Val]) -> Val:
     """`acc op= E` at one step, as `_e_assign` computes it (E, or a and b, evaluated)."""
-    from migrator.cuda.interp.exprs import ASSIGN_OPS, fma_f32
-    from migrator.cuda.interp.ops import binary
-
-    bop = ASSIGN_OPS[plan.op]
-    if len(part) == 2:
-        x, y = part
-        if ct.arith_result(x.ctype, y.ctype, m.float_t) == ct.FLOAT:
-            v = fma_f32(x, y, old, bop, mul_left=False)
-        else:
-            v = m.apply_binary(bop, old, binary("*", x, y, m.float_t), plan.assign)
-    else:
-        v = m.apply_binary(bop, old, part[0], plan.assign)
-    return m.convert_to(v, t, plan.assign)
+    return m.convert_to(m.compound_value(plan.op, old, part, plan.assign), t, plan.assign)
