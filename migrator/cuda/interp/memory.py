@@ -88,7 +88,7 @@ class Buffer:
         n = size * rows
         data = np.full(n, poison(elem.dtype, mode), dtype=elem.dtype)
         init = np.zeros(n, dtype=bool) if track else None
-        race = RaceTracker(n) if track and races else None  # no tables when races=False
+        race = RaceTracker(n, size) if track and races else None  # no tables when races=False
         return cls(name, space, data, elem, size, per, init, race)  # type: ignore[arg-type]
 
 
@@ -107,11 +107,20 @@ class Access(NamedTuple):
     node: object  # the statement's AST node, for findings
     pack: int = 1  # traced runs: buffer elements per accessed element (a float4 of 8 halves)
     packed: bool = False  # traced runs: values move as `Packed` groups (opaque bits)
+    # a shared buffer's: the lowest and highest offset within a block's row (the race
+    # tables' queued reads are kept apart by it), where the access found it cheaply
+    within: tuple[int, int] | None = None
 
     def components(self) -> Iterator[np.ndarray]:
         """Flat indices of each component (one for scalars, `count` for vector types)."""
         for k in range(_width(self.ctype)):
             yield self.flat + k * self.pack if k else self.flat
+
+    def component_bounds(self) -> Iterator[tuple[np.ndarray, tuple[int, int] | None]]:
+        """`components`, each with its `within` bounds (None: unknown)."""
+        for k, f in enumerate(self.components()):
+            b = self.within
+            yield f, None if b is None else (b[0] + k * self.pack, b[1] + k * self.pack)
 
 
 _MAX = np.maximum.reduce  # (the ufuncs' own reductions: `a.max()`, `a.any()` go through wrappers)
@@ -131,7 +140,7 @@ def _resolve(
     if (type(d) is not np.ndarray or not d.ndim) and ctype.kind != "vec":
         fast = _resolve_uniform(m, buf, int(d), ctype, idx)
         if fast is not None:
-            return Access(buf, fast[0], fast[1], fast[2], ctype, node)
+            return Access(buf, fast[0], fast[1], fast[2], ctype, node, within=(int(d), int(d)))
     off = lanes(ptr, m.geo.n)
     if idx is not None:
         off = off[idx]
@@ -190,13 +199,16 @@ def _resolve(
         idx = (np.flatnonzero(mask)[keep]) if idx is None else idx[keep]
         off = off[keep]
         span = None
+    within = None
     if buf.per in ("block", "lane"):
         base = m.geo.row_base(buf.per, buf.size)
         flat = (base if idx is None else base[idx]) + off
         span = span_of(flat) if w == 1 else None
+        if buf.race is not None and off.size:
+            within = int(off.min()), int(off.max())
     else:
         flat = off
-    return Access(buf, idx, flat, span, ctype, node)
+    return Access(buf, idx, flat, span, ctype, node, within=within)
 
 
 def _resolve_uniform(
@@ -436,7 +448,7 @@ def lane_element_access(
     idx = m.active_lanes(mask)
     if idx is not None and not idx.size:
         return None
-    return Access(buf, *_uniform_at(m, buf, off, ctype, idx), ctype, node)
+    return Access(buf, *_uniform_at(m, buf, off, ctype, idx), ctype, node, within=(off, off))
 
 
 # `load` and `store` of a `lane_element_access`, what they do for a local array's element
@@ -616,8 +628,8 @@ def _check_shared_read(m: Machine, acc: Access) -> None:
     tracker = buf.race if m.options.races else None
     if tracker is None:
         return
-    for f in acc.components():
-        race = tracker.read(f, _tids(m, acc.idx), acc.span)
+    for f, within in acc.component_bounds():
+        race = tracker.read(f, _tids(m, acc.idx), acc.span, within)
         if race is not None and _ANY(race):
             m.finding(
                 acc.node,
@@ -647,11 +659,11 @@ def _check_init(m: Machine, acc: Access, what: str) -> None:
 def _check_shared_write(m: Machine, acc: Access) -> None:
     buf = acc.buf
     tracker = buf.race if m.options.races else None
-    for f in acc.components():
+    for f, within in acc.component_bounds():
         if buf.init is not None and not buf.all_init:
             put(buf.init, f, acc.span, True)
         if tracker is not None:
-            race = tracker.write(f, _tids(m, acc.idx), acc.span)
+            race = tracker.write(f, _tids(m, acc.idx), acc.span, within)
             if _ANY(race):
                 m.finding(
                     acc.node,

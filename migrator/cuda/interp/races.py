@@ -26,17 +26,24 @@ TID = np.int16  # thread ids inside a block are < 1024: narrow tables move less 
 NONE = -1
 MANY = -2
 PENDING_LIMIT = 1 << 23  # queued read lanes before they are folded in
+# a queued read: addresses, thread ids, their run structure, lowest and highest address in a row
+_Read = tuple[np.ndarray, np.ndarray, Span | None, int, int]
 
 
 class RaceTracker:
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, row: int | None = None) -> None:
+        self.row = row or n  # elements per block: the queued reads' ranges are within a block
         self.writer = np.full(n, NONE, dtype=TID)
         self.reader = np.full(n, NONE, dtype=TID)
         self.dirty = False
         self.written = False  # any write in this interval (reads race only with writes)
         self.read_any = False  # any read folded into `reader` in this interval
-        self.pending: list[tuple[np.ndarray, np.ndarray, Span | None]] = []
+        # queued reads, each with the lowest and highest address it reads
+        self.pending: list[_Read] = []
         self.pending_n = 0
+        self.pending_lo, self.pending_hi = 0, -1  # the queue's address range (empty: lo > hi)
+        # the queued reads by (lo, hi, shape): where a read's repeat is looked for
+        self.pending_by: dict[tuple[int, int, tuple[int, ...]], list[_Read]] = {}
         self._scratch: np.ndarray | None = None  # (`_record`'s, made on first use)
 
     def scratch(self) -> np.ndarray:
@@ -46,8 +53,7 @@ class RaceTracker:
 
     def reset(self) -> None:
         """A barrier: every earlier access happens-before every later one."""
-        self.pending.clear()
-        self.pending_n = 0
+        self._drop_pending()
         self.written = False
         self.read_any = False
         if self.dirty:
@@ -56,26 +62,72 @@ class RaceTracker:
             self.dirty = False
 
     def read(
-        self, flat: np.ndarray, tid: np.ndarray, span: Span | None = None
+        self,
+        flat: np.ndarray,
+        tid: np.ndarray,
+        span: Span | None = None,
+        within: tuple[int, int] | None = None,
     ) -> np.ndarray | None:
         """Record reads of `flat` by `tid` (active lanes only); returns lanes that race
         (None: nothing was written in this interval, so no read can race). `span`: the run
-        structure of `flat` (span.py), whose tables are then read and written as views."""
+        structure of `flat` (span.py), whose tables are then read and written as views;
+        `within`: the lowest and highest offset in a block's row, where the caller knows them."""
         race = _other(take(self.writer, flat, span), tid) if self.written else None
-        self.pending.append(
-            (flat, tid if tid.shape == flat.shape else np.broadcast_to(tid, flat.shape), span)
-        )
+        if flat.size == 0:
+            return race
+        lo, hi = within if within is not None else _bounds(flat, span, self.row)
+        tid = tid if tid.shape == flat.shape else np.broadcast_to(tid, flat.shape)
+        # the same lanes reading the same addresses again (a loop reading a thread's own row at
+        # every step of an outer loop) change no owner: queued once
+        same = self.pending_by.setdefault((lo, hi, flat.shape), [])
+        for old in same:
+            if np.array_equal(old[0], flat) and np.array_equal(old[1], tid):
+                return race
+        entry = (flat, tid, span, lo, hi)
+        same.append(entry)
+        self.pending.append(entry)
         self.pending_n += flat.size
+        if self.pending_lo > self.pending_hi:
+            self.pending_lo, self.pending_hi = lo, hi
+        else:
+            self.pending_lo, self.pending_hi = min(self.pending_lo, lo), max(self.pending_hi, hi)
         if self.pending_n > PENDING_LIMIT:
-            self._fold()
+            self._fold(self.pending)
+            self._drop_pending()
         return race
 
-    def _fold(self) -> None:
+    def _drop_pending(self) -> None:
+        self.pending = []
+        self.pending_by = {}
+        self.pending_n = 0
+        self.pending_lo, self.pending_hi = 0, -1
+
+    def _fold_overlapping(self, lo: int, hi: int) -> None:
+        """Fold in the queued reads of addresses within [lo, hi], the range a write
+        touches; the others stay queued: they cannot race with it, only with a later write
+        (a tile loop reads its operands' buffers and writes another, as often as it steps)."""
+        if hi < self.pending_lo or lo > self.pending_hi:
+            return
+        now = [p for p in self.pending if p[3] <= hi and p[4] >= lo]
+        if len(now) == len(self.pending):
+            self._fold(now)
+            self._drop_pending()
+            return
+        self._fold(now)
+        self.pending = [p for p in self.pending if p[3] > hi or p[4] < lo]
+        self.pending_by = {}
+        for p in self.pending:
+            self.pending_by.setdefault((p[3], p[4], p[0].shape), []).append(p)
+        self.pending_n = sum(p[0].size for p in self.pending)
+        self.pending_lo = min(p[3] for p in self.pending)
+        self.pending_hi = max(p[4] for p in self.pending)
+
+    def _fold(self, entries: list[_Read]) -> None:
         # reads whose addresses repeat (a loop's broadcast `k[y * d + x]`, one address per
         # block) are recorded together, one sort for all: an address's owner after several
         # accesses does not depend on their order
         repeats: list[tuple[np.ndarray, np.ndarray]] = []
-        for flat, tid, span in self.pending:
+        for flat, tid, span, _, _ in entries:
             if span is None and flat.size > 1 and not bool(_ALL(flat[1:] > flat[:-1])):
                 repeats.append((flat.reshape(-1), tid.reshape(-1)))
                 continue
@@ -86,15 +138,21 @@ class RaceTracker:
             tid = np.concatenate([t for _, t in repeats])
             _record(self.reader, flat, tid, not self.read_any, scratch=self.scratch())
             self.read_any = True
-        self.pending.clear()
-        self.pending_n = 0
         self.dirty = True
 
-    def write(self, flat: np.ndarray, tid: np.ndarray, span: Span | None = None) -> np.ndarray:
+    def write(
+        self,
+        flat: np.ndarray,
+        tid: np.ndarray,
+        span: Span | None = None,
+        within: tuple[int, int] | None = None,
+    ) -> np.ndarray:
         """Record writes; returns lanes that race (another writer or reader in this interval,
         or another lane of this statement writing the same address)."""
+        if flat.size == 0:
+            return np.zeros(flat.shape, dtype=bool)
         if self.pending:
-            self._fold()
+            self._fold_overlapping(*(within or _bounds(flat, span, self.row)))
         # a table with nothing recorded since the barrier needs no gather
         if self.written:
             race = _other(take(self.writer, flat, span), tid)
@@ -114,6 +172,19 @@ class RaceTracker:
 # (the ufuncs' own reductions: `np.all` and `np.argsort` go through wrappers, and a loop's
 # shared reads ask at every step)
 _ALL = np.logical_and.reduce
+
+
+def _bounds(flat: np.ndarray, span: Span | None, row: int) -> tuple[int, int]:
+    """The lowest and highest address of an access within its block's row of the table
+    (blocks never race with each other, and a launch's lanes reach every block's row)."""
+    if span is not None:
+        lo, hi = span.start, span.start + (span.rows - 1) * span.step + span.cols - 1
+    else:
+        lo, hi = int(flat.min()), int(flat.max())
+    if lo // row == hi // row:
+        return lo % row, hi % row
+    within = np.remainder(flat, row)
+    return int(within.min()), int(within.max())
 
 
 def _other(owner: np.ndarray, tid: np.ndarray) -> np.ndarray:

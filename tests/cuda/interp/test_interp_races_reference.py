@@ -69,6 +69,70 @@ def test_tracker_matches_reference(seed: int) -> None:
         assert got_list == want, (kind, flat.tolist(), tid.tolist())
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_queued_reads_by_row_range_match_reference(seed: int) -> None:
+    """Reads stay queued past writes to other offsets of a block's row, and a read repeated
+    exactly is queued once (`_fold_overlapping`, `pending_by`): the flags still equal the
+    reference's, over several blocks' rows, for accesses of one or several steps (a widened
+    loop's), with the caller's `within` bounds or without."""
+    rng = np.random.default_rng(1000 + seed)
+    row, blocks = int(rng.integers(4, 24)), int(rng.integers(1, 4))
+    fast, ref = RaceTracker(row * blocks, row), Reference()
+    earlier: list[tuple[np.ndarray, np.ndarray]] = []
+    for _ in range(80):
+        kind = rng.choice(["read", "write", "barrier"], p=[0.5, 0.42, 0.08])
+        if kind == "barrier":
+            fast.reset()
+            ref.reset()
+            continue
+        if kind == "read" and earlier and rng.random() < 0.3:  # the same read again
+            flat, tid = (a.copy() for a in earlier[int(rng.integers(len(earlier)))])
+            if rng.random() < 0.5:  # by other threads
+                tid = rng.integers(0, 6, size=flat.size).astype(TID)
+        else:
+            lanes, steps = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+            lo = int(rng.integers(0, row))  # offsets in a narrow window: many disjoint ranges
+            width = int(rng.integers(1, 4))
+            off = rng.integers(lo, min(row, lo + width), size=(steps, lanes))
+            block = rng.integers(0, blocks, size=lanes)
+            # (a widened loop's access: its steps' lanes one after another)
+            flat = (block * row + off).astype(np.int64).reshape(-1)
+            tid = np.tile(rng.integers(0, 6, size=lanes).astype(TID), steps)
+            earlier.append((flat, tid))
+        within = None
+        if rng.random() < 0.5:
+            within = int((flat % row).min()), int((flat % row).max())
+        if kind == "read":
+            got = fast.read(flat, tid, None, within)
+            want = ref.read(flat.tolist(), tid.tolist())
+            got_list = [False] * flat.size if got is None else got.tolist()
+        else:
+            got_list = fast.write(flat, tid, None, within).tolist()
+            want = ref.write(flat.tolist(), tid.tolist())
+        assert got_list == want, (kind, flat.tolist(), tid.tolist())
+
+
+def test_reads_queue_past_writes_elsewhere_in_the_row() -> None:
+    """Two blocks' rows of 8: reads of offsets 0-1 stay queued while other offsets are
+    written (in either block), a repeat by the same threads is queued once, one by other
+    threads is kept, and a write to an offset read then races with the readers."""
+    t = RaceTracker(16, 8)
+    lanes = np.array([0, 1, 8, 9], dtype=np.int64)  # offsets 0 and 1 of both rows
+    tid = np.array([0, 1, 0, 1], dtype=TID)
+    assert t.read(lanes, tid) is None
+    assert t.read(lanes.copy(), tid.copy()) is None
+    assert len(t.pending) == 1  # the same read again: nothing new
+    assert not t.write(np.array([4, 13], dtype=np.int64), np.array([2, 3], dtype=TID)).any()
+    assert len(t.pending) == 1  # offsets 4 and 5: the queued read cannot race with it
+    t.read(lanes.copy(), np.array([2, 2, 2, 2], dtype=TID))
+    assert len(t.pending) == 2  # other threads: kept
+    got = t.write(np.array([1, 8], dtype=np.int64), np.array([1, 0], dtype=TID))
+    assert got.tolist() == [True, True]  # thread 2 read both, in both rows
+    assert not t.pending
+    t.reset()
+    assert not t.write(np.array([1, 8], dtype=np.int64), np.array([3, 3], dtype=TID)).any()
+
+
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("empty", [True, False])
 def test_repeated_addresses_group_the_same_without_sorting(seed: int, empty: bool) -> None:
