@@ -1318,12 +1318,15 @@ def _one_form(
     if any(not isinstance(flat[i], Sym) and flat[i] != flat[i] for i in picked):
         raise PartialTrace(f"an element of {tensor} the fit reads was not traced")
     found: tuple[Expr, Fitter] | None = None
-    first = _first_points(picked)
-    if agrees is not None and len(first) < len(picked):
+    for count in FIRST_POINTS if agrees is not None else ():
         # a form fitted to a spread of the elements, then computed at the others and compared
         # with their traced values: each element put in canonical form costs its whole tree
         # (an attention's output element, tens of milliseconds), computing one costs nothing;
-        # where the form does not hold there, every element is fitted, as before
+        # where the form does not hold there, a wider spread (the narrower one's elements
+        # among it, their forms memoised), then every element, as before
+        first = _first_points(picked, count)
+        if len(first) == len(picked):
+            break
         chosen = set(first)
         with contextlib.suppress(LiftError):
             found = _fit_at(c, tensor, flat, shape, first, names, shapes, sizes, ints, agrees)
@@ -1331,6 +1334,8 @@ def _one_form(
         if found is not None and not agrees(Assign(tensor=tensor, vars=names, expr=found[0]), rest):
             found = None
         c.work = 0  # (the budget is the form's, fitted once more or not)
+        if found is not None:
+            break
     expr, fitter = found or _fit_at(
         c, tensor, flat, shape, picked, names, shapes, sizes, ints, agrees
     )
@@ -1340,16 +1345,21 @@ def _one_form(
     return Assign(tensor=tensor, vars=names, expr=expr)
 
 
-FIRST_POINTS = 12  # elements a form is fitted to before it is checked at the others
+# elements a form is fitted to before it is checked at the others: a few first (an element of
+# an attention's output costs tens of milliseconds to put in canonical form; six decide most
+# index maps), twice as dense where their form does not hold at the others
+FIRST_POINTS = (6, 11)
 
 
-def _first_points(picked: list[int]) -> list[int]:
-    """A spread of FIRST_POINTS of the fit's elements, the first and last among them (all of
-    them where there are not twice as many)."""
-    if len(picked) < 2 * FIRST_POINTS:
+def _first_points(picked: list[int], count: int = FIRST_POINTS[-1]) -> list[int]:
+    """A spread of `count` of the fit's elements, the first and last among them (all of them
+    where there are not twice as many). Spreads of `c` and `2c - 1` elements nest (the wider
+    fit puts only its new elements in canonical form)."""
+    if len(picked) < 2 * count:
         return picked
-    step = (len(picked) - 1) / (FIRST_POINTS - 1)
-    return sorted({picked[round(k * step)] for k in range(FIRST_POINTS)})
+    last, gaps = len(picked) - 1, count - 1
+    # (k * last / gaps rounded half up, in integers: the same position in either spread)
+    return sorted({picked[(2 * k * last + gaps) // (2 * gaps)] for k in range(count)})
 
 
 def _fit_at(

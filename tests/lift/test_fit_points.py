@@ -44,8 +44,8 @@ def _agrees(values: np.ndarray, inputs: dict[str, np.ndarray]):  # type: ignore[
 def test_a_form_that_holds_at_the_other_elements_is_fitted_to_the_spread_only() -> None:
     values, inputs = _traced()
     picked = fit_points((N,), np.array([], dtype=np.int64))
-    first = _first_points(picked)
-    assert len(picked) >= 2 * FIRST_POINTS and len(first) == FIRST_POINTS
+    first = _first_points(picked, FIRST_POINTS[0])
+    assert len(picked) >= 2 * FIRST_POINTS[-1] and len(first) == FIRST_POINTS[0]
     assert first[0] == picked[0] and first[-1] == picked[-1]
     c = Canonicaliser()
     a = fit_elements(c, "y", values, SHAPES, SIZES, agrees=_agrees(values, inputs))
@@ -64,3 +64,25 @@ def test_an_element_the_spread_missed_is_fitted_with_all_the_others() -> None:
     with pytest.raises(LiftError):
         fit_elements(c, "y", values, SHAPES, SIZES, agrees=_agrees(values, inputs))
     assert all(id(values[i]) in c.memo for i in picked)
+
+
+def test_a_form_refused_at_the_others_is_fitted_again_to_a_denser_spread() -> None:
+    """The narrow spread's form refused at the other elements (here by the check itself, as
+    an index map that six elements leave ambiguous would be): the form is fitted to the
+    denser spread, which holds the narrow one's elements, before every element is fitted."""
+    values, inputs = _traced()
+    picked = fit_points((N,), np.array([], dtype=np.int64))
+    narrow, dense = (_first_points(picked, n) for n in FIRST_POINTS)
+    assert set(narrow) < set(dense) < set(picked)
+    check = _agrees(values, inputs)
+    asked: list[int] = []
+
+    def refuse_first(a: Assign, flat: list[int]) -> bool:
+        asked.append(len(flat))
+        return len(asked) > 1 and check(a, flat)
+
+    c = Canonicaliser()
+    a = fit_elements(c, "y", values, SHAPES, SIZES, agrees=refuse_first)
+    assert asked == [len(picked) - len(narrow), len(picked) - len(dense)]
+    assert [i for i in range(N) if id(values[i]) in c.memo] == dense
+    assert check(a, list(range(N)))
