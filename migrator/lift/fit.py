@@ -21,12 +21,12 @@ import contextlib
 import itertools
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from migrator.contract import eval_expr
-from migrator.cuda.interp.traced import Sym
+from migrator.cuda.interp.traced import FMA_OPS, Sym
 from migrator.lift import transfer
 from migrator.lift.program import (
     Assign,
@@ -39,6 +39,17 @@ from migrator.lift.program import (
 )
 
 Canon = tuple[Any, ...]
+_SUMS = frozenset({"+", "-", *FMA_OPS})  # traced operations `_chain` flattens into one sum
+
+
+class _Product(NamedTuple):
+    """The product of a traced multiply-add (`traced.multiply_add`), met in a sum's chain."""
+
+    a: Any
+    b: Any
+    at: tuple[int, int]
+
+
 _chained = itertools.chain.from_iterable  # keys concatenate their leaves' indices (in C)
 OUT_VARS = ("i", "j", "l", "m", "n")
 RED_VARS = ("k", "q", "r", "s", "t", "u", "w")
@@ -122,7 +133,7 @@ class Canonicaliser:
             return self._consed(("in", a[0], int(a[1])), (), lambda: (("in", a[0], int(a[1])), 0))
         if op == "param":
             return self._consed(("p", a[0]), (), lambda: (("p", a[0]), 0))
-        if op in ("+", "-"):  # a chain of thousands of sequential additions: no recursion
+        if op in _SUMS:  # a chain of thousands of sequential additions: no recursion
             rows: set[tuple[int, int]] = set()
             return self.nary("sum", self._chain(x, rows), rows)
         if op == "neg":
@@ -306,8 +317,19 @@ class Canonicaliser:
         stack: list[tuple[Any, bool]] = [(x, False)]
         while stack:
             v, negate = stack.pop()
-            if isinstance(v, Sym) and v.op in ("+", "-") and id(v) not in self.memo:
+            if type(v) is _Product:  # a multiply-add's product, as `*` would have given it
+                t = self.nary("prod", [self(v.a), self(v.b)], {v.at})
+                out.append(self.neg(t) if negate else t)
+                continue
+            if isinstance(v, Sym) and v.op in _SUMS and id(v) not in self.memo:
                 rows.add(v.at)
+                if v.op in FMA_OPS:  # `a * b + c` (`c + a * b`): the terms in their order
+                    a, b, c = v.args
+                    prod = _Product(a, b, v.at)
+                    first, second = (prod, c) if v.op == "fma" else (c, prod)
+                    stack.append((second, negate))
+                    stack.append((first, negate))
+                    continue
                 left, right = v.args
                 stack.append((right, negate != (v.op == "-")))
                 stack.append((left, negate))

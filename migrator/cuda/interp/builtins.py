@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, Sym, TraceEscape, elementwise
+from migrator.cuda.interp.traced import OBJECT, Sym, TraceEscape, elementwise, multiply_add
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -128,7 +128,10 @@ def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
         out = np.asarray(np.add(acc, args[2].data, dtype=np.float64)).astype(t.dtype)
         return Val(t, out if out.ndim else out[()])
     a, b, c = (convert(x, ct.DOUBLE).data for x in args)
-    out = np.asarray(np.multiply(a, b) + c).astype(t.dtype)
+    if any(np.asarray(v).dtype == OBJECT for v in (a, b, c)):  # traced: one node per element
+        out = np.asarray(multiply_add(a, b, c)).astype(t.dtype)
+    else:
+        out = np.asarray(np.multiply(a, b) + c).astype(t.dtype)
     return Val(t, out if out.ndim else out[()])
 
 

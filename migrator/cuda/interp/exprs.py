@@ -533,6 +533,10 @@ class ExprMixin:
             fused = self._try_fma(op, left, right, mask)
             if fused is not None:
                 return fused
+        elif op == "+" and self.options.trace:
+            fused = self._traced_fma(left, right, mask)
+            if fused is not None:
+                return fused
         a, b = self.ev(left, mask), self.ev(right, mask)
         if op in _ORDERING and self.options.trace and (is_traced(a.ctype) or is_traced(b.ctype)):
             # `bool bigger = a.maxval > b.maxval;`: the comparison is kept with its bool, so a
@@ -677,6 +681,26 @@ class ExprMixin:
             return self.apply_binary(op, a, b, mul[0])
         return fma_f32(x, y, z, op, mul_left)
 
+    def _traced_fma(self: Machine, left: Node, right: Node, mask: np.ndarray) -> Val | None:
+        """A traced run's `a*b + c` / `c + a*b` as one node per element where all are traced
+        (`_traced_multiply_add`), else as written (the product, then the sum); None where
+        neither side is a product. Operands in `_try_fma`'s order."""
+        mul, other, mul_left = self._mul_operands(left), right, True
+        if mul is None:
+            mul, other, mul_left = self._mul_operands(right), left, False
+            if mul is None:
+                return None
+        x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
+        z = self.ev(other, mask)
+        if x.ctype.is_arith and y.ctype.is_arith and z.ctype.is_arith:
+            t_mul = ct.arith_result(x.ctype, y.ctype, self.float_t)
+            fused = _traced_multiply_add(x, y, z, t_mul, self.float_t, not mul_left)
+            if fused is not None:
+                return fused
+        prod = self.apply_binary("*", x, y, mul[0])
+        a, b = (prod, z) if mul_left else (z, prod)
+        return self.apply_binary("+", a, b, mul[0])
+
     def _e_unary(self: Machine, node: Node, mask: np.ndarray) -> Val:
         op = node.child_by_field_name("operator")
         arg = node.child_by_field_name("argument")
@@ -722,7 +746,9 @@ class ExprMixin:
         else:
             mul = self.contracted_operands(op, right)
             old = lv.load(self, mask, node)
-            if mul is not None and old.ctype == ct.FLOAT:
+            if mul is None and self.options.trace and is_traced(old.ctype) and op == "+=":
+                mul = self._mul_operands(right)  # (`_traced_multiply_add`: one node)
+            if mul is not None and (old.ctype == ct.FLOAT or is_traced(old.ctype)):
                 parts = [self.ev(mul[0], mask), self.ev(mul[1], mask)]
             else:
                 parts = [self.ev(right, mask)]
@@ -745,8 +771,13 @@ class ExprMixin:
         bop = ASSIGN_OPS[op]
         if len(parts) == 2:
             x, y = parts
-            if ct.arith_result(x.ctype, y.ctype, self.float_t) == ct.FLOAT:
+            t_mul = ct.arith_result(x.ctype, y.ctype, self.float_t)
+            if t_mul == ct.FLOAT and old.ctype == ct.FLOAT:
                 return fma_f32(x, y, old, bop, mul_left=False)
+            if bop == "+":  # (`old + x * y`, as the assignment adds)
+                fused = _traced_multiply_add(x, y, old, t_mul, self.float_t, True)
+                if fused is not None:
+                    return fused
             return self.apply_binary(bop, old, binary("*", x, y, self.float_t), node)
         return self.apply_binary(bop, old, parts[0], node)
 
@@ -955,6 +986,20 @@ _NULL = Val(ct.ptr(ct.VOID), np.int64(0))  # `NULL` / `nullptr`: a pointer namin
 def _null_constant(v: Val) -> bool:
     """An integer 0 compared with a pointer is the null pointer constant."""
     return v.ctype.kind in ("int", "bool") and v.is_uniform and v.data == 0
+
+
+def _traced_multiply_add(
+    x: Val, y: Val, z: Val, t_mul: CType, float_t: CType, sum_first: bool = False
+) -> Val | None:
+    """`x * y + z` (`z + x * y`: `sum_first`) of a traced run as one node per element
+    (`traced.multiply_add`), where the product and the sum are both of traced type; None
+    otherwise (computed as written)."""
+    t = ct.arith_result(t_mul, z.ctype, float_t)
+    if not (is_traced(t_mul) and is_traced(t)):
+        return None
+    xs, ys = (v.data if v.ctype is t_mul else convert(v, t_mul).data for v in (x, y))
+    zs = z.data if z.ctype is t else convert(z, t).data
+    return Val(t, traced.multiply_add(xs, ys, zs, sum_first))
 
 
 def fma_f32(x: Val, y: Val, z: Val, op: str, mul_left: bool) -> Val:

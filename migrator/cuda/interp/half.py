@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from migrator.cuda.interp import ctypes_ as ct
 from migrator.cuda.interp.ctypes_ import CType
-from migrator.cuda.interp.traced import OBJECT, elementwise, traced
+from migrator.cuda.interp.traced import OBJECT, elementwise, multiply_add, traced
 from migrator.cuda.interp.values import Val, convert
 
 if TYPE_CHECKING:
@@ -90,8 +90,9 @@ def _bits(to: ct.CType, src: ct.CType) -> Builtin:
 def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     def scalar(a: list[Val]) -> Val:
         x, y, z = (np.asarray(convert(v, ct.DOUBLE).data) for v in a)
-        r = x * y + z
-        return _round(r if r.dtype == OBJECT else r.astype(np.float32), _low(a[0]))
+        if OBJECT in (x.dtype, y.dtype, z.dtype):  # traced: one node per element
+            return _round(multiply_add(x, y, z), _low(a[0]))
+        return _round((x * y + z).astype(np.float32), _low(a[0]))
 
     return _pairwise(scalar)(args)
 

@@ -305,7 +305,13 @@ def per_distinct(fn: Any, *xs: Any, commutative: bool = False) -> Any:
     # a look at the first lanes (a block, whole warps) first: where those are all distinct
     # (a GEMM's accumulators), finding the distinct tuples over every lane costs for nothing
     look = _operand_ids([f[:_LOOK] for f in flat if f.size > 1], commutative)
-    if len(set(zip(*[ids.tolist() for ids in look], strict=True))) > 0.9 * min(n, _LOOK):
+    enough = 0.9 * min(n, _LOOK)
+    # (one column of distinct objects makes the tuples distinct: the last, an accumulator
+    # where a multiply-add adds into one, is looked at first, a sort instead of a set)
+    last = np.sort(look[-1])
+    if 1 + np.count_nonzero(last[1:] != last[:-1]) > enough:
+        return fn(*xs)
+    if len(set(zip(*[ids.tolist() for ids in look], strict=True))) > enough:
         return fn(*xs)
     first, inverse = distinct_rows(_operand_ids([f for f in flat if f.size > 1], commutative))
     if len(first) > n // 2:  # mostly distinct: the plain call
@@ -359,6 +365,36 @@ OBJECT_FUNCTIONS: dict[Any, Any] = {
     np.fmin: MIN,
     np.minimum: MIN,
 }
+
+
+def _fused(op: str) -> Any:
+    def node(a: Any, b: Any, c: Any) -> Any:
+        if type(c) is Sym:  # (an accumulator: a number only before its first step)
+            try:
+                return Sym(a.v * b.v + c.v, op, (a, b, c))
+            except AttributeError:
+                pass
+        # a number among them: the two operations, as written
+        return a * b + c if op == "fma" else c + a * b
+
+    return np.frompyfunc(node, 3, 1)
+
+
+# `a * b + c` and `c + a * b`: the order of the terms is kept (as the two operations spelled
+# apart keep it), so the canonical form is theirs in every respect
+_FMA = {"fma": _fused("fma"), "acc+fma": _fused("acc+fma")}
+
+
+def multiply_add(x: Any, y: Any, z: Any, sum_first: bool = False) -> Any:
+    """`x * y + z` (or `z + x * y`, `sum_first`) over object data, as one node per element
+    (op "fma" or "acc+fma", operands (x, y, z)) where all three are traced: the product and
+    the sum of a GEMM's inner step are most of its traced run, and one node costs half of two
+    (the canonical form is the sum's, the value the same float64 arithmetic). Built once per
+    distinct triple, as `per_distinct` says."""
+    return per_distinct(_FMA["acc+fma" if sum_first else "fma"], x, y, z)
+
+
+FMA_OPS = frozenset(_FMA)
 
 
 def elementwise(fn: Any, nargs: int) -> Any:

@@ -458,7 +458,8 @@ def test_a_traced_run_runs_few_active_lanes_compacted_and_traces_the_same(
 
     plain, compacted = run(False), run(True)
     assert compacted == plain
-    assert plain[n + 2] == "+(+(+(0.0, *(x[9], w[0])), *(x[10], w[1])), *(x[11], w[2]))"
+    # (each step's multiply-add one node; the first adds into a number, 0.0, as written)
+    assert plain[n + 2] == "acc+fma(x[11], w[2], acc+fma(x[10], w[1], +(0.0, *(x[9], w[0]))))"
 
     (tmp_path / "few.cu").write_text(textwrap.dedent(FEW))
     (tmp_path / "few.toml").write_text(textwrap.dedent(FEW_SPEC))
@@ -472,3 +473,66 @@ def test_a_traced_run_runs_few_active_lanes_compacted_and_traces_the_same(
     assert [e.v for e in tr.outputs["out"].reshape(-1)] == pytest.approx(
         [sum(tr.inputs["x"].reshape(rows, n)[r, : t + 1] * tr.inputs["w"][: t + 1])
          for r in range(rows) for t in range(n)], rel=1e-6)  # fmt: skip
+
+
+FMA_SPELLINGS = """
+// three spellings of a multiply-add into an accumulator: an expression, a compound
+// assignment and fmaf; and one of a half multiply-add, stored widened
+#include <cuda_fp16.h>
+__global__ void dots(float* out, const float* a, const float* b, const __half* h, int k) {
+    int r = threadIdx.x;
+    float s = 0.0f, t = 0.0f, u = 0.0f;
+    __half v = __float2half(0.0f);
+    for (int j = 0; j < k; j++) {
+        s = a[r * k + j] * b[j] + s;
+        t += a[r * k + j] * b[j];
+        u = fmaf(a[r * k + j], b[j], u);
+        v = __hfma(h[r * k + j], h[j], v);
+    }
+    out[4 * r] = s; out[4 * r + 1] = t; out[4 * r + 2] = u; out[4 * r + 3] = __half2float(v);
+}
+"""
+
+
+def test_multiply_adds_are_one_node_each_with_the_sums_canonical_form() -> None:
+    """`x * y + z` in a traced run is one "fma" node per element whatever its spelling, with
+    the value the two operations give in float64; its canonical form is the one the product
+    and the sum spelled apart have (`Canonicaliser._chain`)."""
+    from migrator.cuda.interp import InterpOptions
+    from migrator.cuda.interp.runner import run_kernel
+    from migrator.cuda.interp.traced import FMA_OPS, multiply_add
+    from migrator.lift.fit import Canonicaliser
+
+    rows, k = 3, 5
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(rows * k), rng.standard_normal(k)
+    h = np.round(rng.standard_normal(rows * k) * 8) / 8  # (exact in half)
+
+    def leaves(name: str, vals: np.ndarray) -> np.ndarray:
+        return np.array([Sym.leaf(name, i, float(v)) for i, v in enumerate(vals)], dtype=object)
+
+    args = {"out": np.full(4 * rows, np.nan, dtype=object), "a": leaves("a", a),
+            "b": leaves("b", b), "h": leaves("h", h), "k": k}  # fmt: skip
+    res = run_kernel(FMA_SPELLINGS, "dots", 1, rows, args, options=InterpOptions(trace=True))
+    out = res.outputs["out"]
+    for r in range(rows):
+        want = [float(a[r * k : (r + 1) * k] @ b)] * 3 + [float(h[r * k : (r + 1) * k] @ h[:k])]
+        for n, w in enumerate(want):
+            v = out[4 * r + n]
+            while v.op not in FMA_OPS:  # (through the half's conversions, if any)
+                v = v.args[0]
+            # (`s = a * b + s` keeps the product first; `t += a * b` and the calls add last)
+            assert v.op == ("fma" if n != 1 else "acc+fma") and len(v.args) == 3
+            np.testing.assert_allclose(out[4 * r + n].v, w, rtol=1e-12)
+    # the same canonical tree as the product and the sum spelled apart, in either order
+    x, y, z = leaves("a", a[:3]), leaves("b", b[:3]), leaves("h", h[:3])
+    for first in (False, True):
+        fused = multiply_add(x, y, z, sum_first=first)
+        apart = z + x * y if first else x * y + z
+        assert all(f.op in FMA_OPS and p.op == "+" for f, p in zip(fused, apart, strict=True))
+        c = Canonicaliser()
+        for f, p in zip(fused, apart, strict=True):
+            assert c(f) == c(p) and c.key(c(f)) == c.key(c(p))
+    # a number among the operands: the two operations, as written
+    mixed = multiply_add(x, y, np.zeros(3, dtype=object))
+    assert all(m.op == "+" and m.args[0].op == "*" for m in mixed)
