@@ -182,7 +182,11 @@ def blocks_to_trace(
     sz = dict(sizes)
     grid, block, smem = spec.launch_config(sz)
     n_blocks = grid[0] * grid[1] * grid[2]
-    if n_blocks <= 4:
+    # (a launch of a few blocks is traced whole; at sizes its relations rule out, the run
+    # that records writers first says whether it writes anything at all: a quarter of a tile
+    # of K that a double-buffered GEMM's loop never reaches, a traced run of seconds saved)
+    few = n_blocks <= 4
+    if few and not spec.broken_relations(sz):
         return None, {}
     # the traced run's inputs, in the tensors' dtypes (not through run_spec_full: trace sizes
     # may set the spec's relations aside)
@@ -195,6 +199,9 @@ def blocks_to_trace(
                             options=options)  # fmt: skip
     except (InterpError, ValueError, TypeError, ArithmeticError):
         return None, {}  # a run that fails: the traced run says why
+    if few:
+        _first_written(spec, result.writers, result.outputs)
+        return None, {}
     # (blocks storing one value into an element count here: at such sizes they overlap)
     overlaps = [(t.cuda_param, result.overlaps.get(t.cuda_param)) for t in spec.outputs_in_order]
     shared = [p for p, o in overlaps if o is not None and o.any()]
@@ -218,10 +225,8 @@ def blocks_to_trace(
         if w is None or (w == -2).any():
             return None, {}
         never = np.flatnonzero(w == -1)
-        if n == 0 and t.role == "out" and w.size and never.size == w.size:
-            # nothing written where the fit starts (a part of a tile: the kernel's loop
-            # needs a whole one): the fit's own verdict, without tracing for it
-            raise LiftError(f"{w.size} of {w.size} elements of {t.name} are never written")
+        if n == 0:
+            _first_written(spec, result.writers)
         if t.role == "inout" and never.size:
             return None, {}
         if 2 * never.size > w.size:
@@ -234,3 +239,24 @@ def blocks_to_trace(
         # the writers' run would be most of the saving)
         return None, {}
     return tuple(sorted(chosen)), unwritten
+
+
+def _first_written(
+    spec: TaskSpec, writers: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray] | None = None,
+) -> None:  # fmt: skip
+    """Raise where the first output, a float `out` tensor, has no element written (a part of
+    a tile: the kernel's loop needs a whole one): the fit's own verdict, without tracing.
+    With the run's `outputs`, elements written NaN count as unwritten too, as they do in the
+    fit (a part of a tile that stores what it read from shared memory no step filled)."""
+    t = spec.outputs_in_order[0] if spec.outputs_in_order else None
+    if t is None or t.role != "out" or not _is_float(t.dtype):
+        return
+    w = writers.get(t.cuda_param)
+    if w is None or not w.size:
+        return
+    gone = w == -1
+    if outputs is not None and t.cuda_param in outputs:
+        gone = gone | np.isnan(np.asarray(outputs[t.cuda_param], dtype=np.float64).reshape(-1))
+    if bool(gone.all()):
+        raise LiftError(f"{w.size} of {w.size} elements of {t.name} are never written")

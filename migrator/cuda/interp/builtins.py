@@ -129,7 +129,7 @@ def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
         return Val(t, out if out.ndim else out[()])
     a, b, c = (convert(x, ct.DOUBLE).data for x in args)
     if any(np.asarray(v).dtype == OBJECT for v in (a, b, c)):  # traced: one node per element
-        out = np.asarray(multiply_add(a, b, c)).astype(t.dtype)
+        out = np.asarray(multiply_add(a, b, c, distinct=False)).astype(t.dtype)
     else:
         out = np.asarray(np.multiply(a, b) + c).astype(t.dtype)
     return Val(t, out if out.ndim else out[()])

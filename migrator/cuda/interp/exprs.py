@@ -534,7 +534,7 @@ class ExprMixin:
             if fused is not None:
                 return fused
         elif op == "+" and self.options.trace:
-            fused = self._traced_fma(left, right, mask)
+            fused = self._traced_fma(node, left, right, mask)
             if fused is not None:
                 return fused
         a, b = self.ev(left, mask), self.ev(right, mask)
@@ -681,25 +681,28 @@ class ExprMixin:
             return self.apply_binary(op, a, b, mul[0])
         return fma_f32(x, y, z, op, mul_left)
 
-    def _traced_fma(self: Machine, left: Node, right: Node, mask: np.ndarray) -> Val | None:
+    def _traced_fma(
+        self: Machine, node: Node, left: Node, right: Node, mask: np.ndarray
+    ) -> Val | None:
         """A traced run's `a*b + c` / `c + a*b` as one node per element where all are traced
-        (`_traced_multiply_add`), else as written (the product, then the sum); None where
-        neither side is a product. Operands in `_try_fma`'s order."""
-        mul, other, mul_left = self._mul_operands(left), right, True
+        (`_traced_multiply_add`), else as written (the product, then the sum, operands in
+        their order); None where neither side is a product."""
+        mul, product, mul_left = self._mul_operands(left), left, True
         if mul is None:
-            mul, other, mul_left = self._mul_operands(right), left, False
-            if mul is None:
-                return None
+            mul, product, mul_left = self._mul_operands(right), right, False
+        if mul is None or not _one_row(mul[0], node):
+            return None
+        z = None if mul_left else self.ev(left, mask)
         x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
-        z = self.ev(other, mask)
+        z = self.ev(right, mask) if z is None else z
         if x.ctype.is_arith and y.ctype.is_arith and z.ctype.is_arith:
             t_mul = ct.arith_result(x.ctype, y.ctype, self.float_t)
             fused = _traced_multiply_add(x, y, z, t_mul, self.float_t, not mul_left)
             if fused is not None:
                 return fused
-        prod = self.apply_binary("*", x, y, mul[0])
+        prod = self.apply_binary("*", x, y, product)
         a, b = (prod, z) if mul_left else (z, prod)
-        return self.apply_binary("+", a, b, mul[0])
+        return self.apply_binary("+", a, b, node)
 
     def _e_unary(self: Machine, node: Node, mask: np.ndarray) -> Val:
         op = node.child_by_field_name("operator")
@@ -748,6 +751,7 @@ class ExprMixin:
             old = lv.load(self, mask, node)
             if mul is None and self.options.trace and is_traced(old.ctype) and op == "+=":
                 mul = self._mul_operands(right)  # (`_traced_multiply_add`: one node)
+                mul = mul if mul is not None and _one_row(mul[0], node) else None
             if mul is not None and (old.ctype == ct.FLOAT or is_traced(old.ctype)):
                 parts = [self.ev(mul[0], mask), self.ev(mul[1], mask)]
             else:
@@ -986,6 +990,12 @@ _NULL = Val(ct.ptr(ct.VOID), np.int64(0))  # `NULL` / `nullptr`: a pointer namin
 def _null_constant(v: Val) -> bool:
     """An integer 0 compared with a pointer is the null pointer constant."""
     return v.ctype.kind in ("int", "bool") and v.is_uniform and v.data == 0
+
+
+def _one_row(product: Node, node: Node) -> bool:
+    """Whether a product (its first operand's row, where it starts) is on the row of the
+    sum: a traced node has one source row, and a product on a row of its own keeps it apart."""
+    return product.start_point[0] == node.start_point[0]
 
 
 def _traced_multiply_add(

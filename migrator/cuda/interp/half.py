@@ -91,7 +91,7 @@ def _fma(m: Machine, args: list[Val], mask: np.ndarray, node: Node) -> Val:
     def scalar(a: list[Val]) -> Val:
         x, y, z = (np.asarray(convert(v, ct.DOUBLE).data) for v in a)
         if OBJECT in (x.dtype, y.dtype, z.dtype):  # traced: one node per element
-            return _round(multiply_add(x, y, z), _low(a[0]))
+            return _round(multiply_add(x, y, z, distinct=False), _low(a[0]))
         return _round((x * y + z).astype(np.float32), _low(a[0]))
 
     return _pairwise(scalar)(args)

@@ -385,13 +385,15 @@ def _fused(op: str) -> Any:
 _FMA = {"fma": _fused("fma"), "acc+fma": _fused("acc+fma")}
 
 
-def multiply_add(x: Any, y: Any, z: Any, sum_first: bool = False) -> Any:
+def multiply_add(x: Any, y: Any, z: Any, sum_first: bool = False, distinct: bool = True) -> Any:
     """`x * y + z` (or `z + x * y`, `sum_first`) over object data, as one node per element
     (op "fma" or "acc+fma", operands (x, y, z)) where all three are traced: the product and
     the sum of a GEMM's inner step are most of its traced run, and one node costs half of two
     (the canonical form is the sum's, the value the same float64 arithmetic). Built once per
-    distinct triple, as `per_distinct` says."""
-    return per_distinct(_FMA["acc+fma" if sum_first else "fma"], x, y, z)
+    distinct triple, as `per_distinct` says (`distinct`: as C's `+` and `*` are; fmaf and
+    __hfma build a node per element, as they always have)."""
+    fn = _FMA["acc+fma" if sum_first else "fma"]
+    return per_distinct(fn, x, y, z) if distinct else fn(x, y, z)
 
 
 FMA_OPS = frozenset(_FMA)

@@ -477,19 +477,23 @@ def test_a_traced_run_runs_few_active_lanes_compacted_and_traces_the_same(
 
 FMA_SPELLINGS = """
 // three spellings of a multiply-add into an accumulator: an expression, a compound
-// assignment and fmaf; and one of a half multiply-add, stored widened
+// assignment and fmaf; one of a half multiply-add, stored widened; and a product on a row
+// of its own (two nodes: each keeps its row)
 #include <cuda_fp16.h>
 __global__ void dots(float* out, const float* a, const float* b, const __half* h, int k) {
     int r = threadIdx.x;
-    float s = 0.0f, t = 0.0f, u = 0.0f;
+    float s = 0.0f, t = 0.0f, u = 0.0f, w = 0.0f;
     __half v = __float2half(0.0f);
     for (int j = 0; j < k; j++) {
         s = a[r * k + j] * b[j] + s;
         t += a[r * k + j] * b[j];
         u = fmaf(a[r * k + j], b[j], u);
         v = __hfma(h[r * k + j], h[j], v);
+        w +=
+            a[r * k + j] * b[j];
     }
-    out[4 * r] = s; out[4 * r + 1] = t; out[4 * r + 2] = u; out[4 * r + 3] = __half2float(v);
+    out[5 * r] = s; out[5 * r + 1] = t; out[5 * r + 2] = u; out[5 * r + 3] = __half2float(v);
+    out[5 * r + 4] = w;
 }
 """
 
@@ -511,19 +515,23 @@ def test_multiply_adds_are_one_node_each_with_the_sums_canonical_form() -> None:
     def leaves(name: str, vals: np.ndarray) -> np.ndarray:
         return np.array([Sym.leaf(name, i, float(v)) for i, v in enumerate(vals)], dtype=object)
 
-    args = {"out": np.full(4 * rows, np.nan, dtype=object), "a": leaves("a", a),
+    args = {"out": np.full(5 * rows, np.nan, dtype=object), "a": leaves("a", a),
             "b": leaves("b", b), "h": leaves("h", h), "k": k}  # fmt: skip
     res = run_kernel(FMA_SPELLINGS, "dots", 1, rows, args, options=InterpOptions(trace=True))
     out = res.outputs["out"]
     for r in range(rows):
         want = [float(a[r * k : (r + 1) * k] @ b)] * 3 + [float(h[r * k : (r + 1) * k] @ h[:k])]
         for n, w in enumerate(want):
-            v = out[4 * r + n]
+            v = out[5 * r + n]
             while v.op not in FMA_OPS:  # (through the half's conversions, if any)
                 v = v.args[0]
             # (`s = a * b + s` keeps the product first; `t += a * b` and the calls add last)
             assert v.op == ("fma" if n != 1 else "acc+fma") and len(v.args) == 3
-            np.testing.assert_allclose(out[4 * r + n].v, w, rtol=1e-12)
+            np.testing.assert_allclose(out[5 * r + n].v, w, rtol=1e-12)
+        apart = out[5 * r + 4]
+        assert apart.op == "+" and apart.args[1].op == "*"
+        assert apart.args[1].at[0] == apart.at[0] + 1
+        np.testing.assert_allclose(apart.v, want[0], rtol=1e-12)
     # the same canonical tree as the product and the sum spelled apart, in either order
     x, y, z = leaves("a", a[:3]), leaves("b", b[:3]), leaves("h", h[:3])
     for first in (False, True):
