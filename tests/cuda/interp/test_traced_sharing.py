@@ -305,6 +305,36 @@ def test_sizes_where_the_kernel_writes_nothing_are_not_traced(
     assert not traced
 
 
+def test_a_few_blocks_that_write_only_nan_at_broken_sizes_are_not_traced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three blocks (a launch traced whole) at sizes the relations rule out, storing what
+    they read from shared memory nothing filled (a double-buffered GEMM's quarter tile of K):
+    the untraced writers' run finds every element NaN, which the fit counts as unwritten, and
+    the pair is refused without the traced run."""
+    import migrator.lift.lifter as lifter
+    from migrator.lift.program import LiftError
+
+    kernel = textwrap.dedent(TILES).replace(
+        "    int r = blockIdx.x;\n",
+        (
+            "    int r = blockIdx.x;\n    __shared__ float t[1];\n"
+            "    if (m >= 32 && threadIdx.x == 0) t[0] = 1.0f;\n    __syncthreads();\n"
+        ),
+    )
+    (tmp_path / "tiles.cu").write_text(kernel.replace("x[r * n];", "x[r * n] * t[0];"))
+    (tmp_path / "tiles.toml").write_text(textwrap.dedent(TILES_SPEC))
+    spec = load_spec(tmp_path / "tiles.toml")
+    traced: list[object] = []
+    real = lifter.trace_run
+    monkeypatch.setattr(lifter, "trace_run", lambda *a, **k: traced.append(a) or real(*a, **k))
+    with pytest.raises(LiftError, match="^36 of 36 elements of out are never written$"):
+        lifter._fit(spec, {"M": 3, "N": 12}, 0)
+    assert not traced
+    lifter._fit(spec, {"M": 32, "N": 12}, 0)  # (whole tiles: traced, as the relations allow)
+    assert traced
+
+
 LAST_BLOCK = """
 // each block writes its partial sum; the last block to finish adds the partials up
 __device__ unsigned int done = 0;
