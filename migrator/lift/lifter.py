@@ -1033,12 +1033,38 @@ def verify_all(
     original is independent of the others, and the runs come back into spec_run's memo, where
     the migration's check finds them."""
     global _AHEAD
+
+    def one(s: dict[str, int]) -> Verification:
+        return verify(spec, program, s, seed)
+
+    done: dict[int, Verification] = {}
+    fresh = list(range(len(size_sets)))
     if _AHEAD is not None:  # the runs started ahead: theirs are in the memo then
         own = _own_sets(spec)  # (the check runs these, verified here or not)
+        fresh = [i for i in fresh if size_sets[i] not in _AHEAD.items]
+        fresh.sort(key=lambda i: spec.work(size_sets[i]))
+        # while the child still runs what this needs, the sets it was not given are verified
+        # here, cheapest first: both cores busy (the wait was a GEMM's 0.3 s)
+        while fresh and not _AHEAD.idle():
+            i = fresh.pop(0)
+            done[i] = one(size_sets[i])
         _AHEAD.join(lambda s: s in size_sets or s in own)
         _AHEAD = None
-    work = [spec.work(s) for s in size_sets]  # (the sets differ in cost severalfold)
-    return map_jobs(lambda s: verify(spec, program, s, seed), size_sets, [RUN_MEMO], work)
+    rest = [i for i in range(len(size_sets)) if i not in done]
+    sets = [size_sets[i] for i in rest]
+    if len(fresh) >= 2 and SECONDS[0] >= seconds_setting("C2N_SHARE_AFTER", SHARE_AFTER):
+        # where launches have cost time so far, two runs still to make are likely to as well:
+        # both cores from the first (`map_jobs` times one before it forks, which leaves two
+        # sets one after the other: a register-tiled GEMM's 0.3 and 0.2 s)
+        got = map_shared(one, sets, [RUN_MEMO])
+    else:
+        work = [spec.work(s) for s in sets]  # (the sets differ in cost severalfold)
+        got = map_jobs(one, sets, [RUN_MEMO], work)
+    done.update(zip(rest, got, strict=True))
+    return [done[i] for i in range(len(size_sets))]
+
+
+SHARE_AFTER = 0.3  # seconds of launches so far past which the verification shares two cores
 
 
 def verify(spec: TaskSpec, program: Program, sizes: dict[str, int], seed: int) -> Verification:
