@@ -199,6 +199,14 @@ class Ahead:
                     os.kill(self.pid, ABANDON)
         self.finish(run)
 
+    def busy_with(self, wanted: Callable[[Any], bool]) -> bool:
+        """Whether the child is running an item `wanted` accepts (a `join` would wait for
+        it; one it rejects, the join abandons at once)."""
+        if not self.open:
+            return False
+        running = _running(self._records())
+        return running is not None and wanted(self.items[running])
+
     def idle(self) -> bool:
         """Whether the child has finished every item (its results wait to be joined): the
         second core is free, and `join` returns at once."""

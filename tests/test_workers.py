@@ -220,8 +220,10 @@ def test_a_join_waits_for_the_wanted_item_the_child_is_running(two: None, tmp_pa
 def _report(out: Path, workers_: str) -> object:
     """The migration report of tests/data/block_sums.cu made with `workers_` processes, its
     paths and timings left out."""
-    # (every batch shared, and the task's own runs started ahead of the verification)
-    env = {**os.environ, "C2N_WORKERS": workers_, "C2N_FORK_AFTER": "0", "C2N_AHEAD_AFTER": "0"}
+    # (every batch shared, the task's own runs started ahead of the verification, and its
+    # other sets shared from the first)
+    env = {**os.environ, "C2N_WORKERS": workers_, "C2N_FORK_AFTER": "0", "C2N_AHEAD_AFTER": "0",
+           "C2N_SHARE_AFTER": "0"}  # fmt: skip
     src = Path(__file__).parent / "data" / "block_sums.cu"
     cmd = [sys.executable, "-m", "migrator.cli", str(src), "-o", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, env=env)
@@ -267,6 +269,38 @@ def test_an_ahead_child_is_idle_once_every_item_is_done(two: None, tmp_path: Pat
     while not pending.idle() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert pending.idle()
+    pending.join()
+    assert memo == {0: 0, 1: 1}
+
+
+def test_an_ahead_child_says_whether_it_runs_a_wanted_item(two: None, tmp_path: Path) -> None:
+    """`Ahead.busy_with(wanted)`: true while the child runs an item `wanted` accepts (the
+    verification then works on its own sets meanwhile), false for one it rejects (the join
+    abandons that) and once the child is done."""
+    import time
+
+    memo: dict[int, int] = {}
+
+    def job(x: int) -> None:
+        (tmp_path / str(x)).touch()
+        while not (tmp_path / f"go{x}").exists():
+            time.sleep(0.01)
+        memo[x] = x
+
+    pending = workers.ahead(job, [0, 1], [memo])
+    assert pending is not None
+    _started(tmp_path / "0")
+    assert pending.busy_with(lambda x: x == 0) and not pending.busy_with(lambda x: x == 1)
+    (tmp_path / "go0").touch()
+    _started(tmp_path / "1")
+    deadline = time.monotonic() + 30
+    while not pending.busy_with(lambda x: x == 1) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pending.busy_with(lambda x: x == 1) and not pending.busy_with(lambda x: x == 0)
+    (tmp_path / "go1").touch()
+    while not pending.idle() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not pending.busy_with(lambda x: True)
     pending.join()
     assert memo == {0: 0, 1: 1}
 

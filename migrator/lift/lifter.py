@@ -1041,14 +1041,18 @@ def verify_all(
     fresh = list(range(len(size_sets)))
     if _AHEAD is not None:  # the runs started ahead: theirs are in the memo then
         own = _own_sets(spec)  # (the check runs these, verified here or not)
+
+        def wanted(s: dict[str, int]) -> bool:
+            return s in size_sets or s in own
+
         fresh = [i for i in fresh if size_sets[i] not in _AHEAD.items]
         fresh.sort(key=lambda i: spec.work(size_sets[i]))
-        # while the child still runs what this needs, the sets it was not given are verified
-        # here, cheapest first: both cores busy (the wait was a GEMM's 0.3 s)
-        while fresh and not _AHEAD.idle():
+        # while the child runs a set this needs, the sets it was not given are verified here,
+        # cheapest first: both cores busy (the wait was a GEMM's 0.3 s)
+        while fresh and _AHEAD.busy_with(wanted):
             i = fresh.pop(0)
             done[i] = one(size_sets[i])
-        _AHEAD.join(lambda s: s in size_sets or s in own)
+        _AHEAD.join(wanted)
         _AHEAD = None
     rest = [i for i in range(len(size_sets)) if i not in done]
     sets = [size_sets[i] for i in rest]
