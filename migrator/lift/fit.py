@@ -1260,6 +1260,7 @@ def _masked(
 
 
 MAX_MASK_FEATURES = 400  # quasi-affine features of the coordinates a mask predicate compares
+MASK_SAMPLE = 256  # elements of either side a mask predicate's candidates are tested on first
 
 
 def _separating(
@@ -1287,16 +1288,35 @@ def _separating(
             add(IndexMap(terms=[Term(coef=1, var=v, div=d)]), col // d)
             for m in divs:
                 add(IndexMap(terms=[Term(coef=1, var=v, div=d, mod=m)]), (col // d) % m)
-    for m, col in feats:
+    if not feats:
+        return None
+    # Each test below is first made on a sample of the elements of either side: a test that
+    # holds on all of them holds on the sample (a maximum over a subset is no larger, a
+    # minimum no smaller), so the sample only drops candidates, and the first candidate that
+    # holds on every element is the one a test of every pair on every element finds (the
+    # pairs of a causal mask's 70 features over 77k elements: 0.29 -> 0.01 s).
+    inside, outside = np.flatnonzero(y), np.flatnonzero(~y)
+    sample = np.concatenate([side[np.linspace(0, side.size - 1, min(side.size, MASK_SAMPLE))
+                                  .astype(np.int64)] for side in (inside, outside)])  # fmt: skip
+    grid = np.stack([col[sample] for _, col in feats])
+    ys = y[sample]
+    fy, fn = grid[:, ys], grid[:, ~ys]
+    for n in np.flatnonzero((fn.max(axis=1) < fy.min(axis=1)) | (fy.max(axis=1) < fn.min(axis=1))):
+        m, col = feats[n]
         if col[~y].max() < col[y].min():
             return m, IndexMap(const=int(col[~y].max()))
         if col[y].max() < col[~y].min():
             return IndexMap(const=int(col[~y].min())), m
-    for (ma, a), (mb, b) in itertools.permutations(feats, 2):
-        d = a - b
-        lo = int(d[~y].max())
-        if lo < int(d[y].min()) and abs(lo) <= 2:
-            return ma, mb.model_copy(update={"const": lo})
+    for ia, (ma, a) in enumerate(feats):
+        lo_s = (fn[ia] - fn).max(axis=1)  # per second feature b, on the sample
+        ok = (lo_s < (fy[ia] - fy).min(axis=1)) & (lo_s <= 2)
+        ok[ia] = False
+        for ib in np.flatnonzero(ok):
+            mb, b = feats[ib]
+            d = a - b
+            lo = int(d[~y].max())
+            if lo < int(d[y].min()) and abs(lo) <= 2:
+                return ma, mb.model_copy(update={"const": lo})
     return None
 
 
