@@ -216,17 +216,16 @@ def blocks_to_trace(
         )  # fmt: skip
     if result.cross_block_reads:
         return None, {}  # a block reads what others stored (a last block sums the partials)
+    _first_written(spec, result.writers)
     chosen: set[int] = set()
     unwritten: dict[str, np.ndarray] = {}
-    for n, t in enumerate(spec.outputs_in_order):
+    for t in spec.outputs_in_order:
         if not _is_float(t.dtype):
             continue
         w = result.writers.get(t.cuda_param)
         if w is None or (w == -2).any():
             return None, {}
         never = np.flatnonzero(w == -1)
-        if n == 0:
-            _first_written(spec, result.writers)
         if t.role == "inout" and never.size:
             return None, {}
         if 2 * never.size > w.size:

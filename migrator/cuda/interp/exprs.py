@@ -653,19 +653,30 @@ class ExprMixin:
         assert lhs is not None and rhs is not None
         return lhs, rhs
 
+    def _product_side(
+        self: Machine, left: Node, right: Node
+    ) -> tuple[tuple[Node, Node], bool] | None:
+        """The factors of the product among a sum's two operands, and whether it is the
+        left one (looked for there first); None where neither is a product."""
+        mul = self._mul_operands(left)
+        if mul is not None:
+            return mul, True
+        mul = self._mul_operands(right)
+        return None if mul is None else (mul, False)
+
     def _try_fma(self: Machine, op: str, left: Node, right: Node, mask: np.ndarray) -> Val | None:
         """nvcc -fmad=true: `a*b ± c` and `c ± a*b` on float32 round once.
 
         Computed as float64 a*b (exact for float32 inputs) ± c, then rounded to float32. That is
         a true fma except in rare double-rounding ties (53-bit then 24-bit rounding).
         """
-        mul, other, mul_left = self._mul_operands(left), right, True
-        if mul is None:
-            mul, other, mul_left = self._mul_operands(right), left, False
-            if mul is None:
-                return None
+        side = self._product_side(left, right)
+        if side is None:
+            return None
+        mul, mul_left = side
         x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
-        z = self.ev(other, mask)  # C leaves operand order unspecified; the product goes first
+        # C leaves operand order unspecified; the product goes first
+        z = self.ev(right if mul_left else left, mask)
         t_mul = (
             ct.arith_result(x.ctype, y.ctype, self.float_t)
             if x.ctype.is_arith and y.ctype.is_arith
@@ -687,11 +698,11 @@ class ExprMixin:
         """A traced run's `a*b + c` / `c + a*b` as one node per element where all are traced
         (`_traced_multiply_add`), else as written (the product, then the sum, operands in
         their order); None where neither side is a product."""
-        mul, product, mul_left = self._mul_operands(left), left, True
-        if mul is None:
-            mul, product, mul_left = self._mul_operands(right), right, False
-        if mul is None or not _one_row(mul[0], node):
+        side = self._product_side(left, right)
+        if side is None or not _one_row(side[0][0], node):
             return None
+        mul, mul_left = side
+        product = left if mul_left else right
         z = None if mul_left else self.ev(left, mask)
         x, y = self.ev(mul[0], mask), self.ev(mul[1], mask)
         z = self.ev(right, mask) if z is None else z

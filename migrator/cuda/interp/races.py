@@ -28,6 +28,7 @@ MANY = -2
 PENDING_LIMIT = 1 << 23  # queued read lanes before they are folded in
 # a queued read: addresses, thread ids, their run structure, lowest and highest address in a row
 _Read = tuple[np.ndarray, np.ndarray, Span | None, int, int]
+_EMPTY = (1 << 62, -1)  # an empty queue's address range: any min and max of addresses replace it
 
 
 class RaceTracker:
@@ -38,11 +39,12 @@ class RaceTracker:
         self.dirty = False
         self.written = False  # any write in this interval (reads race only with writes)
         self.read_any = False  # any read folded into `reader` in this interval
-        # queued reads, each with the lowest and highest address it reads
+        # queued reads, each with the lowest and highest address it reads; their number of
+        # lanes, their address range (empty: lo > hi), and by (lo, hi, shape), where a read's
+        # repeat is looked for (`_queue`)
         self.pending: list[_Read] = []
         self.pending_n = 0
-        self.pending_lo, self.pending_hi = 0, -1  # the queue's address range (empty: lo > hi)
-        # the queued reads by (lo, hi, shape): where a read's repeat is looked for
+        self.pending_lo, self.pending_hi = _EMPTY
         self.pending_by: dict[tuple[int, int, tuple[int, ...]], list[_Read]] = {}
         self._scratch: np.ndarray | None = None  # (`_record`'s, made on first use)
 
@@ -53,7 +55,7 @@ class RaceTracker:
 
     def reset(self) -> None:
         """A barrier: every earlier access happens-before every later one."""
-        self._drop_pending()
+        self._queue([])
         self.written = False
         self.read_any = False
         if self.dirty:
@@ -87,20 +89,21 @@ class RaceTracker:
         same.append(entry)
         self.pending.append(entry)
         self.pending_n += flat.size
-        if self.pending_lo > self.pending_hi:
-            self.pending_lo, self.pending_hi = lo, hi
-        else:
-            self.pending_lo, self.pending_hi = min(self.pending_lo, lo), max(self.pending_hi, hi)
+        self.pending_lo, self.pending_hi = min(self.pending_lo, lo), max(self.pending_hi, hi)
         if self.pending_n > PENDING_LIMIT:
             self._fold(self.pending)
-            self._drop_pending()
+            self._queue([])
         return race
 
-    def _drop_pending(self) -> None:
-        self.pending = []
+    def _queue(self, entries: list[_Read]) -> None:
+        """The queue of reads set to `entries` (none: emptied), its tallies made anew."""
+        self.pending = entries
         self.pending_by = {}
-        self.pending_n = 0
-        self.pending_lo, self.pending_hi = 0, -1
+        for p in entries:
+            self.pending_by.setdefault((p[3], p[4], p[0].shape), []).append(p)
+        self.pending_n = sum(p[0].size for p in entries)
+        self.pending_lo = min((p[3] for p in entries), default=_EMPTY[0])
+        self.pending_hi = max((p[4] for p in entries), default=_EMPTY[1])
 
     def _fold_overlapping(self, lo: int, hi: int) -> None:
         """Fold in the queued reads of addresses within [lo, hi], the range a write
@@ -108,19 +111,8 @@ class RaceTracker:
         (a tile loop reads its operands' buffers and writes another, as often as it steps)."""
         if hi < self.pending_lo or lo > self.pending_hi:
             return
-        now = [p for p in self.pending if p[3] <= hi and p[4] >= lo]
-        if len(now) == len(self.pending):
-            self._fold(now)
-            self._drop_pending()
-            return
-        self._fold(now)
-        self.pending = [p for p in self.pending if p[3] > hi or p[4] < lo]
-        self.pending_by = {}
-        for p in self.pending:
-            self.pending_by.setdefault((p[3], p[4], p[0].shape), []).append(p)
-        self.pending_n = sum(p[0].size for p in self.pending)
-        self.pending_lo = min(p[3] for p in self.pending)
-        self.pending_hi = max(p[4] for p in self.pending)
+        self._fold([p for p in self.pending if p[3] <= hi and p[4] >= lo])
+        self._queue([p for p in self.pending if p[3] > hi or p[4] < lo])
 
     def _fold(self, entries: list[_Read]) -> None:
         # reads whose addresses repeat (a loop's broadcast `k[y * d + x]`, one address per

@@ -42,6 +42,21 @@ class Reference:
         return race
 
 
+def _same_flags(
+    fast: RaceTracker, ref: Reference, kind: str, flat: np.ndarray, tid: np.ndarray,
+    within: tuple[int, int] | None = None,
+) -> None:  # fmt: skip
+    """One statement's access made on both trackers: the same race flags, lane by lane."""
+    if kind == "read":
+        got = fast.read(flat, tid, None, within)
+        want = ref.read(flat.tolist(), tid.tolist())
+        got_list = [False] * flat.size if got is None else got.tolist()
+    else:
+        got_list = fast.write(flat, tid, None, within).tolist()
+        want = ref.write(flat.tolist(), tid.tolist())
+    assert got_list == want, (kind, flat.tolist(), tid.tolist())
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_tracker_matches_reference(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -59,14 +74,7 @@ def test_tracker_matches_reference(seed: int) -> None:
         else:
             flat = rng.integers(0, size, size=k).astype(np.int64)
         tid = rng.integers(0, 6, size=flat.size).astype(TID)
-        if kind == "read":
-            got = fast.read(flat, tid)
-            want = ref.read(flat.tolist(), tid.tolist())
-            got_list = [False] * flat.size if got is None else got.tolist()
-        else:
-            got_list = fast.write(flat, tid).tolist()
-            want = ref.write(flat.tolist(), tid.tolist())
-        assert got_list == want, (kind, flat.tolist(), tid.tolist())
+        _same_flags(fast, ref, kind, flat, tid)
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -102,14 +110,7 @@ def test_queued_reads_by_row_range_match_reference(seed: int) -> None:
         within = None
         if rng.random() < 0.5:
             within = int((flat % row).min()), int((flat % row).max())
-        if kind == "read":
-            got = fast.read(flat, tid, None, within)
-            want = ref.read(flat.tolist(), tid.tolist())
-            got_list = [False] * flat.size if got is None else got.tolist()
-        else:
-            got_list = fast.write(flat, tid, None, within).tolist()
-            want = ref.write(flat.tolist(), tid.tolist())
-        assert got_list == want, (kind, flat.tolist(), tid.tolist())
+        _same_flags(fast, ref, kind, flat, tid, within)
 
 
 def test_reads_queue_past_writes_elsewhere_in_the_row() -> None:
